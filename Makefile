@@ -1,0 +1,55 @@
+# MemoryPressure — see README.md.
+#   make demo   installs what is missing, builds release, runs the built-in scenario
+#   make test   installs what is missing and runs the tests
+#   make bench  runs the benchmarks and rewrites Reports/
+
+SWIFT ?= swift
+# Debian packages the build and the tests need (pkg-config finds jemalloc and libunwind).
+APT_PACKAGES := libjemalloc-dev libunwind-dev pkg-config util-linux
+# The benchmarks also compare against smem and pmap (procps).
+BENCH_APT_PACKAGES := smem procps
+
+export PATH := /opt/swift/usr/bin:$(PATH)
+
+.PHONY: deps bench-deps build demo test bench fixtures clean
+
+define install_missing
+	@if command -v dpkg >/dev/null 2>&1; then \
+	  missing=""; \
+	  for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	  if [ -n "$$missing" ]; then \
+	    echo "installing:$$missing"; \
+	    if [ "$$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
+	    else echo "make: please install:$$missing (apt-get install -y$$missing)" >&2; exit 1; fi; \
+	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	  fi; \
+	fi
+	@command -v $(SWIFT) >/dev/null 2>&1 || { echo "make: swift not found (Swift 6.2 or later, from swift.org)" >&2; exit 1; }
+endef
+
+deps:
+	$(call install_missing,$(APT_PACKAGES))
+
+bench-deps: deps
+	$(call install_missing,$(BENCH_APT_PACKAGES))
+
+build: deps
+	$(SWIFT) build -c release
+
+demo: build
+	.build/release/mempressure demo
+
+test: deps
+	$(SWIFT) test
+
+bench: bench-deps
+	$(SWIFT) build -c release
+	cd Benchmarks && $(SWIFT) run -c release vmtracker-bench --mempressure-build ../.build/release --output ../Reports
+
+# Recaptures the golden /proc fixtures from real processes (then review and commit them).
+fixtures:
+	$(SWIFT) build
+	Tests/TestSupport/Fixtures/capture.sh .build/debug
+
+clean:
+	rm -rf .build Benchmarks/.build

@@ -1,0 +1,99 @@
+// swift-tools-version: 6.2
+//
+// MemoryPressure: a memory-pressure and resource-accounting profiler for Linux.
+// See ../shared/design.md for the shape of the modules and README.md for the quick start.
+
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "MemoryPressure",
+    products: [
+        .executable(name: "mempressure", targets: ["mempressure"]),
+        .executable(name: "mempressure-hog", targets: ["MemHog"]),
+        .library(name: "VMTracker", targets: ["VMTracker"]),
+        .library(name: "MemHogClient", targets: ["MemHogClient"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
+        // Without its Foundation trait: we use FoundationEssentials only.
+        .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.0", traits: []),
+    ],
+    targets: [
+        // System libraries, found through pkg-config; the apt provider names the Debian package.
+        .systemLibrary(
+            name: "CJemalloc",
+            pkgConfig: "jemalloc",
+            providers: [.apt(["libjemalloc-dev"])]
+        ),
+        .systemLibrary(
+            name: "CUnwind",
+            pkgConfig: "libunwind",
+            providers: [.apt(["libunwind-dev"])]
+        ),
+        // What Swift cannot import: function-like macros, syscalls glibc does not wrap.
+        .target(name: "CMemoryPressure"),
+
+        .target(
+            name: "VMTracker",
+            dependencies: [.product(name: "SystemPackage", package: "swift-system")],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "mempressure",
+            dependencies: [
+                "VMTracker",
+                "MemHogClient",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            swiftSettings: strict
+        ),
+        // A small process that holds known amounts of dirty, clean file-backed and purgeable
+        // memory: the subject of `make demo`, the live tests and the benchmarks.
+        .executableTarget(
+            name: "MemHog",
+            dependencies: ["CMemoryPressure"],
+            swiftSettings: strict
+        ),
+
+        // Starts the hog and reads what it holds (demo, tests, benchmarks).
+        .target(
+            name: "MemHogClient",
+            dependencies: [
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            swiftSettings: strict
+        ),
+
+        .target(
+            name: "TestSupport",
+            dependencies: ["VMTracker", "MemHogClient", "CMemoryPressure"],
+            path: "Tests/TestSupport",
+            exclude: ["Fixtures"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "VMTrackerTests",
+            dependencies: ["VMTracker", "TestSupport", "MemHogClient", "MemHog"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "CLITests",
+            dependencies: ["TestSupport", "VMTracker", "MemHogClient", "mempressure", "MemHog"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "SystemLibraryTests",
+            dependencies: ["CJemalloc", "CUnwind", "CMemoryPressure"],
+            swiftSettings: strict
+        ),
+    ]
+)

@@ -1,0 +1,37 @@
+#ifndef MEMORYPRESSURE_SHIMS_H
+#define MEMORYPRESSURE_SHIMS_H
+// What Swift cannot import directly: function-like macros (CPU_SET), constants that older
+// glibc headers lack, and syscalls glibc does not wrap. Each wrapper returns what the kernel
+// returned (-1 with errno set on failure); the Swift side turns that into a typed error.
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// madvise(2) advice values (linux/mman.h), fixed numbers in the kernel ABI.
+static const int mp_MADV_FREE = 8;
+static const int mp_MADV_COLD = 20;
+static const int mp_MADV_PAGEOUT = 21;
+
+// prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, start, len, name): names an anonymous region so
+// that smaps shows it as [anon:name]. Needs CONFIG_ANON_VMA_NAME (Linux 5.17+); EINVAL without.
+int mp_set_vma_anon_name(void *start, size_t length, const char *name);
+
+// Pins the calling thread to one CPU (sched_setaffinity with CPU_SET). Returns 0 or -1.
+int mp_pin_to_cpu(int cpu);
+// The CPU the calling thread runs on (sched_getcpu), or -1.
+int mp_current_cpu(void);
+
+// pidfd_open(2), pidfd_send_signal(2), process_madvise(2) through syscall(2).
+int mp_pidfd_open(pid_t pid, unsigned int flags);
+int mp_pidfd_send_signal(int pidfd, int sig);
+long mp_process_madvise(int pidfd, void *start, size_t length, int advice);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,143 @@
+/// The additive memory counters of a region, a process or an app, in bytes, exactly as the
+/// kernel's smaps reports them (one stored property per smaps field), plus the quantities the
+/// whole project uses, each derived here and nowhere else.
+public struct MemoryCounters: Sendable, Hashable, Codable {
+    public var size: UInt64 = 0
+    public var rss: UInt64 = 0
+    public var pss: UInt64 = 0
+    public var pssDirty: UInt64 = 0
+    /// `Pss_Anon`, `Pss_File`, `Pss_Shmem`: printed by smaps_rollup only.
+    public var pssAnon: UInt64 = 0
+    public var pssFile: UInt64 = 0
+    public var pssShmem: UInt64 = 0
+    public var sharedClean: UInt64 = 0
+    public var sharedDirty: UInt64 = 0
+    public var privateClean: UInt64 = 0
+    public var privateDirty: UInt64 = 0
+    public var referenced: UInt64 = 0
+    public var anonymous: UInt64 = 0
+    public var ksm: UInt64 = 0
+    public var lazyFree: UInt64 = 0
+    public var anonHugePages: UInt64 = 0
+    public var shmemPmdMapped: UInt64 = 0
+    public var filePmdMapped: UInt64 = 0
+    public var sharedHugetlb: UInt64 = 0
+    public var privateHugetlb: UInt64 = 0
+    public var swap: UInt64 = 0
+    public var swapPss: UInt64 = 0
+    public var locked: UInt64 = 0
+
+    public init() {}
+
+    // MARK: The project's quantities (../shared/design.md), defined once.
+
+    /// Address space the region spans (`Size`).
+    public var virtual: UInt64 { size }
+    /// Pages present in RAM (`Rss`).
+    public var resident: UInt64 { rss }
+    /// Modified pages that cannot be dropped without saving them (`Private_Dirty + Shared_Dirty`).
+    public var dirty: UInt64 { privateDirty &+ sharedDirty }
+    /// Unmodified pages the kernel can drop and read back from their backing store
+    /// (`Private_Clean + Shared_Clean`). Pages marked MADV_FREE are clean (the kernel clears
+    /// their dirty bit) and are counted here as well as in `purgeable`.
+    public var clean: UInt64 { privateClean &+ sharedClean }
+    /// Anonymous pages marked MADV_FREE that the kernel may take without asking (`LazyFree`).
+    public var purgeable: UInt64 { lazyFree }
+    /// Pages written out to swap (`Swap`).
+    public var swapped: UInt64 { swap }
+
+    /// What memory pressure charges this memory to its owner, in the spirit of Apple's
+    /// `phys_footprint`: the dirty pages it alone holds plus its swapped pages.
+    ///
+    ///     footprint = Private_Dirty + Private_Hugetlb + Swap
+    ///
+    /// - Purgeable pages are not charged: MADV_FREE clears their dirty bit, so they appear in
+    ///   `Private_Clean`, not `Private_Dirty`. A purgeable page written again is dirty again and
+    ///   the kernel will no longer drop it, so it is charged.
+    /// - Clean file-backed pages are not charged: the page cache can drop and refault them.
+    /// - `Shared_Dirty` is not charged: those pages are held by several processes (COW pages after
+    ///   fork, shared memory); their fair share is in `pssDirty`.
+    /// - Hugetlb pages are never reclaimable and smaps reports them outside `Private_Dirty`, so
+    ///   private ones are added explicitly.
+    public var footprint: UInt64 { privateDirty &+ privateHugetlb &+ swap }
+
+    // MARK: Arithmetic
+
+    /// Adds every counter of `other` (wrapping arithmetic; sums of kernel counters cannot
+    /// realistically overflow 64 bits, and a corrupt input must not trap).
+    public static func += (lhs: inout MemoryCounters, rhs: MemoryCounters) {
+        lhs.size &+= rhs.size
+        lhs.rss &+= rhs.rss
+        lhs.pss &+= rhs.pss
+        lhs.pssDirty &+= rhs.pssDirty
+        lhs.pssAnon &+= rhs.pssAnon
+        lhs.pssFile &+= rhs.pssFile
+        lhs.pssShmem &+= rhs.pssShmem
+        lhs.sharedClean &+= rhs.sharedClean
+        lhs.sharedDirty &+= rhs.sharedDirty
+        lhs.privateClean &+= rhs.privateClean
+        lhs.privateDirty &+= rhs.privateDirty
+        lhs.referenced &+= rhs.referenced
+        lhs.anonymous &+= rhs.anonymous
+        lhs.ksm &+= rhs.ksm
+        lhs.lazyFree &+= rhs.lazyFree
+        lhs.anonHugePages &+= rhs.anonHugePages
+        lhs.shmemPmdMapped &+= rhs.shmemPmdMapped
+        lhs.filePmdMapped &+= rhs.filePmdMapped
+        lhs.sharedHugetlb &+= rhs.sharedHugetlb
+        lhs.privateHugetlb &+= rhs.privateHugetlb
+        lhs.swap &+= rhs.swap
+        lhs.swapPss &+= rhs.swapPss
+        lhs.locked &+= rhs.locked
+    }
+
+    public static func + (lhs: MemoryCounters, rhs: MemoryCounters) -> MemoryCounters {
+        var sum = lhs
+        sum += rhs
+        return sum
+    }
+
+    /// Sums a sequence of counters.
+    public static func sum<S: Sequence>(_ items: S) -> MemoryCounters where S.Element == MemoryCounters {
+        var total = MemoryCounters()
+        for item in items { total += item }
+        return total
+    }
+}
+
+/// The totals a report shows, in bytes: the stable JSON contract's `totals` object.
+public struct Totals: Sendable, Hashable, Codable {
+    public var virtualBytes: UInt64
+    public var residentBytes: UInt64
+    public var pssBytes: UInt64
+    public var dirtyBytes: UInt64
+    public var cleanBytes: UInt64
+    public var purgeableBytes: UInt64
+    public var swappedBytes: UInt64
+    public var footprintBytes: UInt64
+
+    public init(_ c: MemoryCounters) {
+        virtualBytes = c.virtual
+        residentBytes = c.resident
+        pssBytes = c.pss
+        dirtyBytes = c.dirty
+        cleanBytes = c.clean
+        purgeableBytes = c.purgeable
+        swappedBytes = c.swapped
+        footprintBytes = c.footprint
+    }
+
+    public init(
+        virtualBytes: UInt64 = 0, residentBytes: UInt64 = 0, pssBytes: UInt64 = 0, dirtyBytes: UInt64 = 0,
+        cleanBytes: UInt64 = 0, purgeableBytes: UInt64 = 0, swappedBytes: UInt64 = 0, footprintBytes: UInt64 = 0
+    ) {
+        self.virtualBytes = virtualBytes
+        self.residentBytes = residentBytes
+        self.pssBytes = pssBytes
+        self.dirtyBytes = dirtyBytes
+        self.cleanBytes = cleanBytes
+        self.purgeableBytes = purgeableBytes
+        self.swappedBytes = swappedBytes
+        self.footprintBytes = footprintBytes
+    }
+}

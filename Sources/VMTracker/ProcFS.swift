@@ -1,0 +1,174 @@
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The /proc file system, rooted at `root` so that tests can point it at golden fixtures
+/// captured from real processes. This file holds every raw system call the module makes.
+public struct ProcFS: Sendable, Hashable {
+    public var root: String
+
+    public init(root: String = "/proc") {
+        self.root = root
+    }
+
+    public func path(_ pid: Int32, _ file: String) -> String {
+        "\(root)/\(pid)/\(file)"
+    }
+
+    /// The PIDs of every process (thread-group leader) present now, in ascending order.
+    public func pids() throws(ProcError) -> [Int32] {
+        guard let dir = opendir(root) else {
+            throw .systemCall(pid: nil, SystemCallError("opendir", errno: Errno(rawValue: errno), subject: root))
+        }
+        defer { closedir(dir) }
+        var result: [Int32] = []
+        while let entry = readdir(dir) {
+            let pid: Int32? = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                var value: Int32 = 0
+                var digits = 0
+                for byte in raw {
+                    if byte == 0 { break }
+                    guard byte >= 0x30, byte <= 0x39, digits < 9 else { return nil }
+                    value = value * 10 + Int32(byte - 0x30)
+                    digits += 1
+                }
+                return digits > 0 ? value : nil
+            }
+            if let pid { result.append(pid) }
+        }
+        result.sort()
+        return result
+    }
+
+    /// Opens `/proc/PID` as a directory. Every file read through the returned handle belongs to
+    /// that one process: if the process exits and its PID is reused, reads fail instead of
+    /// silently describing the new process.
+    public func open(_ pid: Int32) throws(ProcError) -> ProcessDirectory {
+        let dirPath = "\(root)/\(pid)"
+        let fd = Glibc.open(dirPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if fd < 0 {
+            let err = Errno(rawValue: errno)
+            switch err {
+            case .noSuchFileOrDirectory, .noSuchProcess: throw .noSuchProcess(pid: pid)
+            case .permissionDenied, .notPermitted: throw .permissionDenied(pid: pid, file: dirPath)
+            default: throw .systemCall(pid: pid, SystemCallError("open", errno: err, subject: dirPath))
+            }
+        }
+        return ProcessDirectory(fd: fd, pid: pid, path: dirPath)
+    }
+
+    /// Reads a whole file that does not belong to one process (`/proc/meminfo`, cgroup files).
+    public static func readFile(_ path: String, into buffer: inout ReadBuffer) throws(SystemCallError) {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw SystemCallError("open", errno: Errno(rawValue: errno), subject: path) }
+        defer { close(fd) }
+        try buffer.readAll(from: fd, subject: path)
+    }
+
+    /// The entries of a directory, without "." and "..". Names are returned as raw bytes.
+    public static func listDirectory(_ path: String) throws(SystemCallError) -> [[UInt8]] {
+        guard let dir = opendir(path) else {
+            throw SystemCallError("opendir", errno: Errno(rawValue: errno), subject: path)
+        }
+        defer { closedir(dir) }
+        var names: [[UInt8]] = []
+        while let entry = readdir(dir) {
+            let name: [UInt8] = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                Array(raw.prefix { $0 != 0 })
+            }
+            if name == [0x2e] || name == [0x2e, 0x2e] { continue }
+            names.append(name)
+        }
+        return names
+    }
+
+    /// The device and inode of the file at `path` (raw bytes, need not be UTF-8), or nil if
+    /// there is none.
+    public static func fileIdentity(_ path: [UInt8]) -> FileIdentity? {
+        guard !path.contains(0) else { return nil }
+        var st = stat()
+        let found = (path + [0]).withUnsafeBufferPointer { buf in
+            buf.withMemoryRebound(to: CChar.self) { stat($0.baseAddress!, &st) == 0 }
+        }
+        guard found else { return nil }
+        let dev = UInt64(st.st_dev)
+        let major = UInt32(truncatingIfNeeded: ((dev >> 8) & 0xfff) | ((dev >> 32) & ~UInt64(0xfff)))
+        let minor = UInt32(truncatingIfNeeded: (dev & 0xff) | ((dev >> 12) & ~UInt64(0xff)))
+        return FileIdentity(device: DeviceNumber(major: major, minor: minor), inode: UInt64(st.st_ino))
+    }
+
+    /// Whether `path` names a directory.
+    public static func isDirectory(_ path: String) -> Bool {
+        var st = stat()
+        return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
+    }
+}
+
+/// Which file a mapping is of: the device and inode smaps prints.
+public struct FileIdentity: Sendable, Hashable {
+    public var device: DeviceNumber
+    public var inode: UInt64
+}
+
+/// An open `/proc/PID` directory, owned by this value and closed when it goes away.
+public struct ProcessDirectory: ~Copyable {
+    private let fd: CInt
+    public let pid: Int32
+    public let path: String
+
+    init(fd: CInt, pid: Int32, path: String) {
+        self.fd = fd
+        self.pid = pid
+        self.path = path
+    }
+
+    deinit { close(fd) }
+
+    /// Reads `/proc/PID/<name>` entirely into `buffer`.
+    public func read(_ name: String, into buffer: inout ReadBuffer) throws(ProcError) {
+        let file = "\(path)/\(name)"
+        let fileFD = openat(fd, name, O_RDONLY | O_CLOEXEC)
+        if fileFD < 0 {
+            throw classify(Errno(rawValue: errno), call: "open", file: file)
+        }
+        defer { close(fileFD) }
+        do {
+            try buffer.readAll(from: fileFD, subject: file)
+        } catch {
+            throw classify(error.errno, call: "read", file: file)
+        }
+    }
+
+    /// The target of the symbolic link `/proc/PID/<name>` (for example `exe`), as bytes.
+    public func readLink(_ name: String) throws(ProcError) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        let n = bytes.withUnsafeMutableBufferPointer { buf in
+            buf.withMemoryRebound(to: CChar.self) { readlinkat(fd, name, $0.baseAddress!, $0.count) }
+        }
+        if n < 0 { throw classify(Errno(rawValue: errno), call: "readlink", file: "\(path)/\(name)") }
+        return Array(bytes[0..<n])
+    }
+
+    /// The real user id that owns the process (the owner of `/proc/PID`).
+    public func ownerUID() throws(ProcError) -> UInt32 {
+        var st = stat()
+        if fstat(fd, &st) != 0 { throw classify(Errno(rawValue: errno), call: "fstat", file: path) }
+        return st.st_uid
+    }
+
+    private func classify(_ err: Errno, call: String, file: String) -> ProcError {
+        switch err {
+        case .noSuchProcess, .noSuchFileOrDirectory:
+            // The directory handle is still valid, so a missing entry means the process is gone.
+            .processExited(pid: pid, file: file)
+        case .permissionDenied, .notPermitted:
+            .permissionDenied(pid: pid, file: file)
+        default:
+            .systemCall(pid: pid, SystemCallError(call, errno: err, subject: file))
+        }
+    }
+}

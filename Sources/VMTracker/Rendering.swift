@@ -1,0 +1,254 @@
+// Text and CSV layouts of the reports. The JSON layouts are the Codable types themselves.
+
+extension VMReport {
+    /// The VM Tracker summary (and, with regions, the regions map) as text.
+    public func renderText(fullPaths: Bool = false) -> String {
+        var out = "\(name) [\(pid)]  \(scope == "app" ? "app of \(processes.count) processes" : "process")\n"
+        out += "footprint \(ByteFormat.human(totals.footprintBytes))   dirty \(ByteFormat.human(totals.dirtyBytes))"
+        out += "   clean \(ByteFormat.human(totals.cleanBytes))   purgeable \(ByteFormat.human(totals.purgeableBytes))"
+        out += "   swapped \(ByteFormat.human(totals.swappedBytes))   resident \(ByteFormat.human(totals.residentBytes))"
+        out += "   virtual \(ByteFormat.human(totals.virtualBytes))\n\n"
+
+        var table = TextTable([
+            .init("% of Res."), .init("Type", .left), .init("# Regs"), .init("Path", .left), .init("Resident"),
+            .init("Virtual Size"), .init("Res. %"), .init("Protections", .left), .init("% All Dirty"),
+            .init("Dirty Size"), .init("Swapped"), .init("Purgeable"), .init("Footprint"),
+        ])
+        let regionTotal = types.reduce(0) { $0 + $1.regionCount }
+        table.append([
+            ByteFormat.percent(totals.residentBytes, of: totals.residentBytes), "*All*", "\(regionTotal)", "< multiple >",
+            ByteFormat.human(totals.residentBytes), ByteFormat.human(totals.virtualBytes),
+            ByteFormat.percent(totals.residentBytes, of: totals.virtualBytes), "", ByteFormat.percent(totals.dirtyBytes, of: totals.dirtyBytes),
+            ByteFormat.human(totals.dirtyBytes), ByteFormat.human(totals.swappedBytes), ByteFormat.human(totals.purgeableBytes),
+            ByteFormat.human(totals.footprintBytes),
+        ])
+        for t in types {
+            let path = t.path.map { fullPaths ? $0 : Self.shortPath($0) } ?? (t.regionCount > 1 && t.type != "anonymous" ? "< multiple >" : "")
+            table.append([
+                ByteFormat.percent(t.residentBytes, of: totals.residentBytes), t.type, "\(t.regionCount)", path,
+                ByteFormat.human(t.residentBytes), ByteFormat.human(t.virtualBytes),
+                ByteFormat.percent(t.residentBytes, of: t.virtualBytes), t.protections ?? "< multiple >",
+                ByteFormat.percent(t.dirtyBytes, of: totals.dirtyBytes), ByteFormat.human(t.dirtyBytes),
+                ByteFormat.human(t.swappedBytes), ByteFormat.human(t.purgeableBytes), ByteFormat.human(t.footprintBytes),
+            ])
+        }
+        out += table.render()
+
+        if processes.count > 1 {
+            out += "\nProcesses\n"
+            var p = TextTable([
+                .init("PID"), .init("PPID"), .init("Name", .left), .init("State", .left), .init("Footprint"),
+                .init("Dirty"), .init("Purgeable"), .init("Swapped"), .init("Resident"),
+            ])
+            for row in processes {
+                p.append([
+                    "\(row.pid)", "\(row.ppid)", row.name, row.state, ByteFormat.human(row.totals.footprintBytes),
+                    ByteFormat.human(row.totals.dirtyBytes), ByteFormat.human(row.totals.purgeableBytes),
+                    ByteFormat.human(row.totals.swappedBytes), ByteFormat.human(row.totals.residentBytes),
+                ])
+            }
+            out += p.render()
+        }
+
+        if let regions {
+            out += "\nRegions\n"
+            let multi = processes.count > 1
+            var columns: [TextTable.Column] = []
+            if multi { columns.append(.init("PID")) }
+            columns += [
+                .init("Address Range", .left), .init("Type", .left), .init("Prot", .left), .init("Resident"),
+                .init("Virtual"), .init("Dirty"), .init("Clean"), .init("Swapped"), .init("Purgeable"), .init("Path", .left),
+            ]
+            var r = TextTable(columns)
+            for row in regions {
+                var cells: [String] = multi ? ["\(row.pid)"] : []
+                cells += [
+                    "\(row.start)-\(row.end)", row.type, row.permissions, ByteFormat.human(row.residentBytes),
+                    ByteFormat.human(row.virtualBytes), ByteFormat.human(row.dirtyBytes), ByteFormat.human(row.cleanBytes),
+                    ByteFormat.human(row.swappedBytes), ByteFormat.human(row.purgeableBytes), row.path,
+                ]
+                r.append(cells)
+            }
+            out += r.render()
+        }
+        if !notes.isEmpty {
+            out += "\n" + notes.map { "note: \($0)\n" }.joined()
+        }
+        return out
+    }
+
+    /// CSV: the type summary, or the regions map when the report carries regions.
+    public func renderCSV() -> String {
+        if let regions {
+            var out = CSV.line([
+                "pid", "start", "end", "permissions", "offset", "type", "path", "virtualBytes", "residentBytes", "pssBytes",
+                "dirtyBytes", "cleanBytes", "purgeableBytes", "swappedBytes", "footprintBytes",
+            ])
+            for r in regions {
+                out += CSV.line([
+                    "\(r.pid)", r.start, r.end, r.permissions, "\(r.offset)", r.type, r.path, "\(r.virtualBytes)",
+                    "\(r.residentBytes)", "\(r.pssBytes)", "\(r.dirtyBytes)", "\(r.cleanBytes)", "\(r.purgeableBytes)",
+                    "\(r.swappedBytes)", "\(r.footprintBytes)",
+                ])
+            }
+            return out
+        }
+        var out = CSV.line([
+            "type", "regionCount", "path", "protections", "virtualBytes", "residentBytes", "pssBytes", "dirtyBytes",
+            "cleanBytes", "purgeableBytes", "swappedBytes", "footprintBytes",
+        ])
+        for t in types {
+            out += CSV.line([
+                t.type, "\(t.regionCount)", t.path ?? "", t.protections ?? "", "\(t.virtualBytes)", "\(t.residentBytes)",
+                "\(t.pssBytes)", "\(t.dirtyBytes)", "\(t.cleanBytes)", "\(t.purgeableBytes)", "\(t.swappedBytes)",
+                "\(t.footprintBytes)",
+            ])
+        }
+        return out
+    }
+
+    /// The last path component, keeping bracketed kernel names whole.
+    static func shortPath(_ path: String) -> String {
+        guard path.hasPrefix("/"), let slash = path.lastIndex(of: "/") else { return path }
+        return String(path[path.index(after: slash)...])
+    }
+}
+
+/// The whole-machine view (`mempressure top --json`).
+public struct TopReport: Codable, Sendable, Hashable {
+    public static let currentFormatVersion = 1
+    public var formatVersion = Self.currentFormatVersion
+    public var capturedAt: Timestamp
+    public var grouping: String
+    public var apps: [App]
+    public var totals: Totals
+    public var notes: [String]
+
+    public struct App: Codable, Sendable, Hashable {
+        public var pid: Int32?
+        public var name: String
+        public var key: String
+        public var processCount: Int
+        public var pids: [Int32]
+        public var totals: Totals
+    }
+
+    public init(_ machine: MachineSnapshot, grouping: AppGrouping, limit: Int? = nil) {
+        capturedAt = machine.capturedAt
+        self.grouping = grouping.rawValue
+        let summaries = machine.apps(grouping: grouping)
+        apps = summaries.prefix(limit ?? summaries.count).map {
+            App(pid: $0.rootPID, name: $0.name, key: $0.key, processCount: $0.pids.count, pids: $0.pids, totals: Totals($0.totals))
+        }
+        totals = Totals(MemoryCounters.sum(machine.processes.lazy.map(\.totals)))
+        notes = machine.skipNotes
+        if let limit, summaries.count > limit {
+            notes.insert("showing the \(limit) largest of \(summaries.count) apps", at: 0)
+        }
+    }
+
+    public func renderText() -> String {
+        var table = TextTable([
+            .init(grouping == "cgroup" ? "Cgroup" : "PID", grouping == "cgroup" ? .left : .right), .init("App", .left),
+            .init("Procs"), .init("Footprint"), .init("Dirty"), .init("Purgeable"), .init("Swapped"), .init("Resident"), .init("PSS"),
+        ])
+        for app in apps {
+            table.append([
+                grouping == "cgroup" ? app.key : (app.pid.map(String.init) ?? "-"), grouping == "cgroup" ? "" : app.name,
+                "\(app.processCount)", ByteFormat.human(app.totals.footprintBytes), ByteFormat.human(app.totals.dirtyBytes),
+                ByteFormat.human(app.totals.purgeableBytes), ByteFormat.human(app.totals.swappedBytes),
+                ByteFormat.human(app.totals.residentBytes), ByteFormat.human(app.totals.pssBytes),
+            ])
+        }
+        var out = table.render()
+        out += "total footprint \(ByteFormat.human(totals.footprintBytes)), dirty \(ByteFormat.human(totals.dirtyBytes)), "
+        out += "purgeable \(ByteFormat.human(totals.purgeableBytes)), swapped \(ByteFormat.human(totals.swappedBytes)), "
+        out += "PSS \(ByteFormat.human(totals.pssBytes))\n"
+        for n in notes { out += "note: \(n)\n" }
+        return out
+    }
+
+    public func renderCSV() -> String {
+        var out = CSV.line([
+            "pid", "name", "key", "processCount", "footprintBytes", "dirtyBytes", "purgeableBytes", "swappedBytes",
+            "residentBytes", "pssBytes", "cleanBytes", "virtualBytes",
+        ])
+        for a in apps {
+            out += CSV.line([
+                a.pid.map(String.init) ?? "", a.name, a.key, "\(a.processCount)", "\(a.totals.footprintBytes)",
+                "\(a.totals.dirtyBytes)", "\(a.totals.purgeableBytes)", "\(a.totals.swappedBytes)", "\(a.totals.residentBytes)",
+                "\(a.totals.pssBytes)", "\(a.totals.cleanBytes)", "\(a.totals.virtualBytes)",
+            ])
+        }
+        return out
+    }
+}
+
+extension ReportDiff {
+    public func renderText() -> String {
+        var out = "\(before.name) [\(before.pid)] \(before.capturedAt) -> \(after.name) [\(after.pid)] \(after.capturedAt)"
+        out += " (\(ByteFormat.fixed(elapsedSeconds, 1)) s)\n"
+        out += "footprint \(ByteFormat.signed(totals.footprintBytes))   dirty \(ByteFormat.signed(totals.dirtyBytes))"
+        out += "   clean \(ByteFormat.signed(totals.cleanBytes))   purgeable \(ByteFormat.signed(totals.purgeableBytes))"
+        out += "   swapped \(ByteFormat.signed(totals.swappedBytes))   resident \(ByteFormat.signed(totals.residentBytes))"
+        out += "   virtual \(ByteFormat.signed(totals.virtualBytes))\n\n"
+        if types.isEmpty {
+            out += "no change by type\n"
+        } else {
+            var t = TextTable([
+                .init("Type", .left), .init("# Regs"), .init("Footprint"), .init("Dirty"), .init("Clean"), .init("Purgeable"),
+                .init("Swapped"), .init("Resident"), .init("Virtual"),
+            ])
+            for row in types {
+                let regs = row.regionCountBefore == row.regionCountAfter ? "\(row.regionCountAfter)" : "\(row.regionCountBefore)->\(row.regionCountAfter)"
+                t.append([
+                    row.type, regs, ByteFormat.signed(row.delta.footprintBytes), ByteFormat.signed(row.delta.dirtyBytes),
+                    ByteFormat.signed(row.delta.cleanBytes), ByteFormat.signed(row.delta.purgeableBytes),
+                    ByteFormat.signed(row.delta.swappedBytes), ByteFormat.signed(row.delta.residentBytes),
+                    ByteFormat.signed(row.delta.virtualBytes),
+                ])
+            }
+            out += t.render()
+        }
+        if let regions {
+            out += "\nRegions (\(regions.count) changed)\n"
+            if !regions.isEmpty {
+                var r = TextTable([
+                    .init("Change", .left), .init("PID"), .init("Type", .left), .init("Before", .left), .init("After", .left),
+                    .init("Footprint"), .init("Dirty"), .init("Resident"), .init("Virtual"), .init("Path", .left),
+                ])
+                for c in regions {
+                    r.append([
+                        c.change.rawValue, "\(c.pid)", c.type, c.before ?? "-", c.after ?? "-", ByteFormat.signed(c.delta.footprintBytes),
+                        ByteFormat.signed(c.delta.dirtyBytes), ByteFormat.signed(c.delta.residentBytes),
+                        ByteFormat.signed(c.delta.virtualBytes), c.path,
+                    ])
+                }
+                out += r.render()
+            }
+        }
+        for n in notes { out += "note: \(n)\n" }
+        return out
+    }
+}
+
+extension TimelineEntry {
+    /// The header of `renderRow`'s fixed-width columns.
+    public static let header = pad("TIME", 9) + pad("FOOTPRINT", 13) + pad("DIRTY", 13) + pad("CLEAN", 13)
+        + pad("PURGEABLE", 13) + pad("SWAPPED", 13) + pad("RESIDENT", 13) + pad("PROCS", 6) + "  EVENTS"
+
+    /// One line of the `watch` timeline (streamed, so columns have fixed widths).
+    public func renderRow() -> String {
+        var line = Self.pad(ByteFormat.fixed(t, 2) + "s", 9) + Self.pad(ByteFormat.human(totals.footprintBytes), 13)
+        line += Self.pad(ByteFormat.human(totals.dirtyBytes), 13) + Self.pad(ByteFormat.human(totals.cleanBytes), 13)
+        line += Self.pad(ByteFormat.human(totals.purgeableBytes), 13) + Self.pad(ByteFormat.human(totals.swappedBytes), 13)
+        line += Self.pad(ByteFormat.human(totals.residentBytes), 13) + Self.pad("\(processCount)", 6)
+        let events = markers.map { "▶ \($0)" } + notes.map { "note: \($0)" }
+        if !events.isEmpty { line += "  " + events.joined(separator: "; ") }
+        return line
+    }
+
+    static func pad(_ s: String, _ width: Int) -> String {
+        String(repeating: " ", count: max(0, width - s.count)) + s
+    }
+}

@@ -1,0 +1,297 @@
+import ArgumentParser
+import FoundationEssentials
+import SystemPackage
+import VMTracker
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+struct VM: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "The VM Tracker report of a process or app: a summary by region type, and with --regions every region.",
+        discussion: """
+            An app is a process and its descendants unless --only is given; --cgroup and --match \
+            define one by cgroup or by name pattern. Rows are sorted by dirty size unless --sort \
+            says otherwise. With --csv the summary is printed, or the regions map with --regions.
+            """
+    )
+
+    @OptionGroup var target: TargetOptions
+    @OptionGroup var format: FormatOptions
+    @OptionGroup var source: SourceOptions
+
+    @Flag(name: .long, help: "Add the regions map (every region).")
+    var regions = false
+
+    @Option(name: .long, help: "Sort by: \(SortKey.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var sort: SortKey = .dirty
+
+    @Flag(name: .customLong("full-paths"), help: "Show full paths in the summary.")
+    var fullPaths = false
+
+    func run() async throws {
+        do {
+            let snapshotter = source.snapshotter
+            let app = try snapshotter.app(try target.definition(snapshotter), options: .detailed)
+            let report = VMReport(app, includeRegions: regions, sort: sort)
+            if format.json {
+                output(try encodeJSON(report))
+            } else if format.csv {
+                output(report.renderCSV())
+            } else {
+                output(report.renderText(fullPaths: fullPaths))
+            }
+        } catch {
+            throw fail(error)
+        }
+    }
+}
+
+struct Top: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Every app on the machine by footprint, with dirty, purgeable and swapped memory.",
+        discussion: """
+            Reads /proc/PID/smaps_rollup of every process (the kernel's totals, cheaper than full \
+            smaps). A process that exits or cannot be read is skipped with a note. By default a \
+            process joins its parent's app when it runs the same program (a server and its \
+            workers); --group-by process shows every process, --group-by cgroup every cgroup.
+            """
+    )
+
+    @OptionGroup var format: FormatOptions
+    @OptionGroup var source: SourceOptions
+
+    @Option(name: .customLong("group-by"), help: "app, process or cgroup.")
+    var grouping: AppGrouping = .app
+
+    @Option(name: .long, help: "Show only the N largest.")
+    var limit: Int?
+
+    @Flag(name: .long, help: "Read full smaps of every process instead of smaps_rollup.")
+    var full = false
+
+    func validate() throws {
+        if let limit, limit <= 0 { throw ValidationError("--limit must be positive") }
+    }
+
+    func run() async throws {
+        do {
+            let options = SnapshotOptions(detail: full ? .regions : .rollup, cgroup: grouping == .cgroup)
+            let machine = try source.snapshotter.machine(options: options)
+            let report = TopReport(machine, grouping: grouping, limit: limit)
+            if format.json {
+                output(try encodeJSON(report))
+            } else if format.csv {
+                output(report.renderCSV())
+            } else {
+                output(report.renderText())
+            }
+        } catch {
+            throw fail(error)
+        }
+    }
+}
+
+struct Watch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "A timeline of a process or app, one snapshot per interval, with state markers.",
+        discussion: """
+            Each row shows the app's totals; markers say which processes started, exited, were \
+            stopped or continued, frozen or thawed since the previous row. --save DIR writes each \
+            snapshot as a full `vm --json --regions` report, ready for `mempressure diff`.
+            """
+    )
+
+    @OptionGroup var target: TargetOptions
+    @OptionGroup var source: SourceOptions
+
+    @Option(name: .long, help: "Seconds between snapshots.")
+    var interval: Double = 1
+
+    @Option(name: .long, help: "Stop after N snapshots (default: until the app exits).")
+    var count: Int?
+
+    @Flag(name: .long, help: "Print the timeline as one JSON document at the end (needs --count).")
+    var json = false
+
+    @Flag(name: .long, help: "Print each timeline entry as one line of JSON as it is taken.")
+    var jsonl = false
+
+    @Option(name: .long, help: "Write each snapshot as a VM report (with regions) into this directory.")
+    var save: String?
+
+    func validate() throws {
+        guard interval > 0, interval.isFinite else { throw ValidationError("--interval must be a positive number of seconds") }
+        if let count, count <= 0 { throw ValidationError("--count must be positive") }
+        if json && count == nil { throw ValidationError("--json prints the timeline when it ends: give --count, or use --jsonl to stream") }
+        if json && jsonl { throw ValidationError("--json and --jsonl are exclusive") }
+    }
+
+    func run() async throws {
+        do {
+            let snapshotter = source.snapshotter
+            let definition = try target.definition(snapshotter)
+            var watcher = Watcher(snapshotter: snapshotter, definition: definition)
+            var timeline: Timeline?
+            var taken = 0
+            if let save { try makeDirectory(save) }
+            if !json && !jsonl { output(TimelineEntry.header + "\n") }
+            while count.map({ taken < $0 }) ?? true {
+                let started = monotonicSeconds()
+                guard let (snapshot, entry) = try watcher.step() else { break }
+                taken += 1
+                if timeline == nil {
+                    let pid: Int32
+                    if case .tree(let p) = definition { pid = p } else if case .process(let p) = definition { pid = p } else { pid = snapshot?.processes.first?.pid ?? 0 }
+                    timeline = Timeline(pid: pid, name: snapshot?.name ?? "?", app: definition.description, intervalSeconds: interval)
+                }
+                timeline?.entries.append(entry)
+                if jsonl {
+                    output(try encodeJSONLine(entry))
+                } else if !json {
+                    output(entry.renderRow() + "\n")
+                }
+                if let save, let snapshot {
+                    let report = VMReport(snapshot, includeRegions: true, sort: .address)
+                    try writeFile("\(save)/\(zeroPadded(taken))-\(snapshot.capturedAt).json", try encodeJSON(report))
+                }
+                if snapshot == nil { break }
+                if let count, taken >= count { break }
+                let remaining = interval - (monotonicSeconds() - started)
+                if remaining > 0 { try await Task.sleep(for: .seconds(remaining)) }
+            }
+            if json, let timeline { output(try encodeJSON(timeline)) }
+        } catch {
+            throw fail(error)
+        }
+    }
+}
+
+struct Diff: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "What changed between two VM reports (`mempressure vm --json [--regions]` or `watch --save`).",
+        discussion: """
+            Shows growth per region type and, when both reports have regions, region by region: a \
+            region that grew or shrank is matched to itself, not reported as removed and added.
+            """
+    )
+
+    @Argument(help: "The earlier report.") var before: String
+    @Argument(help: "The later report.") var after: String
+    @Flag(name: .long, help: "Print JSON.") var json = false
+
+    func run() async throws {
+        do {
+            let a = try readReport(before)
+            let b = try readReport(after)
+            let diff = ReportDiff(from: a, to: b)
+            output(json ? try encodeJSON(diff) : diff.renderText())
+        } catch {
+            throw fail(error)
+        }
+    }
+
+    func readReport(_ path: String) throws -> VMReport {
+        let data = try readFile(path)
+        do {
+            let report = try JSONDecoder().decode(VMReport.self, from: data)
+            guard report.formatVersion <= VMReport.currentFormatVersion else {
+                throw CLIError("\(path): formatVersion \(report.formatVersion) is newer than this mempressure understands (\(VMReport.currentFormatVersion))")
+            }
+            return report
+        } catch let error as DecodingError {
+            throw CLIError("\(path): not a VM report (\(describe(error)))")
+        }
+    }
+}
+
+struct Check: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check the smaps parser against the kernel's own smaps_rollup totals, process by process.",
+        discussion: """
+            For each process the sum over its regions must equal smaps_rollup. Processes whose \
+            memory changed while they were checked are counted, not judged. Exits 1 on any mismatch.
+            """
+    )
+
+    @OptionGroup var source: SourceOptions
+    @Argument(help: "PIDs to check (default: every process).") var pids: [Int32] = []
+
+    func run() async throws {
+        let result: RollupCheck
+        do {
+            result = try source.snapshotter.checkAgainstRollup(pids: pids.isEmpty ? nil : pids)
+        } catch {
+            throw fail(error)
+        }
+        var text = "checked \(result.checked) processes: \(result.agreed) agree with smaps_rollup, "
+        text += "\(result.changed.count) changed while being read, \(Set(result.mismatches.map(\.pid)).count) disagree"
+        text += ", \(result.skipped.count) skipped\n"
+        for m in result.mismatches { text += "mismatch: \(m)\n" }
+        for s in result.skipped where !pids.isEmpty { text += "skipped: \(s)\n" }
+        output(text)
+        if !result.mismatches.isEmpty { throw ExitCode(1) }
+    }
+}
+
+struct CLIError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+func describe(_ error: DecodingError) -> String {
+    switch error {
+    case .dataCorrupted(let c): return c.debugDescription + path(c.codingPath)
+    case .keyNotFound(let key, let c): return "missing \"\(key.stringValue)\"" + path(c.codingPath)
+    case .typeMismatch(_, let c): return c.debugDescription + path(c.codingPath)
+    case .valueNotFound(_, let c): return c.debugDescription + path(c.codingPath)
+    @unknown default: return "\(error)"
+    }
+}
+
+private func path(_ codingPath: [any CodingKey]) -> String {
+    codingPath.isEmpty ? "" : " at " + codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+}
+
+/// "007": a sequence number padded to three digits, so saved files sort by name.
+func zeroPadded(_ value: Int) -> String {
+    let digits = "\(value)"
+    return String(repeating: "0", count: max(0, 3 - digits.count)) + digits
+}
+
+func readFile(_ path: String) throws -> Data {
+    var buffer = ReadBuffer()
+    do {
+        try ProcFS.readFile(path, into: &buffer)
+    } catch {
+        throw CLIError("\(path): \(error.errno.symbolicName) (\(error.errno))")
+    }
+    return buffer.withBytes { Data($0) }
+}
+
+func writeFile(_ path: String, _ text: String) throws {
+    let fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0o644)
+    guard fd >= 0 else { throw SystemCallError("open", errno: .init(rawValue: errno), subject: path) }
+    defer { close(fd) }
+    var text = text
+    try text.withUTF8 { buf in
+        var offset = 0
+        while offset < buf.count {
+            let n = write(fd, buf.baseAddress! + offset, buf.count - offset)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw SystemCallError("write", errno: .init(rawValue: errno), subject: path)
+            }
+            offset += n
+        }
+    }
+}
+
+func makeDirectory(_ path: String) throws {
+    if mkdir(path, 0o755) != 0 && errno != EEXIST {
+        throw SystemCallError("mkdir", errno: .init(rawValue: errno), subject: path)
+    }
+}

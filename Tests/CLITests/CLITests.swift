@@ -1,0 +1,185 @@
+import FoundationEssentials
+import MemHogClient
+import TestSupport
+import Testing
+import VMTracker
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Whole commands, run as a user would run them, their output compared with golden files in
+/// Fixtures/cli. Set MEMPRESSURE_UPDATE_GOLDEN=1 to rewrite the golden files after a deliberate
+/// change of output, then review the diff.
+@Suite("mempressure CLI")
+struct CLITests {
+    static let goldenDirectory = Fixtures.directory + "/cli"
+
+    func golden(_ name: String, _ actual: String) throws {
+        let path = "\(Self.goldenDirectory)/\(name)"
+        if getenv("MEMPRESSURE_UPDATE_GOLDEN") != nil {
+            _ = mkdir(Self.goldenDirectory, 0o755)
+            try writeText(actual, to: path)
+            return
+        }
+        let expected = String(decoding: try Fixtures.readFile(path), as: UTF8.self)
+        #expect(actual == expected, "\(name) differs from its golden file")
+    }
+
+    func fixturePID(_ label: String) throws -> String {
+        "\(try Fixtures.process(labelled: label).pid)"
+    }
+
+    @Test("vm --json of a captured process matches its golden report")
+    func vmJSON() async throws {
+        let r = try await runMempressure(["vm", try fixturePID("hog"), "--proc-root", Fixtures.procRoot, "--json", "--regions"])
+        #expect(r.status == 0, "\(r.standardError)")
+        try golden("vm-hog.json", maskingTimestamps(r.standardOutput))
+    }
+
+    @Test("vm text: the summary table and the regions map sorted by dirty size")
+    func vmText() async throws {
+        let r = try await runMempressure(["vm", try fixturePID("python3"), "--proc-root", Fixtures.procRoot, "--regions", "--sort", "dirty"])
+        #expect(r.status == 0, "\(r.standardError)")
+        try golden("vm-python3.txt", r.standardOutput)
+        let header = try #require(r.standardOutput.split(separator: "\n").first { $0.contains("% of Res.") })
+        for column in ["% of Res.", "Type", "# Regs", "Path", "Resident", "Virtual Size", "Res. %", "Protections", "% All Dirty", "Dirty Size", "Swapped", "Purgeable"] {
+            #expect(header.contains(column), "\(column)")
+        }
+    }
+
+    @Test("vm --csv: the summary, or the regions with --regions")
+    func vmCSV() async throws {
+        let summary = try await runMempressure(["vm", try fixturePID("sleep"), "--proc-root", Fixtures.procRoot, "--csv"])
+        try golden("vm-sleep.csv", summary.standardOutput)
+        let regions = try await runMempressure(["vm", try fixturePID("sleep"), "--proc-root", Fixtures.procRoot, "--csv", "--regions"])
+        let lines = regions.standardOutput.split(separator: "\n")
+        #expect(lines.first?.hasPrefix("pid,start,end,permissions,offset,type,path,") == true)
+        #expect(lines.count == 1 + (try Fixtures.process(labelled: "sleep").regionCount))
+    }
+
+    @Test("diff of two captured reports")
+    func diff() async throws {
+        let dir = Fixtures.directory + "/reports"
+        let r = try await runMempressure(["diff", "\(dir)/before.json", "\(dir)/after.json"])
+        #expect(r.status == 0, "\(r.standardError)")
+        try golden("diff.txt", r.standardOutput)
+        #expect(r.standardOutput.contains("grew"))
+        let json = try await runMempressure(["diff", "\(dir)/before.json", "\(dir)/after.json", "--json"])
+        let decoded = try JSONDecoder().decode(ReportDiff.self, from: Data(json.standardOutput.utf8))
+        #expect(decoded.regions?.contains { $0.type == "heap" && $0.change == .grew } == true)
+    }
+
+    @Test("bad input: one clear line on stderr and status 1", arguments: [
+        (["vm", "2147483632"], "mempressure: pid 2147483632: no such process\n"),
+        (["vm", "no-such-process-name"], "mempressure: no process is named 'no-such-process-name'\n"),
+        (["vm", "2"], "mempressure: pid 2: kernel thread, it has no user memory to report\n"),
+        (["vm", "--cgroup", "no/such/group"], "mempressure: cgroup no/such/group does not exist\n"),
+        (["diff", "/nonexistent/a.json", "/nonexistent/b.json"], "mempressure: /nonexistent/a.json: ENOENT (No such file or directory)\n"),
+    ])
+    func badInput(_ arguments: [String], _ message: String) async throws {
+        let r = try await runMempressure(arguments)
+        #expect(r.status == 1)
+        #expect(r.standardError == message)
+        #expect(r.standardOutput.isEmpty)
+    }
+
+    @Test("diff of files that are not reports names the file and what is wrong")
+    func diffGarbage() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        try writeText("{\"hello\": 1}", to: "\(dir.path)/a.json")
+        try writeText("\u{1b}[31mnot json at all", to: "\(dir.path)/b.json")
+        let r1 = try await runMempressure(["diff", "\(dir.path)/a.json", "\(dir.path)/a.json"])
+        #expect(r1.status == 1)
+        #expect(r1.standardError.hasPrefix("mempressure: \(dir.path)/a.json: not a VM report (missing \"formatVersion\""))
+        let r2 = try await runMempressure(["diff", "\(dir.path)/b.json", "\(dir.path)/a.json"])
+        #expect(r2.status == 1)
+        #expect(r2.standardError.hasPrefix("mempressure: \(dir.path)/b.json: not a VM report"))
+        #expect(r2.standardError.split(separator: "\n").count == 1)
+    }
+
+    @Test("a truncated smaps gives the PID, the file and the line")
+    func truncatedSmaps() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let pid = try fixturePID("sleep")
+        try copyTree("\(Fixtures.procRoot)/\(pid)", to: "\(dir.path)/\(pid)")
+        var smaps = try Fixtures.bytes("\(dir.path)/\(pid)/smaps")
+        smaps.removeLast(7)
+        try writeBytes(smaps, to: "\(dir.path)/\(pid)/smaps")
+        let r = try await runMempressure(["vm", pid, "--proc-root", dir.path])
+        #expect(r.status == 1)
+        #expect(r.standardError.hasPrefix("mempressure: pid \(pid): \(dir.path)/\(pid)/smaps: line "))
+        #expect(r.standardError.hasSuffix("truncated: the last line has no newline\n"))
+    }
+
+    @Test("top --json lists a running process with its footprint")
+    func top() async throws {
+        try await Hog.with(["--dirty", "8m"]) { hog in
+            let r = try await runMempressure(["top", "--json"])
+            #expect(r.status == 0, "\(r.standardError)")
+            let report = try JSONDecoder().decode(TopReport.self, from: Data(r.standardOutput.utf8))
+            let app = try #require(report.apps.first { $0.pids.contains(hog.pid) })
+            #expect(app.totals.footprintBytes >= 8 << 20)
+            #expect(app.totals.dirtyBytes >= 8 << 20)
+            let text = try await runMempressure(["top", "--limit", "3"])
+            #expect(text.standardOutput.split(separator: "\n").first?.contains("Footprint") == true)
+            let byProcess = try await runMempressure(["top", "--group-by", "process", "--csv"])
+            #expect(byProcess.standardOutput.contains("\n\(hog.pid),mempressure-hog,"))
+        }
+    }
+
+    @Test("vm by name, and the app of a process tree")
+    func vmByName() async throws {
+        try await Hog.with(["--dirty", "2m", "--children", "1"]) { hog in
+            let r = try await runMempressure(["vm", "\(hog.pid)", "--json"])
+            let report = try JSONDecoder().decode(VMReport.self, from: Data(r.standardOutput.utf8))
+            #expect(report.scope == "app")
+            #expect(Set(report.processes.map(\.pid)) == Set([hog.pid] + (hog.children ?? [])))
+            let only = try await runMempressure(["vm", "\(hog.pid)", "--only", "--json"])
+            #expect(try JSONDecoder().decode(VMReport.self, from: Data(only.standardOutput.utf8)).scope == "process")
+        }
+    }
+
+    @Test("watch --count --json: a timeline of that many entries")
+    func watch() async throws {
+        try await Hog.with(["--dirty", "1m"]) { hog in
+            let dir = try TemporaryDirectory()
+            defer { dir.remove() }
+            let r = try await runMempressure(["watch", "\(hog.pid)", "--interval", "0.05", "--count", "3", "--json", "--save", dir.path])
+            #expect(r.status == 0, "\(r.standardError)")
+            let timeline = try JSONDecoder().decode(Timeline.self, from: Data(r.standardOutput.utf8))
+            #expect(timeline.entries.count == 3)
+            #expect(timeline.entries.allSatisfy { $0.totals.dirtyBytes >= 1 << 20 })
+            #expect(try ProcFS.listDirectory(dir.path).count == 3)
+            let text = try await runMempressure(["watch", "\(hog.pid)", "--interval", "0.05", "--count", "2"])
+            #expect(text.standardOutput.hasPrefix(TimelineEntry.header))
+            #expect(text.standardOutput.split(separator: "\n").count == 3)
+        }
+    }
+
+    @Test("check: the parser agrees with smaps_rollup")
+    func check() async throws {
+        let r = try await runMempressure(["check", "\(getpid())"])
+        #expect(r.status == 0, "\(r.standardOutput)\(r.standardError)")
+        #expect(r.standardOutput.hasPrefix("checked 1 processes: "))
+        #expect(r.standardOutput.contains(" 0 disagree"))
+    }
+
+    static var canDropPrivileges: Bool { getuid() == 0 && access("/usr/bin/setpriv", X_OK) == 0 }
+
+    @Test("permission denied on another user's process", .enabled(if: canDropPrivileges, "needs root and setpriv(1) to run as another user"))
+    func permissionDenied() async throws {
+        try await Hog.with(["--dirty", "1m"]) { hog in
+            let r = try await runMempressure(["vm", "\(hog.pid)"], asUser: 65534)
+            #expect(r.status == 1)
+            #expect(r.standardError == "mempressure: pid \(hog.pid): /proc/\(hog.pid)/smaps: permission denied (run as the process's user or as root)\n")
+            let top = try await runMempressure(["top"], asUser: 65534)
+            #expect(top.status == 0, "\(top.standardError)")
+            #expect(top.standardOutput.contains("not readable (permission denied)"))
+        }
+    }
+}

@@ -1,0 +1,214 @@
+// Test support: golden fixtures captured from real processes (see Fixtures/capture.sh), the
+// built executables, and helpers to run them.
+
+import CMemoryPressure
+import FoundationEssentials
+import MemHogClient
+import Subprocess
+import SystemPackage
+import VMTracker
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+public enum Fixtures {
+    /// `Tests/TestSupport/Fixtures`, found from this source file's location.
+    public static let directory: String = {
+        let file = #filePath
+        return String(file[..<file.lastIndex(of: "/")!]) + "/Fixtures"
+    }()
+
+    /// The captured `/proc` tree.
+    public static var procRoot: String { directory + "/proc" }
+
+    /// What capture.sh recorded about each captured process.
+    public struct Expected: Decodable, Sendable {
+        public var label: String
+        public var pid: Int32
+        public var regionCount: Int
+        public var info: HogInfo?
+        /// smaps_rollup fields, in bytes, read by awk at capture time.
+        public var rollup: [String: UInt64]
+    }
+
+    public static func processes() throws -> [Expected] {
+        try ProcFS(root: procRoot).pids().map { pid in
+            try JSONDecoder().decode(Expected.self, from: try readFile("\(procRoot)/\(pid)/expected.json"))
+        }
+    }
+
+    public static func process(labelled label: String) throws -> Expected {
+        guard let p = try processes().first(where: { $0.label == label }) else {
+            throw TestFailure("no fixture labelled \(label)")
+        }
+        return p
+    }
+
+    public static func readFile(_ path: String) throws -> Data {
+        var buffer = ReadBuffer()
+        try ProcFS.readFile(path, into: &buffer)
+        return buffer.withBytes { Data($0) }
+    }
+
+    public static func bytes(_ path: String) throws -> [UInt8] {
+        [UInt8](try readFile(path))
+    }
+}
+
+public struct TestFailure: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// The directory holding the built products (the test bundle runs from it).
+public let buildDirectory: String = {
+    var buffer = [CChar](repeating: 0, count: 4096)
+    let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+    let exe = String(decoding: buffer[0..<max(n, 0)].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    var dir = Substring(exe[..<(exe.lastIndex(of: "/") ?? exe.endIndex)])
+    if dir.hasSuffix(".xctest") { dir = dir[..<(dir.lastIndex(of: "/") ?? dir.endIndex)] }
+    return String(dir)
+}()
+
+/// The result of running a command to completion.
+public struct CommandResult: Sendable {
+    public var status: Int32
+    public var standardOutput: String
+    public var standardError: String
+}
+
+/// Runs the built `mempressure` with `arguments` and collects its output.
+public func runMempressure(_ arguments: [String], asUser uid: UInt32? = nil) async throws -> CommandResult {
+    let executable = buildDirectory + "/mempressure"
+    var argv = arguments
+    var path = executable
+    if let uid {
+        // setpriv(1) from util-linux drops to another user before running the command.
+        path = "/usr/bin/setpriv"
+        argv = ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", executable] + arguments
+    }
+    let result = try await Subprocess.run(
+        .path(FilePath(path)), arguments: Arguments(argv), output: .string(limit: 16 << 20), error: .string(limit: 1 << 20))
+    let status: Int32
+    switch result.terminationStatus {
+    case .exited(let code): status = Int32(code)
+    default: status = -1
+    }
+    return CommandResult(status: status, standardOutput: result.standardOutput, standardError: result.standardError)
+}
+
+/// Removes `"capturedAt" : "..."` values so that outputs taken at different times compare.
+public func maskingTimestamps(_ text: String) -> String {
+    var out = ""
+    var rest = Substring(text)
+    let key = "\"capturedAt\" : \""
+    while let r = rest.firstRange(of: key) {
+        out += rest[..<r.upperBound]
+        rest = rest[r.upperBound...]
+        if let end = rest.firstIndex(of: "\"") { rest = rest[end...] }
+        out += "<time>"
+    }
+    return out + rest
+}
+
+/// A temporary directory, removed with `remove()`.
+public struct TemporaryDirectory: Sendable {
+    public let path: String
+
+    public init(_ prefix: String = "mempressure-test") throws {
+        var template = Array("/tmp/\(prefix).XXXXXX".utf8CString)
+        guard let p = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            throw TestFailure("mkdtemp failed: errno \(errno)")
+        }
+        path = String(cString: p)
+    }
+
+    public func remove() { removeTree(Array(path.utf8)) }
+}
+
+/// Removes a directory tree of plain files (names are bytes: tests make non-UTF-8 ones).
+private func removeTree(_ path: [UInt8]) {
+    let names: [[UInt8]]
+    do {
+        names = try ProcFS.listDirectory(String(decoding: path, as: UTF8.self))
+    } catch {
+        names = []  // not a directory we can list: nothing below it to remove
+    }
+    for name in names {
+        let child = path + [0x2f] + name
+        let removed = (child + [0]).withUnsafeBufferPointer { buf in
+            buf.withMemoryRebound(to: CChar.self) { unlink($0.baseAddress!) == 0 }
+        }
+        if !removed { removeTree(child) }
+    }
+    _ = (path + [0]).withUnsafeBufferPointer { buf in buf.withMemoryRebound(to: CChar.self) { rmdir($0.baseAddress!) } }
+}
+
+/// The process's own pidfd-based signalling: tests signal only processes they started.
+public enum ChildSignals {
+    /// Sends `signal` through a pidfd, so a reused PID is never hit.
+    public static func send(_ signal: Int32, to pid: Int32) throws {
+        let fd = mp_pidfd_open(pid, 0)
+        guard fd >= 0 else { throw TestFailure("pidfd_open(\(pid)): errno \(errno)") }
+        defer { close(fd) }
+        guard mp_pidfd_send_signal(fd, signal) == 0 else {
+            throw TestFailure("pidfd_send_signal(\(pid), \(signal)): errno \(errno)")
+        }
+    }
+
+    /// Blocks until our child `pid` is stopped (WSTOPPED) or continued (WCONTINUED), without
+    /// reaping it: waiting on the real event instead of sleeping.
+    public static func waitUntil(_ event: Int32, pid: Int32) throws {
+        var info = siginfo_t()
+        while waitid(P_PID, id_t(pid), &info, event | WNOWAIT) != 0 {
+            if errno == EINTR { continue }
+            throw TestFailure("waitid(\(pid)): errno \(errno)")
+        }
+    }
+}
+
+/// Copies the plain files of directory `from` into a new directory `to`.
+public func copyTree(_ from: String, to: String) throws {
+    guard mkdir(to, 0o755) == 0 else { throw TestFailure("mkdir \(to): errno \(errno)") }
+    for name in try ProcFS.listDirectory(from) {
+        let n = String(decoding: name, as: UTF8.self)
+        try writeBytes(try Fixtures.bytes("\(from)/\(n)"), to: "\(to)/\(n)")
+    }
+}
+
+public func writeBytes(_ bytes: [UInt8], to path: String) throws {
+    let fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0o644)
+    guard fd >= 0 else { throw TestFailure("open \(path): errno \(errno)") }
+    defer { close(fd) }
+    var offset = 0
+    while offset < bytes.count {
+        let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, bytes.count - offset) }
+        guard n > 0 else { throw TestFailure("write \(path): errno \(errno)") }
+        offset += n
+    }
+}
+
+public func writeText(_ text: String, to path: String) throws {
+    try writeBytes(Array(text.utf8), to: path)
+}
+
+public func unlinkFile(_ path: String) -> Bool { unlink(path) == 0 }
+
+/// A JSON decoder for test fixtures.
+public enum JSONDecoderForTests {
+    public static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
+        try JSONDecoder().decode(type, from: data)
+    }
+}
+
+/// Writes `text` for cleanup code that must go on after a failure: returns whether it worked.
+public func writeTextReportingFailure(_ text: String, to path: String) -> Bool {
+    let fd = open(path, O_WRONLY | O_CLOEXEC)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    let bytes = Array(text.utf8)
+    return bytes.withUnsafeBytes { write(fd, $0.baseAddress!, bytes.count) } == bytes.count
+}
