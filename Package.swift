@@ -51,7 +51,6 @@ let package = Package(
                 "VMTracker",
                 "MemHogClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: strict
         ),

@@ -185,16 +185,24 @@ extension Snapshotter {
     /// The root process of a `.process` or `.tree` app must be readable, or this throws its
     /// error; any other member that vanishes or cannot be read is listed in `skipped`.
     public func app(_ definition: AppDefinition, options: SnapshotOptions = .detailed) throws -> AppSnapshot {
-        let table = try processTable()
         let rootPID: Int32?
+        let pids: [Int32]
         switch definition {
-        case .process(let pid), .tree(let pid):
+        case .process(let pid):
             rootPID = pid
+            pids = [pid]  // no need to read every process's stat
+        case .tree(let pid):
+            rootPID = pid
+            let table = try processTable()
             guard table[pid] != nil else { throw ProcError.noSuchProcess(pid: pid) }
-        case .cgroup, .namePattern:
+            pids = try members(of: definition, table: table)
+        case .cgroup(let path):
             rootPID = nil
+            pids = try cgroupMembers(path)
+        case .namePattern:
+            rootPID = nil
+            pids = try members(of: definition, table: try processTable())
         }
-        let pids = try members(of: definition, table: table)
         var processes: [ProcessSnapshot] = []
         var skipped: [ProcError] = []
         var buffer = ReadBuffer()
@@ -211,7 +219,7 @@ extension Snapshotter {
         let name: String
         switch definition {
         case .process(let pid), .tree(let pid):
-            name = processes.first { $0.pid == pid }?.name ?? table[pid]?.name.description ?? "\(pid)"
+            name = processes.first { $0.pid == pid }?.name ?? "\(pid)"
         case .cgroup(let path):
             name = path
         case .namePattern(let pattern):

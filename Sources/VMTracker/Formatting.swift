@@ -65,22 +65,32 @@ public struct TextTable: Sendable {
     public mutating func append(_ row: [String]) { rows.append(row) }
 
     public func render() -> String {
-        var widths = columns.map { $0.title.count }
-        for row in rows {
-            for (i, cell) in row.enumerated() where i < widths.count { widths[i] = max(widths[i], cell.count) }
+        // Widths in Unicode scalars: paths are escaped to printable text, and counting
+        // grapheme clusters (String.count) costs far more for tables of tens of thousands of rows.
+        let cellWidths = rows.map { $0.map(\.unicodeScalars.count) }
+        var widths = columns.map { $0.title.unicodeScalars.count }
+        for row in cellWidths {
+            for (i, w) in row.enumerated() where i < widths.count { widths[i] = max(widths[i], w) }
         }
-        func line(_ cells: [String]) -> String {
-            var parts: [String] = []
+        var out = ""
+        out.reserveCapacity((widths.reduce(0, +) + 2 * widths.count + 1) * (rows.count + 1))
+        func append(_ cells: [String], _ cellWidths: [Int]) {
             for (i, column) in columns.enumerated() {
                 let cell = i < cells.count ? cells[i] : ""
-                let pad = String(repeating: " ", count: max(0, widths[i] - cell.count))
-                let isLast = i == columns.count - 1
-                parts.append(column.alignment == .right ? pad + cell : (isLast ? cell : cell + pad))
+                let pad = widths[i] - (i < cellWidths.count ? cellWidths[i] : 0)
+                if i > 0 { out += "  " }
+                if column.alignment == .right {
+                    if pad > 0 { out += String(repeating: " ", count: pad) }
+                    out += cell
+                } else {
+                    out += cell
+                    if pad > 0 && i < columns.count - 1 { out += String(repeating: " ", count: pad) }
+                }
             }
-            return parts.joined(separator: "  ")
+            out += "\n"
         }
-        var out = line(columns.map(\.title)) + "\n"
-        for row in rows { out += line(row) + "\n" }
+        append(columns.map(\.title), columns.map { $0.title.unicodeScalars.count })
+        for (row, w) in zip(rows, cellWidths) { append(row, w) }
         return out
     }
 }

@@ -97,6 +97,13 @@ public struct MemoryCounters: Sendable, Hashable, Codable {
         return sum
     }
 
+    /// The sum over regions (the hot path of every snapshot: a plain loop, no key paths).
+    public static func sum(of regions: [Region]) -> MemoryCounters {
+        var total = MemoryCounters()
+        for r in regions { total += r.counters }
+        return total
+    }
+
     /// Sums a sequence of counters.
     public static func sum<S: Sequence>(_ items: S) -> MemoryCounters where S.Element == MemoryCounters {
         var total = MemoryCounters()

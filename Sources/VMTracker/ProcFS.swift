@@ -69,6 +69,37 @@ public struct ProcFS: Sendable, Hashable {
         try buffer.readAll(from: fd, subject: path)
     }
 
+    /// Reads a whole file into a new array.
+    public static func readBytes(_ path: String) throws(SystemCallError) -> [UInt8] {
+        var buffer = ReadBuffer(capacity: 64 * 1024)
+        try readFile(path, into: &buffer)
+        return buffer.withBytes { Array($0) }
+    }
+
+    /// Creates or replaces the file at `path` with `bytes` (mode 0644).
+    public static func writeFile(_ path: String, _ bytes: some Collection<UInt8>) throws(SystemCallError) {
+        let fd = Glibc.open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw SystemCallError("open", errno: Errno(rawValue: errno), subject: path) }
+        defer { close(fd) }
+        let data = Array(bytes)
+        var offset = 0
+        while offset < data.count {
+            let n = data.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, data.count - offset) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw SystemCallError("write", errno: Errno(rawValue: errno), subject: path)
+            }
+            offset += n
+        }
+    }
+
+    /// Creates a directory; an existing one is fine.
+    public static func makeDirectory(_ path: String) throws(SystemCallError) {
+        if mkdir(path, 0o755) != 0 && errno != EEXIST {
+            throw SystemCallError("mkdir", errno: Errno(rawValue: errno), subject: path)
+        }
+    }
+
     /// The entries of a directory, without "." and "..". Names are returned as raw bytes.
     public static func listDirectory(_ path: String) throws(SystemCallError) -> [[UInt8]] {
         guard let dir = opendir(path) else {

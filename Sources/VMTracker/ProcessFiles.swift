@@ -143,26 +143,36 @@ public struct ProcessStatus: Sendable, Hashable, Codable {
                 }
                 return n
             }
-            switch Array(key) {
-            case Array("Name".utf8): status.name = escapedText(value)
-            case Array("Uid".utf8):
+            func isKey(_ name: StaticString) -> Bool {
+                key.count == name.utf8CodeUnitCount && name.withUTF8Buffer { key.elementsEqual($0) }
+            }
+            if isKey("Name") {
+                status.name = escapedText(value)
+            } else if isKey("Uid") {
+                // "real effective saved filesystem"
                 var e = value.startIndex
                 while e < value.endIndex, value[e] >= 0x30, value[e] <= 0x39 { e += 1 }
                 guard let uid = parseUnsigned(value[value.startIndex..<e]), uid <= UInt64(UInt32.max) else {
                     throw .malformed(pid: pid, file: file, line: line, reason: "Uid is not a number")
                 }
                 status.uid = UInt32(uid)
-            case Array("VmPeak".utf8): status.peakVirtualBytes = try number()
-            case Array("VmHWM".utf8): status.peakResidentBytes = try number()
-            case Array("VmRSS".utf8): status.residentBytes = try number()
-            case Array("RssAnon".utf8): status.residentAnonBytes = try number()
-            case Array("RssFile".utf8): status.residentFileBytes = try number()
-            case Array("RssShmem".utf8): status.residentShmemBytes = try number()
-            case Array("VmSwap".utf8): status.swapBytes = try number()
-            case Array("Threads".utf8):
+            } else if isKey("VmPeak") {
+                status.peakVirtualBytes = try number()
+            } else if isKey("VmHWM") {
+                status.peakResidentBytes = try number()
+            } else if isKey("VmRSS") {
+                status.residentBytes = try number()
+            } else if isKey("RssAnon") {
+                status.residentAnonBytes = try number()
+            } else if isKey("RssFile") {
+                status.residentFileBytes = try number()
+            } else if isKey("RssShmem") {
+                status.residentShmemBytes = try number()
+            } else if isKey("VmSwap") {
+                status.swapBytes = try number()
+            } else if isKey("Threads") {
                 let n = try number()
                 status.threads = n <= UInt64(Int.max) ? Int(n) : nil
-            default: break
             }
         }
         return status

@@ -57,16 +57,6 @@ public struct ReadBuffer: ~Copyable {
         }
     }
 
-    /// Replaces the contents with `bytes` (fixtures and tests).
-    public mutating func set(_ bytes: some Collection<UInt8>) {
-        while storage.count < bytes.count { grow() }
-        count = 0
-        for b in bytes {
-            storage[count] = b
-            count += 1
-        }
-    }
-
     private mutating func grow() {
         let bigger = UnsafeMutableRawBufferPointer.allocate(byteCount: storage.count * 2, alignment: 16)
         bigger.baseAddress!.copyMemory(from: storage.baseAddress!, byteCount: count)

@@ -177,7 +177,7 @@ extension VMReport {
         capturedAt = app.capturedAt
         scope = app.processes.count == 1 && app.rootPID != nil ? "process" : "app"
         self.totals = Totals(totals)
-        types = TypeSummary.summarize(allRegions.lazy.map(\.1), sort: sort).map { s in
+        types = TypeSummary.summarize(allRegions.lazy.map { $0.1 }, sort: sort).map { s in
             TypeRow(
                 type: s.type.name, regionCount: s.regionCount, virtualBytes: s.counters.virtual,
                 residentBytes: s.counters.resident, dirtyBytes: s.counters.dirty, swappedBytes: s.counters.swapped,

@@ -53,8 +53,8 @@ extension Snapshotter {
                 try dir.read("smaps", into: &buffer)
                 let second = try buffer.withBytes { (b) throws(ProcError) in try SmapsParser.parse(b, pid: pid, file: file) }
                 result.checked += 1
-                let sum = MemoryCounters.sum(first.lazy.map(\.counters))
-                if first.count != second.count || sum != MemoryCounters.sum(second.lazy.map(\.counters)) || first.isEmpty {
+                let sum = MemoryCounters.sum(of: first)
+                if first.count != second.count || sum != MemoryCounters.sum(of: second) || first.isEmpty {
                     if !first.isEmpty || !second.isEmpty { result.changed.append(pid) } else { result.agreed += 1 }
                     continue
                 }

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// A byte-level parser for `/proc/PID/smaps` and `/proc/PID/smaps_rollup`.
 ///
 /// It never builds a `String` on the hot path, parses numbers by hand, keeps paths as bytes,
@@ -84,42 +90,48 @@ private struct Parser {
     mutating func run() throws(ProcError) -> [Region] {
         var regions: [Region] = []
         regions.reserveCapacity(count / 700 + 1)
-        var current: Region?
+        // The record being filled. It is mutated in place (never through an Optional, which
+        // would copy the whole record for every field line) and moved into `regions` when the
+        // next header or the end of the text arrives.
+        var current = Region(start: 0, end: 0, permissions: Permissions(rawValue: 0))
+        var inRecord = false
         var sawSize = false
         var sawFlags = false
         var i = 0
         while i < count {
             line += 1
-            var end = i
-            while end < count && base[end] != 0x0a { end += 1 }
-            guard end < count else {
+            let end: Int
+            if let newline = memchr(base + i, 0x0a, count - i) {
+                end = base.distance(to: newline.assumingMemoryBound(to: UInt8.self))
+            } else {
                 throw fail("truncated: the last line has no newline")
             }
             let first = base[i]
             if isHexDigit(first) {
-                if let previous = current {
-                    try finish(previous, sawSize: sawSize, sawFlags: sawFlags)
-                    regions.append(previous)
+                if inRecord {
+                    try finish(current, sawSize: sawSize, sawFlags: sawFlags)
+                    regions.append(current)
                 }
                 current = try header(i, end)
+                inRecord = true
                 sawSize = false
                 sawFlags = false
             } else if end == i {
                 throw fail("empty line")
             } else {
-                guard current != nil else {
+                guard inRecord else {
                     throw fail("a field before any region header: \(snippet(i, end))")
                 }
-                let field = try fieldLine(i, end, into: &current!)
+                let field = try fieldLine(i, end, into: &current)
                 if field == .size { sawSize = true }
                 if field == .vmFlags { sawFlags = true }
             }
             i = end + 1
         }
-        if let last = current {
+        if inRecord {
             line += 1
-            try finish(last, sawSize: sawSize, sawFlags: sawFlags)
-            regions.append(last)
+            try finish(current, sawSize: sawSize, sawFlags: sawFlags)
+            regions.append(current)
         }
         return regions
     }
@@ -127,7 +139,7 @@ private struct Parser {
     /// Checks a complete record.
     func finish(_ region: Region, sawSize: Bool, sawFlags: Bool) throws(ProcError) {
         guard mode == .smaps else { return }
-        let range = "\(hexString(region.start))-\(hexString(region.end))"
+        var range: String { "\(hexString(region.start))-\(hexString(region.end))" }
         guard sawFlags else {
             throw fail("region \(range) ends without its VmFlags line (truncated or corrupted)")
         }
@@ -188,15 +200,11 @@ private struct Parser {
         var digits = 0
         while i < lineEnd, base[i] != terminator {
             let c = base[i]
-            let d: UInt8
-            if c >= 0x30 && c <= 0x39 {
-                d = c - 0x30
-            } else if c >= 0x61 && c <= 0x66 {
-                d = c - 0x61 + 10
-            } else if c >= 0x41 && c <= 0x46 {
-                d = c - 0x41 + 10
-            } else {
-                throw fail("bad \(what): unexpected '\(escapedText([c]))'")
+            var d = c &- 0x30
+            if d > 9 {
+                d = (c | 0x20) &- 0x61  // a-f, A-F
+                guard d < 6 else { throw fail("bad \(what): unexpected '\(escapedText([c]))'") }
+                d += 10
             }
             guard value >> 60 == 0 else { throw fail("\(what) does not fit in 64 bits") }
             value = value << 4 | UInt64(d)
@@ -212,14 +220,15 @@ private struct Parser {
     // MARK: Fields
 
     mutating func fieldLine(_ lineStart: Int, _ lineEnd: Int, into region: inout Region) throws(ProcError) -> Field? {
-        var colon = lineStart
-        while colon < lineEnd, base[colon] != 0x3a { colon += 1 }
-        guard colon < lineEnd, colon > lineStart else {
+        guard let found = memchr(base + lineStart, 0x3a, lineEnd - lineStart) else {
+            throw fail("expected 'Name: value', got \(snippet(lineStart, lineEnd))")
+        }
+        let colon = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+        guard colon > lineStart else {
             throw fail("expected 'Name: value', got \(snippet(lineStart, lineEnd))")
         }
         let key = lookup(base + lineStart, colon - lineStart)
-        var i = colon + 1
-        while i < lineEnd, base[i] == 0x20 || base[i] == 0x09 { i += 1 }
+        var i = skipSpaces(colon + 1, lineEnd)
 
         if key == .vmFlags {
             while i < lineEnd {
@@ -250,8 +259,7 @@ private struct Parser {
             i += 1
         }
         var scaled = value
-        var rest = i
-        while rest < lineEnd, base[rest] == 0x20 { rest += 1 }
+        let rest = skipSpaces(i, lineEnd)
         let tail = lineEnd - rest
         if digits > 0 && tail == 2 && base[rest] == 0x6b && base[rest + 1] == 0x42 {  // "kB"
             guard value <= UInt64.max / 1024 else { throw fail("value too large: \(snippet(lineStart, lineEnd))") }
@@ -304,6 +312,17 @@ private struct Parser {
         case .vmFlags: break
         }
         return key
+    }
+
+    /// The first index at or after `i` that is not a space or a tab. The kernel pads values to
+    /// a column, so runs of spaces are skipped eight bytes at a time.
+    @inline(__always)
+    func skipSpaces(_ start: Int, _ lineEnd: Int) -> Int {
+        var i = start
+        let spaces: UInt64 = 0x2020_2020_2020_2020
+        while i + 8 <= lineEnd, UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self) == spaces { i += 8 }
+        while i < lineEnd, base[i] == 0x20 || base[i] == 0x09 { i += 1 }
+        return i
     }
 
     func lookup(_ p: UnsafePointer<UInt8>, _ n: Int) -> Field? {

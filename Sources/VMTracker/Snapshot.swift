@@ -56,7 +56,7 @@ public struct ProcessSnapshot: Sendable {
         self.status = status
         self.cgroup = cgroup
         self.regions = regions
-        self.totals = totals ?? MemoryCounters.sum(regions.lazy.map(\.counters))
+        self.totals = totals ?? MemoryCounters.sum(of: regions)
         self.detail = detail
         self.capturedAt = capturedAt
     }
@@ -119,7 +119,7 @@ public struct Snapshotter: Sendable {
         var cgroup: String?
         if options.cgroup {
             try dir.read("cgroup", into: &buffer)
-            cgroup = buffer.withBytes { Self.memoryCgroup(fromProcCgroup: $0) }
+            cgroup = buffer.withBytes { Self.cgroupPath(fromProcCgroup: $0, controller: "memory") }
         }
         var stackPointers: [UInt64] = []
         if options.threadStacks && options.detail == .regions {
@@ -144,15 +144,15 @@ public struct Snapshotter: Sendable {
         return ProcessSnapshot(stat: after, status: status, regions: regions, totals: totals, detail: options.detail, capturedAt: capturedAt, cgroup: cgroup)
     }
 
-    /// The cgroup path from the text of `/proc/PID/cgroup` ("ID:controllers:path" lines): the
-    /// v1 memory controller's path if there is one, else the v2 ("0::") path.
-    static func memoryCgroup(fromProcCgroup bytes: UnsafeRawBufferPointer) -> String? {
+    /// The cgroup path from the text of `/proc/PID/cgroup`: the v1 `controller` hierarchy's
+    /// path if there is one, else the v2 ("0::") path.
+    static func cgroupPath(fromProcCgroup bytes: UnsafeRawBufferPointer, controller: String) -> String? {
         var unified: String?
         for line in bytes.split(separator: 0x0a) {
+            // "hierarchy-ID:controller-list:path"
             let parts = line.split(separator: 0x3a, maxSplits: 2, omittingEmptySubsequences: false)
             guard parts.count == 3 else { continue }
-            let controllers = parts[1].split(separator: 0x2c)
-            if controllers.contains(where: { $0.elementsEqual("memory".utf8) }) {
+            if parts[1].split(separator: 0x2c).contains(where: { $0.elementsEqual(controller.utf8) }) {
                 return escapedText(parts[2])
             }
             if parts[0].elementsEqual("0".utf8) && parts[1].isEmpty { unified = escapedText(parts[2]) }

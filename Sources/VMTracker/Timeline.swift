@@ -177,37 +177,22 @@ public struct Watcher: Sendable {
         } catch {
             return nil
         }
-        var v1Path: String?
-        var v2Path: String?
-        buffer.withBytes { b in
-            for line in b.split(separator: 0x0a) {
-                let parts = line.split(separator: 0x3a, maxSplits: 2, omittingEmptySubsequences: false)
-                guard parts.count == 3 else { continue }
-                if parts[1].split(separator: 0x2c).contains(where: { $0.elementsEqual("freezer".utf8) }) {
-                    v1Path = String(decoding: parts[2], as: UTF8.self)
-                } else if parts[0].elementsEqual("0".utf8), parts[1].isEmpty {
-                    v2Path = String(decoding: parts[2], as: UTF8.self)
-                }
-            }
+        guard let path = buffer.withBytes({ Snapshotter.cgroupPath(fromProcCgroup: $0, controller: "freezer") }), path != "/" else {
+            return nil
         }
         let root = snapshotter.cgroupRoot
-        if let v1Path, v1Path != "/" {
-            do {
-                try ProcFS.readFile("\(root)/freezer\(v1Path)/freezer.state", into: &buffer)
-            } catch {
-                return nil
+        let v1State = "\(root)/freezer\(path)/freezer.state"
+        do {
+            if ProcFS.isFile(v1State) {
+                try ProcFS.readFile(v1State, into: &buffer)
+                return buffer.withBytes { b in !b.starts(with: "THAWED".utf8) }  // FREEZING or FROZEN
             }
-            return buffer.withBytes { b in !b.starts(with: "THAWED".utf8) }
-        }
-        if let v2Path, v2Path != "/", ProcFS.isFile("\(root)\(v2Path)/cgroup.freeze") {
-            do {
-                try ProcFS.readFile("\(root)\(v2Path)/cgroup.events", into: &buffer)
-            } catch {
-                return nil
+            if ProcFS.isFile("\(root)\(path)/cgroup.freeze") {
+                try ProcFS.readFile("\(root)\(path)/cgroup.events", into: &buffer)
+                return buffer.withBytes { b in b.split(separator: 0x0a).contains { $0.elementsEqual("frozen 1".utf8) } }
             }
-            return buffer.withBytes { b in
-                b.split(separator: 0x0a).contains { $0.elementsEqual("frozen 1".utf8) }
-            }
+        } catch {
+            return nil  // the cgroup went away between the two reads
         }
         return nil
     }

@@ -1,6 +1,5 @@
 import ArgumentParser
 import FoundationEssentials
-import SystemPackage
 import VMTracker
 
 #if canImport(Glibc)
@@ -137,7 +136,7 @@ struct Watch: AsyncParsableCommand {
             var watcher = Watcher(snapshotter: snapshotter, definition: definition)
             var timeline: Timeline?
             var taken = 0
-            if let save { try makeDirectory(save) }
+            if let save { try ProcFS.makeDirectory(save) }
             if !json && !jsonl { output(TimelineEntry.header + "\n") }
             while count.map({ taken < $0 }) ?? true {
                 let started = monotonicSeconds()
@@ -156,7 +155,7 @@ struct Watch: AsyncParsableCommand {
                 }
                 if let save, let snapshot {
                     let report = VMReport(snapshot, includeRegions: true, sort: .address)
-                    try writeFile("\(save)/\(zeroPadded(taken))-\(snapshot.capturedAt).json", try encodeJSON(report))
+                    try ProcFS.writeFile("\(save)/\(zeroPadded(taken))-\(snapshot.capturedAt).json", Array(try encodeJSON(report).utf8))
                 }
                 if snapshot == nil { break }
                 if let count, taken >= count { break }
@@ -263,35 +262,9 @@ func zeroPadded(_ value: Int) -> String {
 }
 
 func readFile(_ path: String) throws -> Data {
-    var buffer = ReadBuffer()
     do {
-        try ProcFS.readFile(path, into: &buffer)
+        return Data(try ProcFS.readBytes(path))
     } catch {
         throw CLIError("\(path): \(error.errno.symbolicName) (\(error.errno))")
-    }
-    return buffer.withBytes { Data($0) }
-}
-
-func writeFile(_ path: String, _ text: String) throws {
-    let fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0o644)
-    guard fd >= 0 else { throw SystemCallError("open", errno: .init(rawValue: errno), subject: path) }
-    defer { close(fd) }
-    var text = text
-    try text.withUTF8 { buf in
-        var offset = 0
-        while offset < buf.count {
-            let n = write(fd, buf.baseAddress! + offset, buf.count - offset)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw SystemCallError("write", errno: .init(rawValue: errno), subject: path)
-            }
-            offset += n
-        }
-    }
-}
-
-func makeDirectory(_ path: String) throws {
-    if mkdir(path, 0o755) != 0 && errno != EEXIST {
-        throw SystemCallError("mkdir", errno: .init(rawValue: errno), subject: path)
     }
 }

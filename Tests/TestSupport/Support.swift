@@ -48,13 +48,11 @@ public enum Fixtures {
     }
 
     public static func readFile(_ path: String) throws -> Data {
-        var buffer = ReadBuffer()
-        try ProcFS.readFile(path, into: &buffer)
-        return buffer.withBytes { Data($0) }
+        Data(try ProcFS.readBytes(path))
     }
 
     public static func bytes(_ path: String) throws -> [UInt8] {
-        [UInt8](try readFile(path))
+        try ProcFS.readBytes(path)
     }
 }
 
@@ -180,15 +178,7 @@ public func copyTree(_ from: String, to: String) throws {
 }
 
 public func writeBytes(_ bytes: [UInt8], to path: String) throws {
-    let fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0o644)
-    guard fd >= 0 else { throw TestFailure("open \(path): errno \(errno)") }
-    defer { close(fd) }
-    var offset = 0
-    while offset < bytes.count {
-        let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, bytes.count - offset) }
-        guard n > 0 else { throw TestFailure("write \(path): errno \(errno)") }
-        offset += n
-    }
+    try ProcFS.writeFile(path, bytes)
 }
 
 public func writeText(_ text: String, to path: String) throws {

@@ -1,0 +1,35 @@
+// swift-tools-version: 6.2
+//
+// Benchmarks for MemoryPressure, in a package of their own so that the main build and
+// `swift test` carry no benchmark dependencies. Run with `make bench` from the top level; each
+// harness writes Markdown, JSON and SVG into ../Reports.
+
+import PackageDescription
+
+let package = Package(
+    name: "MemoryPressureBenchmarks",
+    dependencies: [
+        .package(name: "MemoryPressure", path: "../"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.0", traits: []),
+        .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
+    ],
+    targets: [
+        .executableTarget(
+            name: "smaps-parse-bench",
+            dependencies: [.product(name: "VMTracker", package: "MemoryPressure")],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "vmtracker-bench",
+            dependencies: [
+                .product(name: "VMTracker", package: "MemoryPressure"),
+                .product(name: "MemHogClient", package: "MemoryPressure"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        )
+    ]
+)

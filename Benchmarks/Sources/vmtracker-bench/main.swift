@@ -1,0 +1,378 @@
+// vmtracker-bench: how long a whole-machine VM snapshot takes, against the floor of only reading
+// the same /proc files, against smem, and per process against pmap -XX; with several hundred
+// real processes running. Every figure is measured in the same run, rounds interleaved, so the
+// ratios hold on a shared, noisy machine. Writes Reports/vmtracker.{md,json,svg}.
+
+import ArgumentParser
+import FoundationEssentials
+import MemHogClient
+import Subprocess
+import SystemPackage
+import VMTracker
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@main
+struct VMTrackerBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "vmtracker-bench")
+
+    @Option(help: "Hog processes to start before measuring.") var processes = 400
+    @Option(help: "Rounds of each whole-machine measurement.") var rounds = 15
+    @Option(help: "Rounds of smem (it is slow).") var smemRounds = 3
+    @Option(help: "Regions (x2) of the process used for the per-process comparison.") var bigRegions = 10_000
+    @Option(help: "Directory holding the release build of mempressure and mempressure-hog.") var mempressureBuild = "../.build/release"
+    @Option(help: "Where to write vmtracker.md, .json and .svg.") var output = "../Reports"
+
+    func run() async throws {
+        raiseFileLimit()
+        let hog = "\(mempressureBuild)/mempressure-hog"
+        let cli = "\(mempressureBuild)/mempressure"
+        let scratch = "/tmp/vmtracker-bench-\(getpid())"
+        mkdir(scratch, 0o755)
+        defer { removeFiles(in: scratch) }
+
+        let gate = Gate()
+        let ready = Counter()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<processes {
+                let args = Self.hogArguments(i, scratch: scratch)
+                group.addTask {
+                    try await Hog.with(args, executable: hog) { _ in
+                        await ready.increment()
+                        await gate.wait()
+                    }
+                }
+            }
+            // One process with tens of thousands of regions for the per-process comparison.
+            let big = BigProcess()
+            group.addTask {
+                try await Hog.with(["--regions", "\(bigRegions)", "--dirty", "1m"], executable: hog) { info in
+                    await big.set(info.pid)
+                    await ready.increment()
+                    await gate.wait()
+                }
+            }
+            while await ready.value < processes + 1 { try await Task.sleep(for: .milliseconds(20)) }
+            let bigPID = await big.pid!
+            log("started \(processes + 1) processes")
+            do {
+                let report = try await measure(cli: cli, bigPID: bigPID)
+                try write(report)
+            } catch {
+                await gate.open()
+                throw error
+            }
+            await gate.open()
+            try await group.waitForAll()
+        }
+    }
+
+    static func hogArguments(_ i: Int, scratch: String) -> [String] {
+        switch i % 4 {
+        case 0: ["--dirty", "512k"]
+        case 1: ["--dirty", "256k", "--purgeable", "256k"]
+        case 2: ["--dirty", "128k", "--file", "\(scratch)/file-\(i)", "--file-bytes", "256k"]
+        default: ["--regions", "100", "--dirty", "64k"]
+        }
+    }
+
+    // MARK: Measurements
+
+    func measure(cli: String, bigPID: Int32) async throws -> BenchReport {
+        let snapshotter = Snapshotter()
+        var buffer = ReadBuffer()
+        // What the machine looks like now.
+        let census = try snapshotter.machine(options: SnapshotOptions(detail: .regions))
+        let regionCount = census.processes.reduce(0) { $0 + $1.regions.count }
+        var smapsBytes = 0
+        for pid in try ProcFS().pids() {
+            if let n = readOnly(pid: pid, file: "smaps", buffer: &buffer) { smapsBytes += n }
+        }
+        log("\(census.processes.count) processes, \(regionCount) regions, \(smapsBytes) bytes of smaps")
+
+        var m = Measurements()
+        for round in 0..<rounds {
+            log("round \(round + 1)/\(rounds)")
+            let pids = try ProcFS().pids()
+            // The floor: read every smaps, parse nothing.
+            m.time("floor: read all smaps in-process (1 thread)") {
+                for pid in pids { _ = readOnly(pid: pid, file: "smaps", buffer: &buffer) }
+            }
+            try await m.time("floor: cat /proc/[0-9]*/smaps") {
+                try await runDiscarding("/bin/sh", ["-c", "cat /proc/[0-9]*/smaps >/dev/null 2>&1; true"])
+            }
+            try m.time("snapshot: full smaps, parsed + classified (1 thread)") {
+                _ = try snapshotter.machine(options: SnapshotOptions(detail: .regions), workers: 1)
+            }
+            try m.time("snapshot: full smaps, parsed + classified (\(Snapshotter.defaultWorkers) threads)") {
+                _ = try snapshotter.machine(options: SnapshotOptions(detail: .regions))
+            }
+            try m.time("snapshot: smaps_rollup only (1 thread)") {
+                _ = try snapshotter.machine(options: .totalsOnly, workers: 1)
+            }
+            try await m.time("command: mempressure top --full --json") {
+                try await runDiscarding(cli, ["top", "--full", "--json"])
+            }
+            try await m.time("command: mempressure top") {
+                try await runDiscarding(cli, ["top"])
+            }
+            // Per process: the one with tens of thousands of regions.
+            try await m.time("per-process: pmap -XX (\(2 * bigRegions)+ regions)") {
+                try await runDiscarding("/usr/bin/pmap", ["-XX", "\(bigPID)"])
+            }
+            try await m.time("per-process: mempressure vm --only --regions (\(2 * bigRegions)+ regions)") {
+                try await runDiscarding(cli, ["vm", "\(bigPID)", "--only", "--regions"])
+            }
+            try m.time("per-process: Snapshotter.process (\(2 * bigRegions)+ regions)") {
+                _ = try snapshotter.process(bigPID, options: SnapshotOptions(detail: .regions))
+            }
+            m.time("per-process: read smaps only (\(2 * bigRegions)+ regions)") {
+                _ = readOnly(pid: bigPID, file: "smaps", buffer: &buffer)
+            }
+        }
+        let smem = "/usr/bin/smem"
+        let haveSmem = access(smem, X_OK) == 0
+        if haveSmem {
+            for round in 0..<smemRounds {
+                log("smem round \(round + 1)/\(smemRounds)")
+                try await m.time("command: smem (all processes, from smaps)") {
+                    try await runDiscarding(smem, ["-c", "pid user command swap uss pss rss"])
+                }
+                try await m.time("command: mempressure top --full --json") {
+                    try await runDiscarding(cli, ["top", "--full", "--json"])
+                }
+                try await m.time("command: mempressure top") {
+                    try await runDiscarding(cli, ["top"])
+                }
+            }
+        }
+
+        var ratios: [BenchReport.Ratio] = []
+        func ratio(_ name: String, _ a: String, _ b: String, target: String) {
+            guard let x = m.median(a), let y = m.median(b) else { return }
+            ratios.append(.init(name: name, numerator: a, denominator: b, value: x / y, target: target))
+        }
+        let one = "snapshot: full smaps, parsed + classified (1 thread)"
+        let many = "snapshot: full smaps, parsed + classified (\(Snapshotter.defaultWorkers) threads)"
+        ratio("snapshot / in-process read floor", one, "floor: read all smaps in-process (1 thread)", target: "<= 1.3")
+        ratio("snapshot / cat floor", one, "floor: cat /proc/[0-9]*/smaps", target: "<= 1.3")
+        ratio("parallel snapshot / cat floor", many, "floor: cat /proc/[0-9]*/smaps", target: "<= 1.3")
+        ratio("mempressure top --full --json / cat floor", "command: mempressure top --full --json", "floor: cat /proc/[0-9]*/smaps", target: "(whole command)")
+        if haveSmem {
+            ratio("smem / mempressure top --full --json (full smaps, like smem)", "command: smem (all processes, from smaps)", "command: mempressure top --full --json", target: ">= 10")
+            ratio("smem / mempressure top (same per-process totals, from smaps_rollup)", "command: smem (all processes, from smaps)", "command: mempressure top", target: ">= 10")
+        }
+        ratio("pmap -XX / mempressure vm", "per-process: pmap -XX (\(2 * bigRegions)+ regions)", "per-process: mempressure vm --only --regions (\(2 * bigRegions)+ regions)", target: "(higher is faster)")
+        ratio("Snapshotter.process / read floor", "per-process: Snapshotter.process (\(2 * bigRegions)+ regions)", "per-process: read smaps only (\(2 * bigRegions)+ regions)", target: "(parse overhead)")
+
+        return BenchReport(
+            kernel: kernelRelease(), cpus: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), processes: census.processes.count,
+            regions: regionCount, smapsBytes: smapsBytes, rounds: rounds, smemRounds: haveSmem ? smemRounds : 0,
+            measurements: m.summaries(), ratios: ratios, notes: haveSmem ? [] : ["smem is not installed: no smem comparison (apt-get install smem)"])
+    }
+
+    func write(_ report: BenchReport) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try writeText(String(decoding: try encoder.encode(report), as: UTF8.self) + "\n", to: "\(output)/vmtracker.json")
+        try writeText(report.markdown(), to: "\(output)/vmtracker.md")
+        try writeText(report.svg(), to: "\(output)/vmtracker.svg")
+        log("wrote \(output)/vmtracker.{md,json,svg}")
+        print(report.markdown())
+    }
+}
+
+// MARK: Helpers
+
+actor Gate {
+    private var isOpen = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+    func wait() async {
+        if isOpen { return }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+    func open() {
+        isOpen = true
+        for w in waiters { w.resume() }
+        waiters.removeAll()
+    }
+}
+
+actor Counter {
+    private(set) var value = 0
+    func increment() { value += 1 }
+}
+
+actor BigProcess {
+    private(set) var pid: Int32?
+    func set(_ pid: Int32) { self.pid = pid }
+}
+
+struct Measurements {
+    private var samples: [String: [Double]] = [:]
+    private var order: [String] = []
+
+    private mutating func record(_ name: String, _ seconds: Double) {
+        if samples[name] == nil { order.append(name) }
+        samples[name, default: []].append(seconds)
+    }
+
+    mutating func time(_ name: String, _ body: () throws -> Void) rethrows {
+        let start = monotonicSeconds()
+        try body()
+        record(name, monotonicSeconds() - start)
+    }
+
+    mutating func time(_ name: String, _ body: () async throws -> Void) async rethrows {
+        let start = monotonicSeconds()
+        try await body()
+        record(name, monotonicSeconds() - start)
+    }
+
+    func median(_ name: String) -> Double? {
+        guard let s = samples[name]?.sorted(), !s.isEmpty else { return nil }
+        return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
+    }
+
+    func summaries() -> [BenchReport.Measurement] {
+        order.map { name in
+            let s = samples[name]!
+            return .init(name: name, samples: s, medianSeconds: median(name)!, minSeconds: s.min()!)
+        }
+    }
+}
+
+struct BenchReport: Codable {
+    struct Measurement: Codable {
+        var name: String
+        var samples: [Double]
+        var medianSeconds: Double
+        var minSeconds: Double
+    }
+
+    struct Ratio: Codable {
+        var name: String
+        var numerator: String
+        var denominator: String
+        var value: Double
+        var target: String
+    }
+
+    var kernel: String
+    var cpus: Int
+    var processes: Int
+    var regions: Int
+    var smapsBytes: Int
+    var rounds: Int
+    var smemRounds: Int
+    var measurements: [Measurement]
+    var ratios: [Ratio]
+    var notes: [String]
+
+    func markdown() -> String {
+        func ms(_ s: Double) -> String { ByteFormat.fixed(s * 1000, 2) }
+        var out = """
+            # VM Tracker performance
+
+            Regenerate with `make bench` (runs `Benchmarks/`: `swift run -c release vmtracker-bench`), which \
+            starts the processes itself and rewrites this file, `vmtracker.json` (every sample) and \
+            `vmtracker.svg`.
+
+            Machine: Linux \(kernel), \(cpus) CPUs; \(processes) user processes readable during the run \
+            (including the benchmark's own hogs), \(regions) regions, \(ByteFormat.human(UInt64(smapsBytes))) of smaps \
+            text. Each measurement ran \(rounds) times, interleaved with the others (smem \(smemRounds) times); \
+            times are wall-clock medians.
+
+            | measurement | median ms | min ms |
+            |---|---:|---:|
+
+            """
+        for m in measurements { out += "| \(m.name) | \(ms(m.medianSeconds)) | \(ms(m.minSeconds)) |\n" }
+        out += "\n| ratio (medians, same run) | value | target |\n|---|---:|---|\n"
+        for r in ratios { out += "| \(r.name) | \(ByteFormat.fixed(r.value, 2))x | \(r.target) |\n" }
+        out += "\n![median times](vmtracker.svg)\n"
+        if !notes.isEmpty { out += "\n" + notes.map { "- \($0)\n" }.joined() }
+        return out
+    }
+
+    func svg() -> String {
+        let rows = measurements
+        let width = 900.0, barLeft = 430.0, rowHeight = 22.0
+        let maxValue = rows.map(\.medianSeconds).max() ?? 1
+        var out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(width))\" height=\"\(Int(Double(rows.count) * rowHeight + 40))\" font-family=\"sans-serif\" font-size=\"12\">\n"
+        out += "<text x=\"10\" y=\"16\" font-weight=\"bold\">median wall time, ms (\(processes) processes, \(regions) regions)</text>\n"
+        for (i, r) in rows.enumerated() {
+            let y = 28 + Double(i) * rowHeight
+            let w = max(1, (width - barLeft - 80) * r.medianSeconds / maxValue)
+            let name = r.name.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+            out += "<text x=\"\(Int(barLeft - 6))\" y=\"\(Int(y + 14))\" text-anchor=\"end\">\(name)</text>\n"
+            out += "<rect x=\"\(Int(barLeft))\" y=\"\(Int(y + 3))\" width=\"\(Int(w))\" height=\"\(Int(rowHeight - 6))\" fill=\"\(r.name.hasPrefix("floor") ? "#999" : "#4a7bd0")\"/>\n"
+            out += "<text x=\"\(Int(barLeft + w + 4))\" y=\"\(Int(y + 14))\">\(ByteFormat.fixed(r.medianSeconds * 1000, 1))</text>\n"
+        }
+        return out + "</svg>\n"
+    }
+}
+
+extension String {
+    func replacingOccurrences(of target: String, with replacement: String) -> String {
+        split(separator: target, omittingEmptySubsequences: false).joined(separator: replacement)
+    }
+}
+
+/// Reads /proc/PID/FILE into the buffer and returns its size, or nil if the process is gone.
+func readOnly(pid: Int32, file: String, buffer: inout ReadBuffer) -> Int? {
+    do {
+        let dir = try ProcFS().open(pid)
+        try dir.read(file, into: &buffer)
+        return buffer.count
+    } catch {
+        return nil
+    }
+}
+
+func runDiscarding(_ path: String, _ arguments: [String]) async throws {
+    let result = try await Subprocess.run(.path(FilePath(path)), arguments: Arguments(arguments), output: .discarded, error: .discarded)
+    guard case .exited(0) = result.terminationStatus else {
+        throw BenchError("\(path) \(arguments.joined(separator: " ")) ended with \(result.terminationStatus)")
+    }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    var description: String
+    init(_ d: String) { description = d }
+}
+
+func log(_ text: String) {
+    let line = "vmtracker-bench: \(text)\n"
+    _ = line.withCString { write(2, $0, strlen($0)) }
+}
+
+func raiseFileLimit() {
+    var limit = rlimit()
+    getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    limit.rlim_cur = limit.rlim_max
+    setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+}
+
+func kernelRelease() -> String {
+    var u = utsname()
+    uname(&u)
+    return withUnsafeBytes(of: u.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+}
+
+func writeText(_ text: String, to path: String) throws {
+    try ProcFS.writeFile(path, Array(text.utf8))
+}
+
+func removeFiles(in directory: String) {
+    do {
+        for name in try ProcFS.listDirectory(directory) {
+            unlink("\(directory)/\(String(decoding: name, as: UTF8.self))")
+        }
+    } catch {
+        log("could not list \(directory) to clean it up: \(error)")
+    }
+    rmdir(directory)
+}
