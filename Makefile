@@ -11,7 +11,7 @@ BENCH_APT_PACKAGES := smem procps
 
 export PATH := /opt/swift/usr/bin:$(PATH)
 
-.PHONY: deps bench-deps build demo test bench fixtures clean
+.PHONY: deps bench-deps build demo test bench reports fixtures clean
 
 define install_missing
 	@if command -v dpkg >/dev/null 2>&1; then \
@@ -45,6 +45,10 @@ test: deps
 bench: bench-deps
 	$(SWIFT) build -c release
 	cd Benchmarks && $(SWIFT) run -c release vmtracker-bench --mempressure-build ../.build/release --output ../Reports
+
+# Re-renders the reports from their JSON without measuring again.
+reports:
+	cd Benchmarks && $(SWIFT) run -c release vmtracker-bench --render-only --output ../Reports
 
 # Recaptures the golden /proc fixtures from real processes (then review and commit them).
 fixtures:
