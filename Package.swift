@@ -17,6 +17,8 @@ let package = Package(
         .executable(name: "mempressure", targets: ["mempressure"]),
         .executable(name: "mempressure-hog", targets: ["MemHog"]),
         .library(name: "VMTracker", targets: ["VMTracker"]),
+        .library(name: "CachePolicies", targets: ["CachePolicies"]),
+        .library(name: "Purgeable", targets: ["Purgeable"]),
         .library(name: "MemHogClient", targets: ["MemHogClient"]),
     ],
     dependencies: [
@@ -39,7 +41,24 @@ let package = Package(
         ),
         // What Swift cannot import: function-like macros, syscalls glibc does not wrap.
         .target(name: "CMemoryPressure"),
+        // jemalloc arenas with extent hooks, flag macros, atomics on raw memory.
+        .target(name: "CPurgeable", dependencies: ["CJemalloc"]),
+        // Stack walking with libunwind (its entry points are macros).
+        .target(name: "CBacktrace", dependencies: ["CUnwind"]),
 
+        .target(name: "Backtrace", dependencies: ["CBacktrace"], swiftSettings: strict),
+        // Purgeable buffers on a jemalloc arena, and a purgeable cache built on CachePolicies.
+        .target(
+            name: "Purgeable",
+            dependencies: [
+                "CPurgeable", "CJemalloc", "CMemoryPressure", "CachePolicies", "VMTracker", "Backtrace",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            swiftSettings: strict
+        ),
+
+        // Eviction and admission policies as pure value code, with a trace simulator.
+        .target(name: "CachePolicies", swiftSettings: strict),
         .target(
             name: "VMTracker",
             dependencies: [.product(name: "SystemPackage", package: "swift-system")],
@@ -49,6 +68,7 @@ let package = Package(
             name: "mempressure",
             dependencies: [
                 "VMTracker",
+                "CachePolicies",
                 "MemHogClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -87,6 +107,16 @@ let package = Package(
         .testTarget(
             name: "CLITests",
             dependencies: ["TestSupport", "VMTracker", "MemHogClient", "mempressure", "MemHog"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "PurgeableTests",
+            dependencies: ["Purgeable", "VMTracker", "CachePolicies", "TestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "CachePoliciesTests",
+            dependencies: ["CachePolicies"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -2,9 +2,11 @@
 #include "CMemoryPressure.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -37,6 +39,29 @@ int mp_pin_to_cpu(int cpu) {
 }
 
 int mp_current_cpu(void) { return sched_getcpu(); }
+
+static void *drain_page;
+static pthread_once_t drain_once = PTHREAD_ONCE_INIT;
+static void make_drain_page(void) {
+    void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    drain_page = p == MAP_FAILED ? NULL : p;
+}
+
+int mp_drain_lru_batches(void) {
+    pthread_once(&drain_once, make_drain_page);
+    if (drain_page == NULL) return -1;
+    cpu_set_t original;
+    if (sched_getaffinity(0, sizeof(original), &original) != 0) return -1;
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        if (!CPU_ISSET(cpu, &original)) continue;
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        if (sched_setaffinity(0, sizeof(one), &one) != 0) continue;
+        (void)madvise(drain_page, 4096, MADV_COLD);
+    }
+    return sched_setaffinity(0, sizeof(original), &original);
+}
 
 int mp_pidfd_open(pid_t pid, unsigned int flags) {
     return (int)syscall(SYS_pidfd_open, pid, flags);

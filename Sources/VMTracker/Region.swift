@@ -23,6 +23,8 @@ public struct Region: Sendable, Hashable {
     public var otherFields: [SmapsField]
     /// What the region is, filled in by `RegionClassifier`.
     public var type: RegionType
+    /// For a region a library of this project registered: the call stack that created it.
+    public var stack: [String]?
 
     public init(
         start: UInt64, end: UInt64, permissions: Permissions, offset: UInt64 = 0,

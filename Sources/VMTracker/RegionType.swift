@@ -125,11 +125,14 @@ public struct RegionTag: Sendable, Hashable, Codable {
     public var start: UInt64
     public var end: UInt64
     public var name: String
+    /// The call stack that created the range, innermost first, when it was recorded.
+    public var stack: [String]
 
-    public init(start: UInt64, end: UInt64, name: String) {
+    public init(start: UInt64, end: UInt64, name: String, stack: [String] = []) {
         self.start = start
         self.end = end
         self.name = name
+        self.stack = stack
     }
 }
 
@@ -160,6 +163,11 @@ public enum RegionClassifier {
         for i in regions.indices {
             regions[i].type = type(
                 of: regions[i], images: images, stackPointers: threadStackPointers, tags: tags, fileExists: fileExists)
+            if case .tagged = regions[i].type {
+                let r = regions[i]
+                let stack = tags.first { $0.start < r.end && r.start < $0.end && !$0.stack.isEmpty }?.stack
+                regions[i].stack = stack
+            }
         }
     }
 

@@ -70,6 +70,14 @@ extension VMReport {
                 r.append(cells)
             }
             out += r.render()
+            let stacks = regions.filter { $0.stack != nil }
+            if !stacks.isEmpty {
+                out += "\nCall stacks of registered regions\n"
+                for row in stacks {
+                    out += "\(row.start)-\(row.end)  \(row.type)\n"
+                    for frame in row.stack ?? [] { out += "    \(frame)\n" }
+                }
+            }
         }
         if !notes.isEmpty {
             out += "\n" + notes.map { "note: \($0)\n" }.joined()

@@ -76,6 +76,9 @@ public struct VMReport: Codable, Sendable, Hashable {
         public var footprintBytes: UInt64
         /// Maximum protection from VmFlags (mr/mw/me), "rwx".
         public var maxProtection: String
+        /// For regions a library of this project registered, the call stack that created them
+        /// (present with `--stacks`).
+        public var stack: [String]?
 
         public init(
             pid: Int32, start: String, end: String, permissions: String, offset: UInt64, path: String, type: String,
@@ -168,7 +171,7 @@ public struct TypeSummary: Sendable, Hashable {
 
 extension VMReport {
     /// Builds the report of an app (a single process is an app of one).
-    public init(_ app: AppSnapshot, includeRegions: Bool, sort: SortKey = .dirty) {
+    public init(_ app: AppSnapshot, includeRegions: Bool, sort: SortKey = .dirty, includeStacks: Bool = false) {
         let allRegions = app.processes.flatMap { p in p.regions.lazy.map { (p.pid, $0) } }
         let totals = app.totals
         formatVersion = Self.currentFormatVersion
@@ -189,7 +192,11 @@ extension VMReport {
             ProcessRow(pid: p.pid, ppid: p.stat.ppid, name: p.name, state: p.stat.stateLetter, totals: Totals(p.totals))
         }
         if includeRegions {
-            var rows = allRegions.map { pid, r in RegionRow(pid: pid, region: r) }
+            var rows = allRegions.map { pid, r in
+                var row = RegionRow(pid: pid, region: r)
+                if includeStacks { row.stack = r.stack }
+                return row
+            }
             if sort != .address {
                 let keyed = zip(rows, allRegions.map { sort.value($0.1.counters) })
                 rows = keyed.sorted { a, b in a.1 != b.1 ? a.1 > b.1 : (a.0.pid, a.0.startAddress) < (b.0.pid, b.0.startAddress) }.map(\.0)
@@ -220,6 +227,7 @@ extension VMReport.RegionRow {
         swappedBytes = r.counters.swapped
         footprintBytes = r.counters.footprint
         maxProtection = r.vmFlags.maximumProtection
+        stack = nil
     }
 }
 

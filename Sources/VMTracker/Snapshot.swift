@@ -8,7 +8,8 @@ public enum Detail: Sendable, Hashable {
 
 /// Supplies the ranges this project's libraries registered for a process (see `RegionTag`).
 public protocol RegionTagSource: Sendable {
-    func tags(for pid: Int32) -> [RegionTag]
+    /// The ranges registered by `process`, whose files belong to `ownerUID`.
+    func tags(for process: ProcessStat, ownerUID: UInt32?) -> [RegionTag]
 }
 
 /// What to read for each process.
@@ -31,8 +32,9 @@ public struct SnapshotOptions: Sendable {
         self.tagSource = tagSource
     }
 
-    /// Everything, for a report on one process or app.
-    public static let detailed = SnapshotOptions(detail: .regions, threadStacks: true, status: true)
+    /// Everything, for a report on one process or app, with the ranges processes published in
+    /// the default region registry.
+    public static let detailed = SnapshotOptions(detail: .regions, threadStacks: true, status: true, tagSource: RegionRegistry())
     /// Totals only, for whole-machine views.
     public static let totalsOnly = SnapshotOptions(detail: .rollup)
 }
@@ -134,7 +136,12 @@ public struct Snapshotter: Sendable {
         }
 
         if options.detail == .regions {
-            let tags = options.tagSource?.tags(for: pid) ?? []
+            var tags: [RegionTag] = []
+            if let source = options.tagSource {
+                let owner: UInt32?
+                do { owner = try dir.ownerUID() } catch { owner = nil }
+                tags = source.tags(for: after, ownerUID: owner)
+            }
             let root = Array("\(proc.root)/\(pid)/root".utf8)
             RegionClassifier.classify(&regions, threadStackPointers: stackPointers, tags: tags) { region in
                 // Seen from the process's own root: does a file of that name and inode exist?

@@ -31,11 +31,23 @@ struct VM: AsyncParsableCommand {
     @Flag(name: .customLong("full-paths"), help: "Show full paths in the summary.")
     var fullPaths = false
 
+    @Flag(help: "With --regions: the call stack that created each region a MemoryPressure library registered.")
+    var stacks = false
+
+    @Option(name: .customLong("registry"), help: .hidden)
+    var registry = RegionRegistry.defaultDirectory
+
+    func validate() throws {
+        if stacks && !regions { throw ValidationError("--stacks shows stacks in the regions map: add --regions") }
+    }
+
     func run() async throws {
         do {
             let snapshotter = source.snapshotter
-            let app = try snapshotter.app(try target.definition(snapshotter), options: .detailed)
-            let report = VMReport(app, includeRegions: regions, sort: sort)
+            var options = SnapshotOptions.detailed
+            options.tagSource = RegionRegistry(directory: registry)
+            let app = try snapshotter.app(try target.definition(snapshotter), options: options)
+            let report = VMReport(app, includeRegions: regions, sort: sort, includeStacks: stacks)
             if format.json {
                 output(try encodeJSON(report))
             } else if format.csv {

@@ -26,6 +26,13 @@ int mp_pin_to_cpu(int cpu);
 // The CPU the calling thread runs on (sched_getcpu), or -1.
 int mp_current_cpu(void);
 
+// Drains the kernel's per-CPU LRU batches on every CPU the thread may run on, by pinning the
+// thread to each in turn and issuing madvise(MADV_COLD) on a private page of its own (which
+// drains the local batch first), then restoring the thread's affinity. A page marked MADV_FREE
+// moments ago may sit in another CPU's batch, where reclaim cannot see it yet; after this it
+// can. Returns 0, or -1 with errno.
+int mp_drain_lru_batches(void);
+
 // pidfd_open(2), pidfd_send_signal(2), process_madvise(2) through syscall(2).
 int mp_pidfd_open(pid_t pid, unsigned int flags);
 int mp_pidfd_send_signal(int pidfd, int sig);

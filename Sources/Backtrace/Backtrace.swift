@@ -1,0 +1,68 @@
+import CBacktrace
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// One frame of a call stack, symbolized.
+public struct StackFrame: Sendable, Hashable, Codable, CustomStringConvertible {
+    public var address: UInt
+    /// The function, demangled when it is a Swift symbol; nil when unknown.
+    public var symbol: String?
+    /// Bytes from the start of the function.
+    public var offset: UInt
+    /// The executable or shared library holding the frame.
+    public var object: String?
+
+    public init(address: UInt, symbol: String?, offset: UInt, object: String?) {
+        self.address = address
+        self.symbol = symbol
+        self.offset = offset
+        self.object = object
+    }
+
+    /// "MyApp.load(image:) + 0x2c (MyApp)" or "0x7f3a... (libfoo.so)".
+    public var description: String {
+        let where_ = object.map { " (" + ($0.split(separator: "/").last.map(String.init) ?? $0) + ")" } ?? ""
+        if let symbol { return "\(symbol) + 0x\(String(offset, radix: 16))\(where_)" }
+        return "0x\(String(address, radix: 16))\(where_)"
+    }
+}
+
+/// Call stacks of the calling thread, walked with libunwind.
+public enum Backtrace {
+    /// The calling thread's stack, innermost first, without `capture`'s own frames and the
+    /// `skip` frames above it.
+    public static func capture(skip: Int = 0, maxFrames: Int = 48) -> [StackFrame] {
+        var frames = [mp_frame](repeating: mp_frame(), count: max(1, maxFrames))
+        let n = frames.withUnsafeMutableBufferPointer { mp_capture_stack($0.baseAddress, Int32($0.count), Int32(skip + 1)) }
+        guard n > 0 else { return [] }
+        return frames.prefix(Int(n)).map { f in
+            let mangled = withUnsafeBytes(of: f.name) { raw in String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self) }
+            let object = mp_object_of(f.ip).map { String(cString: $0) }
+            return StackFrame(
+                address: UInt(f.ip), symbol: mangled.isEmpty ? nil : demangle(mangled), offset: UInt(f.offset),
+                object: object)
+        }
+    }
+
+    /// The readable form of a Swift symbol ("$s4main3fooyyF" -> "main.foo() -> ()"); other
+    /// symbols are returned as they are.
+    public static func demangle(_ symbol: String) -> String {
+        guard symbol.hasPrefix("$s") || symbol.hasPrefix("_T") || symbol.hasPrefix("$S") else { return symbol }
+        return symbol.withCString { cName in
+            guard let out = _swift_demangle(cName, strlen(cName), nil, nil, 0) else { return symbol }
+            defer { free(out) }
+            return String(cString: out)
+        }
+    }
+}
+
+/// The Swift runtime's demangler (exported by libswiftCore).
+@_silgen_name("swift_demangle")
+private func _swift_demangle(
+    _ mangledName: UnsafePointer<CChar>?, _ mangledNameLength: Int, _ outputBuffer: UnsafeMutablePointer<CChar>?,
+    _ outputBufferSize: UnsafeMutablePointer<Int>?, _ flags: UInt32
+) -> UnsafeMutablePointer<CChar>?

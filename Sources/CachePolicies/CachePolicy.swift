@@ -1,0 +1,188 @@
+/// An eviction (and admission) policy: which keys stay resident within a capacity.
+///
+/// Policies are pure value types: they know keys and costs, never values, so the same policy
+/// drives a real cache (`PurgeableCache`) and the trace simulator. Every policy is cost-aware:
+/// each entry has a cost (its size in bytes, or 1 to count objects) and the sum of the costs of
+/// resident entries never exceeds `capacity`.
+public protocol CachePolicy<Key>: Sendable {
+    associatedtype Key: Hashable & Sendable
+
+    /// A short name ("lru", "sieve", "s3fifo", "tinylfu").
+    var name: String { get }
+    /// The most the costs of resident entries may add up to.
+    var capacity: Int { get }
+    /// The sum of the costs of resident entries.
+    var totalCost: Int { get }
+    /// Resident entries.
+    var count: Int { get }
+
+    func contains(_ key: Key) -> Bool
+
+    /// A request for a resident key (a hit).
+    mutating func recordHit(_ key: Key)
+
+    /// A new key of `cost`. Keys evicted to make room are appended to `evicted` (which may
+    /// include `key` itself when an admission policy turns it away). Returns whether `key` is
+    /// resident afterwards: a key costing more than the capacity never is.
+    @discardableResult
+    mutating func insert(_ key: Key, cost: Int, evicted: inout [Key]) -> Bool
+
+    /// Removes a key (not an eviction: the owner dropped it). Returns whether it was resident.
+    @discardableResult
+    mutating func remove(_ key: Key) -> Bool
+
+    /// Changes the capacity, evicting by policy until the resident entries fit.
+    mutating func setCapacity(_ capacity: Int, evicted: inout [Key])
+
+    /// Evicts one entry by policy (to shrink under memory pressure); nil when empty.
+    mutating func evictOne() -> Key?
+}
+
+extension CachePolicy {
+    /// One request: a hit if resident, else a miss that inserts it. Returns whether it hit.
+    @discardableResult
+    public mutating func access(_ key: Key, cost: Int, evicted: inout [Key]) -> Bool {
+        if contains(key) {
+            recordHit(key)
+            return true
+        }
+        insert(key, cost: cost, evicted: &evicted)
+        return false
+    }
+}
+
+/// What a capacity counts.
+public enum CapacityUnit: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Every entry costs 1.
+    case objects
+    /// Every entry costs its size in bytes.
+    case bytes
+}
+
+/// The policies this module implements, by name.
+public enum PolicyKind: String, Sendable, Hashable, Codable, CaseIterable {
+    case lru
+    case sieve
+    case s3fifo
+    case tinylfu
+
+    /// A new policy of this kind.
+    public func make<Key: Hashable & Sendable>(capacity: Int, keyType: Key.Type = Key.self) -> AnyCachePolicy<Key> {
+        switch self {
+        case .lru: .lru(LRUPolicy(capacity: capacity))
+        case .sieve: .sieve(SIEVEPolicy(capacity: capacity))
+        case .s3fifo: .s3fifo(S3FIFOPolicy(capacity: capacity))
+        case .tinylfu: .tinylfu(TinyLFUPolicy(capacity: capacity))
+        }
+    }
+}
+
+/// Any of the policies, dispatched by a switch rather than through an existential, so that a
+/// cache can choose its policy at run time without paying for dynamic dispatch on every request.
+public enum AnyCachePolicy<Key: Hashable & Sendable>: CachePolicy {
+    case lru(LRUPolicy<Key>)
+    case sieve(SIEVEPolicy<Key>)
+    case s3fifo(S3FIFOPolicy<Key>)
+    case tinylfu(TinyLFUPolicy<Key>)
+
+    public var name: String {
+        switch self {
+        case .lru(let p): p.name
+        case .sieve(let p): p.name
+        case .s3fifo(let p): p.name
+        case .tinylfu(let p): p.name
+        }
+    }
+
+    public var capacity: Int {
+        switch self {
+        case .lru(let p): p.capacity
+        case .sieve(let p): p.capacity
+        case .s3fifo(let p): p.capacity
+        case .tinylfu(let p): p.capacity
+        }
+    }
+
+    public var totalCost: Int {
+        switch self {
+        case .lru(let p): p.totalCost
+        case .sieve(let p): p.totalCost
+        case .s3fifo(let p): p.totalCost
+        case .tinylfu(let p): p.totalCost
+        }
+    }
+
+    public var count: Int {
+        switch self {
+        case .lru(let p): p.count
+        case .sieve(let p): p.count
+        case .s3fifo(let p): p.count
+        case .tinylfu(let p): p.count
+        }
+    }
+
+    public func contains(_ key: Key) -> Bool {
+        switch self {
+        case .lru(let p): p.contains(key)
+        case .sieve(let p): p.contains(key)
+        case .s3fifo(let p): p.contains(key)
+        case .tinylfu(let p): p.contains(key)
+        }
+    }
+
+    // The mutating members move the payload out, mutate it and put it back, so the enum never
+    // holds a second reference to a policy's storage (which would force a copy on write).
+
+    public mutating func recordHit(_ key: Key) {
+        switch consume self {
+        case .lru(var p): p.recordHit(key); self = .lru(p)
+        case .sieve(var p): p.recordHit(key); self = .sieve(p)
+        case .s3fifo(var p): p.recordHit(key); self = .s3fifo(p)
+        case .tinylfu(var p): p.recordHit(key); self = .tinylfu(p)
+        }
+    }
+
+    @discardableResult
+    public mutating func insert(_ key: Key, cost: Int, evicted: inout [Key]) -> Bool {
+        let admitted: Bool
+        switch consume self {
+        case .lru(var p): admitted = p.insert(key, cost: cost, evicted: &evicted); self = .lru(p)
+        case .sieve(var p): admitted = p.insert(key, cost: cost, evicted: &evicted); self = .sieve(p)
+        case .s3fifo(var p): admitted = p.insert(key, cost: cost, evicted: &evicted); self = .s3fifo(p)
+        case .tinylfu(var p): admitted = p.insert(key, cost: cost, evicted: &evicted); self = .tinylfu(p)
+        }
+        return admitted
+    }
+
+    @discardableResult
+    public mutating func remove(_ key: Key) -> Bool {
+        let removed: Bool
+        switch consume self {
+        case .lru(var p): removed = p.remove(key); self = .lru(p)
+        case .sieve(var p): removed = p.remove(key); self = .sieve(p)
+        case .s3fifo(var p): removed = p.remove(key); self = .s3fifo(p)
+        case .tinylfu(var p): removed = p.remove(key); self = .tinylfu(p)
+        }
+        return removed
+    }
+
+    public mutating func setCapacity(_ capacity: Int, evicted: inout [Key]) {
+        switch consume self {
+        case .lru(var p): p.setCapacity(capacity, evicted: &evicted); self = .lru(p)
+        case .sieve(var p): p.setCapacity(capacity, evicted: &evicted); self = .sieve(p)
+        case .s3fifo(var p): p.setCapacity(capacity, evicted: &evicted); self = .s3fifo(p)
+        case .tinylfu(var p): p.setCapacity(capacity, evicted: &evicted); self = .tinylfu(p)
+        }
+    }
+
+    public mutating func evictOne() -> Key? {
+        let key: Key?
+        switch consume self {
+        case .lru(var p): key = p.evictOne(); self = .lru(p)
+        case .sieve(var p): key = p.evictOne(); self = .sieve(p)
+        case .s3fifo(var p): key = p.evictOne(); self = .s3fifo(p)
+        case .tinylfu(var p): key = p.evictOne(); self = .tinylfu(p)
+        }
+        return key
+    }
+}

@@ -1,0 +1,50 @@
+/// Least recently used: a hit moves the entry to the head; eviction takes the tail.
+public struct LRUPolicy<Key: Hashable & Sendable>: CachePolicy {
+    public let name = "lru"
+    public private(set) var capacity: Int
+    private var store = NodeStore<Key>()
+    private var list = NodeStore<Key>.List()
+
+    public init(capacity: Int) {
+        self.capacity = max(0, capacity)
+    }
+
+    public var totalCost: Int { list.cost }
+    public var count: Int { store.count }
+    public func contains(_ key: Key) -> Bool { store.slot(of: key) != nil }
+
+    public mutating func recordHit(_ key: Key) {
+        guard let slot = store.slot(of: key) else { return }
+        store.moveToHead(slot, &list)
+    }
+
+    @discardableResult
+    public mutating func insert(_ key: Key, cost: Int, evicted: inout [Key]) -> Bool {
+        if contains(key) { remove(key) }
+        let cost = max(0, cost)
+        guard cost <= capacity else { return false }
+        while list.cost + cost > capacity, let victim = evictOne() { evicted.append(victim) }
+        store.pushHead(store.add(key, cost: cost), &list)
+        return true
+    }
+
+    @discardableResult
+    public mutating func remove(_ key: Key) -> Bool {
+        guard let slot = store.slot(of: key) else { return false }
+        store.unlink(slot, &list)
+        store.release(slot)
+        return true
+    }
+
+    public mutating func setCapacity(_ capacity: Int, evicted: inout [Key]) {
+        self.capacity = max(0, capacity)
+        while list.cost > self.capacity, let victim = evictOne() { evicted.append(victim) }
+    }
+
+    public mutating func evictOne() -> Key? {
+        let slot = list.tail
+        guard slot != NodeStore<Key>.none else { return nil }
+        store.unlink(slot, &list)
+        return store.release(slot)
+    }
+}

@@ -1,0 +1,153 @@
+/// S3-FIFO (Yang et al., SOSP 2023): a small FIFO (10% of the capacity) that filters out
+/// one-hit wonders, a main FIFO with reinsertion, and a ghost FIFO of recently evicted keys.
+///
+/// - A hit increments the entry's 2-bit frequency (capped at 3); nothing moves.
+/// - A new key goes to the main queue if the ghost remembers it, else to the small queue.
+/// - Evicting from the small queue: its oldest entry moves to the main queue if it was hit since
+///   insertion (frequency >= `promotionThreshold`, with its frequency cleared), else it is evicted
+///   and its key remembered in the ghost.
+/// - Evicting from the main queue: its oldest entry is reinserted at the head with its frequency
+///   decremented if it is above zero, else evicted.
+/// - The small queue is evicted from while it holds at least 10% of the capacity.
+/// - The ghost holds keys whose costs add up to at most 90% of the capacity (the paper sizes it
+///   like the main queue), forgotten oldest first.
+public struct S3FIFOPolicy<Key: Hashable & Sendable>: CachePolicy {
+    public let name = "s3fifo"
+    public private(set) var capacity: Int
+    public let smallRatio: Double
+    public let promotionThreshold: UInt8
+    private var store = NodeStore<Key>()
+    private var small = NodeStore<Key>.List()
+    private var main = NodeStore<Key>.List()
+    private var ghost = GhostQueue<Key>()
+
+    static var inSmall: UInt8 { 1 }
+    static var inMain: UInt8 { 2 }
+
+    public init(capacity: Int, smallRatio: Double = 0.1, promotionThreshold: UInt8 = 1) {
+        self.capacity = max(0, capacity)
+        self.smallRatio = smallRatio
+        self.promotionThreshold = promotionThreshold
+    }
+
+    public var totalCost: Int { small.cost + main.cost }
+    public var count: Int { store.count }
+    public func contains(_ key: Key) -> Bool { store.slot(of: key) != nil }
+    var smallCapacity: Int { Int(Double(capacity) * smallRatio) }
+    var ghostCapacity: Int { capacity - smallCapacity }
+
+    public mutating func recordHit(_ key: Key) {
+        guard let slot = store.slot(of: key) else { return }
+        let s = Int(slot)
+        if store.marks[s] < 3 { store.marks[s] += 1 }
+    }
+
+    @discardableResult
+    public mutating func insert(_ key: Key, cost: Int, evicted: inout [Key]) -> Bool {
+        if contains(key) { remove(key) }
+        let cost = max(0, cost)
+        guard cost <= capacity else { return false }
+        // Ask the ghost first: the evictions below may push the key out of it.
+        let remembered = ghost.remove(key)
+        while totalCost + cost > capacity, let victim = evictOne() { evicted.append(victim) }
+        let slot = store.add(key, cost: cost)
+        if remembered {
+            store.lists[Int(slot)] = Self.inMain
+            store.pushHead(slot, &main)
+        } else {
+            store.lists[Int(slot)] = Self.inSmall
+            store.pushHead(slot, &small)
+        }
+        return true
+    }
+
+    @discardableResult
+    public mutating func remove(_ key: Key) -> Bool {
+        guard let slot = store.slot(of: key) else { return false }
+        if store.lists[Int(slot)] == Self.inSmall { store.unlink(slot, &small) } else { store.unlink(slot, &main) }
+        store.release(slot)
+        return true
+    }
+
+    public mutating func setCapacity(_ capacity: Int, evicted: inout [Key]) {
+        self.capacity = max(0, capacity)
+        while totalCost > self.capacity, let victim = evictOne() { evicted.append(victim) }
+        ghost.trim(to: ghostCapacity)
+    }
+
+    public mutating func evictOne() -> Key? {
+        while !small.isEmpty || !main.isEmpty {
+            if !small.isEmpty && (small.cost >= smallCapacity || main.isEmpty) {
+                let t = small.tail
+                store.unlink(t, &small)
+                if store.marks[Int(t)] >= promotionThreshold {
+                    store.marks[Int(t)] = 0
+                    store.lists[Int(t)] = Self.inMain
+                    store.pushHead(t, &main)
+                    continue
+                }
+                let cost = store.cost(t)
+                let key = store.release(t)
+                ghost.add(key, cost: cost, capacity: ghostCapacity)
+                return key
+            }
+            let t = main.tail
+            if store.marks[Int(t)] > 0 {
+                store.marks[Int(t)] -= 1
+                store.moveToHead(t, &main)
+                continue
+            }
+            store.unlink(t, &main)
+            return store.release(t)
+        }
+        return nil
+    }
+}
+
+/// Keys recently evicted from the small queue, oldest first, bounded by the sum of their costs.
+struct GhostQueue<Key: Hashable & Sendable>: Sendable {
+    private var ring: [(key: Key, serial: UInt64)] = []
+    private var start = 0
+    private var serial: UInt64 = 0
+    /// Remembered keys: the serial of their ring entry and their cost.
+    private var live: [Key: (serial: UInt64, cost: Int)] = [:]
+    private var cost = 0
+
+    mutating func add(_ key: Key, cost c: Int, capacity: Int) {
+        _ = remove(key)
+        serial &+= 1
+        live[key] = (serial, c)
+        ring.append((key, serial))
+        cost += c
+        trim(to: capacity)
+    }
+
+    var count: Int { live.count }
+
+    /// Forgets `key`; returns whether it was remembered. Its ring entry becomes stale.
+    mutating func remove(_ key: Key) -> Bool {
+        guard let entry = live.removeValue(forKey: key) else { return false }
+        cost -= entry.cost
+        return true
+    }
+
+    mutating func trim(to capacity: Int) {
+        while cost > capacity, start < ring.count {
+            let e = ring[start]
+            start += 1
+            if let entry = live[e.key], entry.serial == e.serial {
+                live.removeValue(forKey: e.key)
+                cost -= entry.cost
+            }
+        }
+        // Keep the ring proportional to what it remembers: drop the consumed front, and the stale
+        // entries left by keys that were forgotten on a ghost hit.
+        if ring.count - start > 2 * live.count + 1024 {
+            ring = ring[start...].filter { live[$0.key]?.serial == $0.serial }
+            start = 0
+        } else if start > 1024 && start * 2 > ring.count {
+            ring.removeFirst(start)
+            start = 0
+        }
+    }
+}

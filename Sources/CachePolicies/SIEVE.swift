@@ -1,0 +1,63 @@
+/// SIEVE (Zhang et al., NSDI 2024): a FIFO queue with one "visited" bit per entry and a hand.
+///
+/// A hit only sets the entry's visited bit (no reordering, so hits are cheap). New entries go to
+/// the head. To evict, the hand walks from where it last stopped towards the head (wrapping to the
+/// tail), clearing visited bits, and evicts the first entry whose bit is clear. Entries that
+/// survive stay in place, which is what separates SIEVE from FIFO-reinsertion (CLOCK).
+public struct SIEVEPolicy<Key: Hashable & Sendable>: CachePolicy {
+    public let name = "sieve"
+    public private(set) var capacity: Int
+    private var store = NodeStore<Key>()
+    private var list = NodeStore<Key>.List()
+    private var hand: Int32 = NodeStore<Key>.none
+
+    public init(capacity: Int) {
+        self.capacity = max(0, capacity)
+    }
+
+    public var totalCost: Int { list.cost }
+    public var count: Int { store.count }
+    public func contains(_ key: Key) -> Bool { store.slot(of: key) != nil }
+
+    public mutating func recordHit(_ key: Key) {
+        guard let slot = store.slot(of: key) else { return }
+        store.marks[Int(slot)] = 1
+    }
+
+    @discardableResult
+    public mutating func insert(_ key: Key, cost: Int, evicted: inout [Key]) -> Bool {
+        if contains(key) { remove(key) }
+        let cost = max(0, cost)
+        guard cost <= capacity else { return false }
+        while list.cost + cost > capacity, let victim = evictOne() { evicted.append(victim) }
+        store.pushHead(store.add(key, cost: cost), &list)
+        return true
+    }
+
+    @discardableResult
+    public mutating func remove(_ key: Key) -> Bool {
+        guard let slot = store.slot(of: key) else { return false }
+        if hand == slot { hand = store.newerThan(slot) }
+        store.unlink(slot, &list)
+        store.release(slot)
+        return true
+    }
+
+    public mutating func setCapacity(_ capacity: Int, evicted: inout [Key]) {
+        self.capacity = max(0, capacity)
+        while list.cost > self.capacity, let victim = evictOne() { evicted.append(victim) }
+    }
+
+    public mutating func evictOne() -> Key? {
+        guard !list.isEmpty else { return nil }
+        var p = hand == NodeStore<Key>.none ? list.tail : hand
+        while store.marks[Int(p)] != 0 {
+            store.marks[Int(p)] = 0
+            let next = store.newerThan(p)
+            p = next == NodeStore<Key>.none ? list.tail : next
+        }
+        hand = store.newerThan(p)
+        store.unlink(p, &list)
+        return store.release(p)
+    }
+}

@@ -1,0 +1,107 @@
+/// What replaying a trace through a policy gave.
+public struct SimulationResult: Sendable, Hashable, Codable {
+    public var policy: String
+    public var capacity: Int
+    public var capacityUnit: CapacityUnit
+    public var requests: Int
+    public var hits: Int
+    public var misses: Int
+    public var hitBytes: Int
+    public var missBytes: Int
+    /// Wall-clock seconds the replay took (not part of the result's meaning; for speed figures).
+    public var seconds: Double
+
+    public var missRatio: Double { requests == 0 ? 0 : Double(misses) / Double(requests) }
+    public var byteMissRatio: Double { hitBytes + missBytes == 0 ? 0 : Double(missBytes) / Double(hitBytes + missBytes) }
+    public var requestsPerSecond: Double { seconds > 0 ? Double(requests) / seconds : 0 }
+
+    enum CodingKeys: String, CodingKey {
+        case policy, capacity, capacityUnit, requests, hits, misses, hitBytes, missBytes, missRatio, byteMissRatio, seconds
+    }
+
+    public init(policy: String, capacity: Int, capacityUnit: CapacityUnit, requests: Int, hits: Int, misses: Int, hitBytes: Int, missBytes: Int, seconds: Double) {
+        self.policy = policy
+        self.capacity = capacity
+        self.capacityUnit = capacityUnit
+        self.requests = requests
+        self.hits = hits
+        self.misses = misses
+        self.hitBytes = hitBytes
+        self.missBytes = missBytes
+        self.seconds = seconds
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            policy: try c.decode(String.self, forKey: .policy), capacity: try c.decode(Int.self, forKey: .capacity),
+            capacityUnit: try c.decode(CapacityUnit.self, forKey: .capacityUnit), requests: try c.decode(Int.self, forKey: .requests),
+            hits: try c.decode(Int.self, forKey: .hits), misses: try c.decode(Int.self, forKey: .misses),
+            hitBytes: try c.decode(Int.self, forKey: .hitBytes), missBytes: try c.decode(Int.self, forKey: .missBytes),
+            seconds: try c.decode(Double.self, forKey: .seconds))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(policy, forKey: .policy)
+        try c.encode(capacity, forKey: .capacity)
+        try c.encode(capacityUnit, forKey: .capacityUnit)
+        try c.encode(requests, forKey: .requests)
+        try c.encode(hits, forKey: .hits)
+        try c.encode(misses, forKey: .misses)
+        try c.encode(hitBytes, forKey: .hitBytes)
+        try c.encode(missBytes, forKey: .missBytes)
+        try c.encode(missRatio, forKey: .missRatio)
+        try c.encode(byteMissRatio, forKey: .byteMissRatio)
+        try c.encode(seconds, forKey: .seconds)
+    }
+}
+
+/// Replays traces through policies.
+public enum Simulator {
+    /// Replays `trace` through `policy`: each request is a hit if its key is resident, else a
+    /// miss that inserts it (with cost 1 or its size, by `unit`). Objects larger than the whole
+    /// capacity are never cached and always miss.
+    public static func run<P: CachePolicy>(_ policy: inout P, trace: Trace, unit: CapacityUnit) -> SimulationResult where P.Key == Int {
+        var hits = 0, hitBytes = 0, missBytes = 0
+        var evicted: [Int] = []
+        evicted.reserveCapacity(16)
+        let start = monotonicNow()
+        for r in trace.requests {
+            let cost = unit == .objects ? 1 : r.size
+            if policy.contains(r.key) {
+                policy.recordHit(r.key)
+                hits += 1
+                hitBytes += r.size
+            } else {
+                policy.insert(r.key, cost: cost, evicted: &evicted)
+                evicted.removeAll(keepingCapacity: true)
+                missBytes += r.size
+            }
+        }
+        let seconds = monotonicNow() - start
+        return SimulationResult(
+            policy: policy.name, capacity: policy.capacity, capacityUnit: unit, requests: trace.requests.count,
+            hits: hits, misses: trace.requests.count - hits, hitBytes: hitBytes, missBytes: missBytes, seconds: seconds)
+    }
+
+    /// Replays `trace` through a new policy of each kind.
+    public static func run(_ kinds: [PolicyKind], capacity: Int, trace: Trace, unit: CapacityUnit) -> [SimulationResult] {
+        kinds.map { kind in
+            var policy: AnyCachePolicy<Int> = kind.make(capacity: capacity)
+            return run(&policy, trace: trace, unit: unit)
+        }
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+func monotonicNow() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
