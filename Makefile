@@ -45,10 +45,14 @@ test: deps
 bench: bench-deps
 	$(SWIFT) build -c release
 	cd Benchmarks && $(SWIFT) run -c release vmtracker-bench --mempressure-build ../.build/release --output ../Reports
+	cd Benchmarks && $(SWIFT) run -c release purgeable-bench --output ../Reports
+	cd Benchmarks && $(SWIFT) run -c release mappedfiles-bench --output ../Reports
 
 # Re-renders the reports from their JSON without measuring again.
 reports:
 	cd Benchmarks && $(SWIFT) run -c release vmtracker-bench --render-only --output ../Reports
+	cd Benchmarks && $(SWIFT) run -c release purgeable-bench --render-only --output ../Reports
+	cd Benchmarks && $(SWIFT) run -c release mappedfiles-bench --render-only --output ../Reports
 
 # Recaptures the golden /proc fixtures from real processes (then review and commit them).
 fixtures:

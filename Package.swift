@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "VMTracker", targets: ["VMTracker"]),
         .library(name: "CachePolicies", targets: ["CachePolicies"]),
         .library(name: "Purgeable", targets: ["Purgeable"]),
+        .library(name: "MappedFiles", targets: ["MappedFiles"]),
         .library(name: "MemHogClient", targets: ["MemHogClient"]),
     ],
     dependencies: [
@@ -47,6 +48,12 @@ let package = Package(
         .target(name: "CBacktrace", dependencies: ["CUnwind"]),
 
         .target(name: "Backtrace", dependencies: ["CBacktrace"], swiftSettings: strict),
+        // Read-only file mappings: residency, hints, eviction; the map-or-read loader.
+        .target(
+            name: "MappedFiles",
+            dependencies: ["CMemoryPressure", "VMTracker", .product(name: "SystemPackage", package: "swift-system")],
+            swiftSettings: strict
+        ),
         // Purgeable buffers on a jemalloc arena, and a purgeable cache built on CachePolicies.
         .target(
             name: "Purgeable",
@@ -69,6 +76,9 @@ let package = Package(
             dependencies: [
                 "VMTracker",
                 "CachePolicies",
+                "Purgeable",
+                "MappedFiles",
+                "CMemoryPressure",
                 "MemHogClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -78,7 +88,7 @@ let package = Package(
         // memory: the subject of `make demo`, the live tests and the benchmarks.
         .executableTarget(
             name: "MemHog",
-            dependencies: ["CMemoryPressure"],
+            dependencies: ["CMemoryPressure", "Purgeable"],
             swiftSettings: strict
         ),
 
@@ -112,6 +122,11 @@ let package = Package(
         .testTarget(
             name: "PurgeableTests",
             dependencies: ["Purgeable", "VMTracker", "CachePolicies", "TestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "MappedFilesTests",
+            dependencies: ["MappedFiles", "VMTracker", "TestSupport"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -15,6 +15,32 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
     ],
     targets: [
+        .target(
+            name: "BenchSupport",
+            dependencies: [.product(name: "VMTracker", package: "MemoryPressure")],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "purgeable-bench",
+            dependencies: [
+                "BenchSupport",
+                .product(name: "Purgeable", package: "MemoryPressure"),
+                .product(name: "CachePolicies", package: "MemoryPressure"),
+                .product(name: "VMTracker", package: "MemoryPressure"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "mappedfiles-bench",
+            dependencies: [
+                "BenchSupport",
+                .product(name: "MappedFiles", package: "MemoryPressure"),
+                .product(name: "VMTracker", package: "MemoryPressure"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         .executableTarget(
             name: "smaps-parse-bench",
             dependencies: [.product(name: "VMTracker", package: "MemoryPressure")],
@@ -23,6 +49,7 @@ let package = Package(
         .executableTarget(
             name: "vmtracker-bench",
             dependencies: [
+                "BenchSupport",
                 .product(name: "VMTracker", package: "MemoryPressure"),
                 .product(name: "MemHogClient", package: "MemoryPressure"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

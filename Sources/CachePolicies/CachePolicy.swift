@@ -41,7 +41,7 @@ public protocol CachePolicy<Key>: Sendable {
 extension CachePolicy {
     /// One request: a hit if resident, else a miss that inserts it. Returns whether it hit.
     @discardableResult
-    public mutating func access(_ key: Key, cost: Int, evicted: inout [Key]) -> Bool {
+    @inlinable public mutating func access(_ key: Key, cost: Int, evicted: inout [Key]) -> Bool {
         if contains(key) {
             recordHit(key)
             return true
@@ -85,7 +85,7 @@ public enum AnyCachePolicy<Key: Hashable & Sendable>: CachePolicy {
     case s3fifo(S3FIFOPolicy<Key>)
     case tinylfu(TinyLFUPolicy<Key>)
 
-    public var name: String {
+    @inlinable public var name: String {
         switch self {
         case .lru(let p): p.name
         case .sieve(let p): p.name
@@ -94,7 +94,7 @@ public enum AnyCachePolicy<Key: Hashable & Sendable>: CachePolicy {
         }
     }
 
-    public var capacity: Int {
+    @inlinable public var capacity: Int {
         switch self {
         case .lru(let p): p.capacity
         case .sieve(let p): p.capacity
@@ -103,7 +103,7 @@ public enum AnyCachePolicy<Key: Hashable & Sendable>: CachePolicy {
         }
     }
 
-    public var totalCost: Int {
+    @inlinable public var totalCost: Int {
         switch self {
         case .lru(let p): p.totalCost
         case .sieve(let p): p.totalCost
@@ -112,7 +112,7 @@ public enum AnyCachePolicy<Key: Hashable & Sendable>: CachePolicy {
         }
     }
 
-    public var count: Int {
+    @inlinable public var count: Int {
         switch self {
         case .lru(let p): p.count
         case .sieve(let p): p.count
@@ -121,7 +121,7 @@ public enum AnyCachePolicy<Key: Hashable & Sendable>: CachePolicy {
         }
     }
 
-    public func contains(_ key: Key) -> Bool {
+    @inlinable public func contains(_ key: Key) -> Bool {
         switch self {
         case .lru(let p): p.contains(key)
         case .sieve(let p): p.contains(key)
@@ -133,7 +133,7 @@ public enum AnyCachePolicy<Key: Hashable & Sendable>: CachePolicy {
     // The mutating members move the payload out, mutate it and put it back, so the enum never
     // holds a second reference to a policy's storage (which would force a copy on write).
 
-    public mutating func recordHit(_ key: Key) {
+    @inlinable public mutating func recordHit(_ key: Key) {
         switch consume self {
         case .lru(var p): p.recordHit(key); self = .lru(p)
         case .sieve(var p): p.recordHit(key); self = .sieve(p)
@@ -143,7 +143,7 @@ public enum AnyCachePolicy<Key: Hashable & Sendable>: CachePolicy {
     }
 
     @discardableResult
-    public mutating func insert(_ key: Key, cost: Int, evicted: inout [Key]) -> Bool {
+    @inlinable public mutating func insert(_ key: Key, cost: Int, evicted: inout [Key]) -> Bool {
         let admitted: Bool
         switch consume self {
         case .lru(var p): admitted = p.insert(key, cost: cost, evicted: &evicted); self = .lru(p)
@@ -155,7 +155,7 @@ public enum AnyCachePolicy<Key: Hashable & Sendable>: CachePolicy {
     }
 
     @discardableResult
-    public mutating func remove(_ key: Key) -> Bool {
+    @inlinable public mutating func remove(_ key: Key) -> Bool {
         let removed: Bool
         switch consume self {
         case .lru(var p): removed = p.remove(key); self = .lru(p)
@@ -166,7 +166,7 @@ public enum AnyCachePolicy<Key: Hashable & Sendable>: CachePolicy {
         return removed
     }
 
-    public mutating func setCapacity(_ capacity: Int, evicted: inout [Key]) {
+    @inlinable public mutating func setCapacity(_ capacity: Int, evicted: inout [Key]) {
         switch consume self {
         case .lru(var p): p.setCapacity(capacity, evicted: &evicted); self = .lru(p)
         case .sieve(var p): p.setCapacity(capacity, evicted: &evicted); self = .sieve(p)
@@ -175,7 +175,7 @@ public enum AnyCachePolicy<Key: Hashable & Sendable>: CachePolicy {
         }
     }
 
-    public mutating func evictOne() -> Key? {
+    @inlinable public mutating func evictOne() -> Key? {
         let key: Key?
         switch consume self {
         case .lru(var p): key = p.evictOne(); self = .lru(p)

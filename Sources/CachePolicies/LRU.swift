@@ -2,24 +2,24 @@
 public struct LRUPolicy<Key: Hashable & Sendable>: CachePolicy {
     public let name = "lru"
     public private(set) var capacity: Int
-    private var store = NodeStore<Key>()
-    private var list = NodeStore<Key>.List()
+    @usableFromInline var store = NodeStore<Key>()
+    @usableFromInline var list = NodeStore<Key>.List()
 
     public init(capacity: Int) {
         self.capacity = max(0, capacity)
     }
 
-    public var totalCost: Int { list.cost }
-    public var count: Int { store.count }
-    public func contains(_ key: Key) -> Bool { store.slot(of: key) != nil }
+    @inlinable public var totalCost: Int { list.cost }
+    @inlinable public var count: Int { store.count }
+    @inlinable public func contains(_ key: Key) -> Bool { store.slot(of: key) != nil }
 
-    public mutating func recordHit(_ key: Key) {
+    @inlinable public mutating func recordHit(_ key: Key) {
         guard let slot = store.slot(of: key) else { return }
         store.moveToHead(slot, &list)
     }
 
     @discardableResult
-    public mutating func insert(_ key: Key, cost: Int, evicted: inout [Key]) -> Bool {
+    @inlinable public mutating func insert(_ key: Key, cost: Int, evicted: inout [Key]) -> Bool {
         if contains(key) { remove(key) }
         let cost = max(0, cost)
         guard cost <= capacity else { return false }
@@ -29,7 +29,7 @@ public struct LRUPolicy<Key: Hashable & Sendable>: CachePolicy {
     }
 
     @discardableResult
-    public mutating func remove(_ key: Key) -> Bool {
+    @inlinable public mutating func remove(_ key: Key) -> Bool {
         guard let slot = store.slot(of: key) else { return false }
         store.unlink(slot, &list)
         store.release(slot)
@@ -41,7 +41,7 @@ public struct LRUPolicy<Key: Hashable & Sendable>: CachePolicy {
         while list.cost > self.capacity, let victim = evictOne() { evicted.append(victim) }
     }
 
-    public mutating func evictOne() -> Key? {
+    @inlinable public mutating func evictOne() -> Key? {
         let slot = list.tail
         guard slot != NodeStore<Key>.none else { return nil }
         store.unlink(slot, &list)

@@ -1,27 +1,30 @@
 /// Entries of a policy in flat arrays, with intrusive doubly linked lists threaded through them
 /// by index. One dictionary lookup per request; no allocation per entry once slots are reused.
+@usableFromInline
 struct NodeStore<Key: Hashable & Sendable>: Sendable {
-    static var none: Int32 { -1 }
+    @inlinable static var none: Int32 { -1 }
 
-    private(set) var keys: [Key?] = []
-    private(set) var costs: [Int] = []
+    @usableFromInline var keys: [Key?] = []
+    @usableFromInline var costs: [Int] = []
     /// Per-policy bits: a frequency counter, a visited bit, which list the slot is on.
-    var marks: [UInt8] = []
-    var lists: [UInt8] = []
-    private var newer: [Int32] = []
-    private var older: [Int32] = []
-    private var free: [Int32] = []
-    private(set) var index: [Key: Int32] = [:]
+    @usableFromInline var marks: [UInt8] = []
+    @usableFromInline var lists: [UInt8] = []
+    @usableFromInline var newer: [Int32] = []
+    @usableFromInline var older: [Int32] = []
+    @usableFromInline var free: [Int32] = []
+    @usableFromInline var index: [Key: Int32] = [:]
 
-    var count: Int { index.count }
+    @inlinable var count: Int { index.count }
 
-    func slot(of key: Key) -> Int32? { index[key] }
+    @inlinable init() {}
 
-    func key(_ slot: Int32) -> Key { keys[Int(slot)]! }
-    func cost(_ slot: Int32) -> Int { costs[Int(slot)] }
+    @inlinable func slot(of key: Key) -> Int32? { index[key] }
+
+    @inlinable func key(_ slot: Int32) -> Key { keys[Int(slot)]! }
+    @inlinable func cost(_ slot: Int32) -> Int { costs[Int(slot)] }
 
     /// A new slot for `key` (not on any list yet).
-    mutating func add(_ key: Key, cost: Int) -> Int32 {
+    @inlinable mutating func add(_ key: Key, cost: Int) -> Int32 {
         let slot: Int32
         if let reused = free.popLast() {
             slot = reused
@@ -44,7 +47,7 @@ struct NodeStore<Key: Hashable & Sendable>: Sendable {
 
     /// Frees a slot (it must be off every list). Returns its key.
     @discardableResult
-    mutating func release(_ slot: Int32) -> Key {
+    @inlinable mutating func release(_ slot: Int32) -> Key {
         let key = keys[Int(slot)]!
         keys[Int(slot)] = nil
         index.removeValue(forKey: key)
@@ -55,15 +58,17 @@ struct NodeStore<Key: Hashable & Sendable>: Sendable {
     // MARK: Lists
 
     /// A list's ends and its totals. `head` is the newest entry, `tail` the oldest.
+    @usableFromInline
     struct List: Sendable {
-        var head: Int32 = NodeStore.none
-        var tail: Int32 = NodeStore.none
-        var count = 0
-        var cost = 0
-        var isEmpty: Bool { count == 0 }
+        @usableFromInline var head: Int32 = NodeStore.none
+        @usableFromInline var tail: Int32 = NodeStore.none
+        @usableFromInline var count = 0
+        @usableFromInline var cost = 0
+        @inlinable var isEmpty: Bool { count == 0 }
+        @inlinable init() {}
     }
 
-    mutating func pushHead(_ slot: Int32, _ list: inout List) {
+    @inlinable mutating func pushHead(_ slot: Int32, _ list: inout List) {
         let s = Int(slot)
         older[s] = list.head
         newer[s] = Self.none
@@ -73,7 +78,7 @@ struct NodeStore<Key: Hashable & Sendable>: Sendable {
         list.cost += costs[s]
     }
 
-    mutating func unlink(_ slot: Int32, _ list: inout List) {
+    @inlinable mutating func unlink(_ slot: Int32, _ list: inout List) {
         let s = Int(slot)
         let n = newer[s], o = older[s]
         if n != Self.none { older[Int(n)] = o } else { list.head = o }
@@ -84,12 +89,12 @@ struct NodeStore<Key: Hashable & Sendable>: Sendable {
         list.cost -= costs[s]
     }
 
-    mutating func moveToHead(_ slot: Int32, _ list: inout List) {
+    @inlinable mutating func moveToHead(_ slot: Int32, _ list: inout List) {
         guard list.head != slot else { return }
         unlink(slot, &list)
         pushHead(slot, &list)
     }
 
     /// The next newer entry (towards the head), or none.
-    func newerThan(_ slot: Int32) -> Int32 { newer[Int(slot)] }
+    @inlinable func newerThan(_ slot: Int32) -> Int32 { newer[Int(slot)] }
 }

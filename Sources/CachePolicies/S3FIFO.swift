@@ -16,13 +16,13 @@ public struct S3FIFOPolicy<Key: Hashable & Sendable>: CachePolicy {
     public private(set) var capacity: Int
     public let smallRatio: Double
     public let promotionThreshold: UInt8
-    private var store = NodeStore<Key>()
-    private var small = NodeStore<Key>.List()
-    private var main = NodeStore<Key>.List()
-    private var ghost = GhostQueue<Key>()
+    @usableFromInline var store = NodeStore<Key>()
+    @usableFromInline var small = NodeStore<Key>.List()
+    @usableFromInline var main = NodeStore<Key>.List()
+    @usableFromInline var ghost = GhostQueue<Key>()
 
-    static var inSmall: UInt8 { 1 }
-    static var inMain: UInt8 { 2 }
+    @inlinable static var inSmall: UInt8 { 1 }
+    @inlinable static var inMain: UInt8 { 2 }
 
     public init(capacity: Int, smallRatio: Double = 0.1, promotionThreshold: UInt8 = 1) {
         self.capacity = max(0, capacity)
@@ -30,20 +30,20 @@ public struct S3FIFOPolicy<Key: Hashable & Sendable>: CachePolicy {
         self.promotionThreshold = promotionThreshold
     }
 
-    public var totalCost: Int { small.cost + main.cost }
-    public var count: Int { store.count }
-    public func contains(_ key: Key) -> Bool { store.slot(of: key) != nil }
-    var smallCapacity: Int { Int(Double(capacity) * smallRatio) }
-    var ghostCapacity: Int { capacity - smallCapacity }
+    @inlinable public var totalCost: Int { small.cost + main.cost }
+    @inlinable public var count: Int { store.count }
+    @inlinable public func contains(_ key: Key) -> Bool { store.slot(of: key) != nil }
+    @inlinable var smallCapacity: Int { Int(Double(capacity) * smallRatio) }
+    @inlinable var ghostCapacity: Int { capacity - smallCapacity }
 
-    public mutating func recordHit(_ key: Key) {
+    @inlinable public mutating func recordHit(_ key: Key) {
         guard let slot = store.slot(of: key) else { return }
         let s = Int(slot)
         if store.marks[s] < 3 { store.marks[s] += 1 }
     }
 
     @discardableResult
-    public mutating func insert(_ key: Key, cost: Int, evicted: inout [Key]) -> Bool {
+    @inlinable public mutating func insert(_ key: Key, cost: Int, evicted: inout [Key]) -> Bool {
         if contains(key) { remove(key) }
         let cost = max(0, cost)
         guard cost <= capacity else { return false }
@@ -62,7 +62,7 @@ public struct S3FIFOPolicy<Key: Hashable & Sendable>: CachePolicy {
     }
 
     @discardableResult
-    public mutating func remove(_ key: Key) -> Bool {
+    @inlinable public mutating func remove(_ key: Key) -> Bool {
         guard let slot = store.slot(of: key) else { return false }
         if store.lists[Int(slot)] == Self.inSmall { store.unlink(slot, &small) } else { store.unlink(slot, &main) }
         store.release(slot)
@@ -75,7 +75,7 @@ public struct S3FIFOPolicy<Key: Hashable & Sendable>: CachePolicy {
         ghost.trim(to: ghostCapacity)
     }
 
-    public mutating func evictOne() -> Key? {
+    @inlinable public mutating func evictOne() -> Key? {
         while !small.isEmpty || !main.isEmpty {
             if !small.isEmpty && (small.cost >= smallCapacity || main.isEmpty) {
                 let t = small.tail
@@ -105,15 +105,16 @@ public struct S3FIFOPolicy<Key: Hashable & Sendable>: CachePolicy {
 }
 
 /// Keys recently evicted from the small queue, oldest first, bounded by the sum of their costs.
+@usableFromInline
 struct GhostQueue<Key: Hashable & Sendable>: Sendable {
-    private var ring: [(key: Key, serial: UInt64)] = []
-    private var start = 0
-    private var serial: UInt64 = 0
+    @usableFromInline var ring: [(key: Key, serial: UInt64)] = []
+    @usableFromInline var start = 0
+    @usableFromInline var serial: UInt64 = 0
     /// Remembered keys: the serial of their ring entry and their cost.
-    private var live: [Key: (serial: UInt64, cost: Int)] = [:]
-    private var cost = 0
+    @usableFromInline var live: [Key: (serial: UInt64, cost: Int)] = [:]
+    @usableFromInline var cost = 0
 
-    mutating func add(_ key: Key, cost c: Int, capacity: Int) {
+    @inlinable mutating func add(_ key: Key, cost c: Int, capacity: Int) {
         _ = remove(key)
         serial &+= 1
         live[key] = (serial, c)
@@ -122,16 +123,16 @@ struct GhostQueue<Key: Hashable & Sendable>: Sendable {
         trim(to: capacity)
     }
 
-    var count: Int { live.count }
+    @inlinable var count: Int { live.count }
 
     /// Forgets `key`; returns whether it was remembered. Its ring entry becomes stale.
-    mutating func remove(_ key: Key) -> Bool {
+    @inlinable mutating func remove(_ key: Key) -> Bool {
         guard let entry = live.removeValue(forKey: key) else { return false }
         cost -= entry.cost
         return true
     }
 
-    mutating func trim(to capacity: Int) {
+    @inlinable mutating func trim(to capacity: Int) {
         while cost > capacity, start < ring.count {
             let e = ring[start]
             start += 1

@@ -7,25 +7,25 @@
 public struct SIEVEPolicy<Key: Hashable & Sendable>: CachePolicy {
     public let name = "sieve"
     public private(set) var capacity: Int
-    private var store = NodeStore<Key>()
-    private var list = NodeStore<Key>.List()
-    private var hand: Int32 = NodeStore<Key>.none
+    @usableFromInline var store = NodeStore<Key>()
+    @usableFromInline var list = NodeStore<Key>.List()
+    @usableFromInline var hand: Int32 = NodeStore<Key>.none
 
     public init(capacity: Int) {
         self.capacity = max(0, capacity)
     }
 
-    public var totalCost: Int { list.cost }
-    public var count: Int { store.count }
-    public func contains(_ key: Key) -> Bool { store.slot(of: key) != nil }
+    @inlinable public var totalCost: Int { list.cost }
+    @inlinable public var count: Int { store.count }
+    @inlinable public func contains(_ key: Key) -> Bool { store.slot(of: key) != nil }
 
-    public mutating func recordHit(_ key: Key) {
+    @inlinable public mutating func recordHit(_ key: Key) {
         guard let slot = store.slot(of: key) else { return }
         store.marks[Int(slot)] = 1
     }
 
     @discardableResult
-    public mutating func insert(_ key: Key, cost: Int, evicted: inout [Key]) -> Bool {
+    @inlinable public mutating func insert(_ key: Key, cost: Int, evicted: inout [Key]) -> Bool {
         if contains(key) { remove(key) }
         let cost = max(0, cost)
         guard cost <= capacity else { return false }
@@ -35,7 +35,7 @@ public struct SIEVEPolicy<Key: Hashable & Sendable>: CachePolicy {
     }
 
     @discardableResult
-    public mutating func remove(_ key: Key) -> Bool {
+    @inlinable public mutating func remove(_ key: Key) -> Bool {
         guard let slot = store.slot(of: key) else { return false }
         if hand == slot { hand = store.newerThan(slot) }
         store.unlink(slot, &list)
@@ -48,7 +48,7 @@ public struct SIEVEPolicy<Key: Hashable & Sendable>: CachePolicy {
         while list.cost > self.capacity, let victim = evictOne() { evicted.append(victim) }
     }
 
-    public mutating func evictOne() -> Key? {
+    @inlinable public mutating func evictOne() -> Key? {
         guard !list.isEmpty else { return nil }
         var p = hand == NodeStore<Key>.none ? list.tail : hand
         while store.marks[Int(p)] != 0 {

@@ -20,30 +20,30 @@
 public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
     public let name = "tinylfu"
     public private(set) var capacity: Int
-    private var store = NodeStore<Key>()
-    private var window = NodeStore<Key>.List()
-    private var probation = NodeStore<Key>.List()
-    private var protected = NodeStore<Key>.List()
-    private var sketch = FrequencySketch()
-    private var random: UInt64 = 0x2545_F491_4F6C_DD1D
+    @usableFromInline var store = NodeStore<Key>()
+    @usableFromInline var window = NodeStore<Key>.List()
+    @usableFromInline var probation = NodeStore<Key>.List()
+    @usableFromInline var protected = NodeStore<Key>.List()
+    @usableFromInline var sketch = FrequencySketch()
+    @usableFromInline var random: UInt64 = 0x2545_F491_4F6C_DD1D
 
-    static var inWindow: UInt8 { 1 }
-    static var inProbation: UInt8 { 2 }
-    static var inProtected: UInt8 { 3 }
+    @inlinable static var inWindow: UInt8 { 1 }
+    @inlinable static var inProbation: UInt8 { 2 }
+    @inlinable static var inProtected: UInt8 { 3 }
 
     public init(capacity: Int) {
         self.capacity = max(0, capacity)
     }
 
-    public var totalCost: Int { window.cost + probation.cost + protected.cost }
-    public var count: Int { store.count }
-    public func contains(_ key: Key) -> Bool { store.slot(of: key) != nil }
+    @inlinable public var totalCost: Int { window.cost + probation.cost + protected.cost }
+    @inlinable public var count: Int { store.count }
+    @inlinable public func contains(_ key: Key) -> Bool { store.slot(of: key) != nil }
 
-    var windowCapacity: Int { max(capacity / 100, capacity > 0 ? 1 : 0) }
-    var mainCapacity: Int { capacity - windowCapacity }
-    var protectedCapacity: Int { mainCapacity * 8 / 10 }
+    @inlinable var windowCapacity: Int { max(capacity / 100, capacity > 0 ? 1 : 0) }
+    @inlinable var mainCapacity: Int { capacity - windowCapacity }
+    @inlinable var protectedCapacity: Int { mainCapacity * 8 / 10 }
 
-    public mutating func recordHit(_ key: Key) {
+    @inlinable public mutating func recordHit(_ key: Key) {
         guard let slot = store.slot(of: key) else { return }
         sketch.increment(key.hashValue)
         switch store.lists[Int(slot)] {
@@ -65,7 +65,7 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
     }
 
     @discardableResult
-    public mutating func insert(_ key: Key, cost: Int, evicted: inout [Key]) -> Bool {
+    @inlinable public mutating func insert(_ key: Key, cost: Int, evicted: inout [Key]) -> Bool {
         if contains(key) { remove(key) }
         let cost = max(0, cost)
         guard cost <= capacity else { return false }
@@ -79,7 +79,7 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
     }
 
     /// Moves the window's overflow into main, through the admission contest.
-    private mutating func drainWindow(evicted: inout [Key]) {
+    @inlinable mutating func drainWindow(evicted: inout [Key]) {
         while window.cost > windowCapacity, window.tail != NodeStore<Key>.none {
             let candidate = window.tail
             store.unlink(candidate, &window)
@@ -104,7 +104,7 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
         }
     }
 
-    private mutating func admits(_ candidate: Int32, over victim: Int32) -> Bool {
+    @inlinable mutating func admits(_ candidate: Int32, over victim: Int32) -> Bool {
         let c = sketch.estimate(store.key(candidate).hashValue)
         let v = sketch.estimate(store.key(victim).hashValue)
         if c > v { return true }
@@ -119,14 +119,14 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
     }
 
     @discardableResult
-    public mutating func remove(_ key: Key) -> Bool {
+    @inlinable public mutating func remove(_ key: Key) -> Bool {
         guard let slot = store.slot(of: key) else { return false }
         unlinkFromItsList(slot)
         store.release(slot)
         return true
     }
 
-    private mutating func unlinkFromItsList(_ slot: Int32) {
+    @inlinable mutating func unlinkFromItsList(_ slot: Int32) {
         switch store.lists[Int(slot)] {
         case Self.inWindow: store.unlink(slot, &window)
         case Self.inProbation: store.unlink(slot, &probation)
@@ -141,7 +141,7 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
         while totalCost > self.capacity, let victim = evictOne() { evicted.append(victim) }
     }
 
-    public mutating func evictOne() -> Key? {
+    @inlinable public mutating func evictOne() -> Key? {
         for list in [Self.inProbation, Self.inProtected, Self.inWindow] {
             let tail: Int32
             switch list {
@@ -159,15 +159,16 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
 
 /// A count-min sketch of 4-bit counters, four per key, 16 to a 64-bit word, with conservative
 /// update and periodic halving.
+@usableFromInline
 struct FrequencySketch: Sendable {
-    private var table: [UInt64] = Array(repeating: 0, count: 64)
-    private var additions = 0
+    @usableFromInline var table: [UInt64] = Array(repeating: 0, count: 64)
+    @usableFromInline var additions = 0
 
-    private var mask: Int { table.count * 16 - 1 }
-    private var sampleSize: Int { table.count * 10 }
+    @usableFromInline var mask: Int { table.count * 16 - 1 }
+    @usableFromInline var sampleSize: Int { table.count * 10 }
 
     /// Grows (and clears) the table so it has about one word per entry.
-    mutating func ensureCapacity(forEntries entries: Int) {
+    @inlinable mutating func ensureCapacity(forEntries entries: Int) {
         guard entries > table.count else { return }
         var words = table.count
         while words < entries { words *= 2 }
@@ -175,7 +176,7 @@ struct FrequencySketch: Sendable {
         additions = 0
     }
 
-    private func indices(_ hash: Int) -> (Int, Int, Int, Int) {
+    @inlinable func indices(_ hash: Int) -> (Int, Int, Int, Int) {
         // Four counters from one 64-bit hash, re-mixed (splitmix64 finalizer) for independence.
         var h = UInt64(bitPattern: Int64(hash))
         h = (h ^ (h >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -185,14 +186,14 @@ struct FrequencySketch: Sendable {
         return (Int(h & m), Int((h >> 16) & m), Int((h >> 32) & m), Int(((h >> 48) ^ (h << 7)) & m))
     }
 
-    private func counter(_ i: Int) -> UInt64 { (table[i >> 4] >> UInt64((i & 15) * 4)) & 15 }
+    @inlinable func counter(_ i: Int) -> UInt64 { (table[i >> 4] >> UInt64((i & 15) * 4)) & 15 }
 
-    func estimate(_ hash: Int) -> Int {
+    @inlinable func estimate(_ hash: Int) -> Int {
         let (a, b, c, d) = indices(hash)
         return Int(min(counter(a), counter(b), counter(c), counter(d)))
     }
 
-    mutating func increment(_ hash: Int) {
+    @inlinable mutating func increment(_ hash: Int) {
         let (a, b, c, d) = indices(hash)
         let low = min(counter(a), counter(b), counter(c), counter(d))
         guard low < 15 else { return }
@@ -204,7 +205,7 @@ struct FrequencySketch: Sendable {
         if additions >= sampleSize { halve() }
     }
 
-    private mutating func halve() {
+    @inlinable mutating func halve() {
         for i in table.indices {
             // Shift every nibble right by one: clear each nibble's top bit after the shift.
             table[i] = (table[i] >> 1) & 0x7777_7777_7777_7777

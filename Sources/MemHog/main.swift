@@ -2,7 +2,8 @@
 // about it can be checked to the page.
 //
 //   mempressure-hog [--dirty BYTES] [--file PATH --file-bytes BYTES] [--purgeable BYTES]
-//                   [--regions N] [--children N] [--odd-files DIR] [--zombie] [--wait stdin|signal]
+//                   [--purgeable-cache BYTES] [--regions N] [--children N] [--odd-files DIR]
+//                   [--zombie] [--wait stdin|signal]
 //
 // It prints one line, `ready {json}`, with the address range of everything it holds, then reads
 // commands from its standard input, one per line, answering each with one line, until end of
@@ -13,10 +14,13 @@
 //   grow-heap BYTES  extend the brk heap by BYTES and write them  -> "heap START END"
 //
 // --zombie starts a child that exits at once and is never reaped, so it stays a zombie.
+// --purgeable-cache fills a PurgeableCache named "hog" (arena "purgeable cache: hog") with
+// 256 KiB entries and ends access to all of them.
 // Each block sits between two no-access guard pages so that the kernel cannot merge it with a
 // neighbouring mapping; transparent huge pages are disabled on the blocks so page counts are exact.
 
 import CMemoryPressure
+import Purgeable
 
 #if canImport(Glibc)
 import Glibc
@@ -50,6 +54,7 @@ struct Options {
     var filePath: String?
     var fileBytes = 0
     var purgeable = 0
+    var purgeableCache = 0
     var regions = 0
     var children = 0
     var oddFilesDirectory: String?
@@ -86,6 +91,7 @@ func parseOptions() -> Options {
         case "--file": o.filePath = value(arg)
         case "--file-bytes": o.fileBytes = parseSize(value(arg), arg)
         case "--purgeable": o.purgeable = parseSize(value(arg), arg)
+        case "--purgeable-cache": o.purgeableCache = parseSize(value(arg), arg)
         case "--regions": o.regions = parseSize(value(arg), arg)
         case "--children": o.children = parseSize(value(arg), arg)
         case "--odd-files": o.oddFilesDirectory = value(arg)
@@ -328,6 +334,18 @@ if let path = options.filePath {
 }
 if options.purgeable > 0 { parts.append("\"purgeable\":\(holdPurgeable(options.purgeable).json)") }
 if options.regions > 0 { parts.append("\"regions\":\(holdRegions(options.regions).json)") }
+let cache = PurgeableCache<Int, PurgeableBuffer>(name: "hog")
+if options.purgeableCache > 0 {
+    let entry = 256 * 1024
+    do {
+        for id in 0..<max(1, options.purgeableCache / entry) {
+            try cache.setContent([UInt8](repeating: UInt8(truncatingIfNeeded: id | 1), count: entry), forKey: id)
+        }
+    } catch {
+        fail("purgeable cache: \(error)")
+    }
+    parts.append("\"purgeableCache\":{\"entries\":\(cache.statistics.count),\"bytes\":\(cache.statistics.totalCost)}")
+}
 if let dir = options.oddFilesDirectory { parts.append("\"oddFiles\":[\(holdOddFiles(dir).joined(separator: ","))]") }
 var children: [Child] = []
 if options.children > 0 {

@@ -44,6 +44,13 @@ public struct HogInfo: Decodable, Sendable, Hashable {
     public var children: [Int32]?
     /// A child that exited and that the hog never reaps (with --zombie).
     public var zombie: Int32?
+    /// The purgeable cache it filled (with --purgeable-cache).
+    public var purgeableCache: PurgeableCacheInfo?
+
+    public struct PurgeableCacheInfo: Decodable, Sendable, Hashable {
+        public var entries: Int
+        public var bytes: Int
+    }
 }
 
 /// A running hog: what it holds, and a way to send it commands (see mempressure-hog's header).

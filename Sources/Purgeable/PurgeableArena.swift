@@ -62,6 +62,72 @@ public final class PurgeableArena: Sendable {
 
     private static let arenas = Mutex<[String: PurgeableArena]>([:])
 
+    /// How many bytes of idle buffers may wait before their pages are advised (MADV_FREE). 0 (the
+    /// default): every buffer is advised as its last access ends. Above 0, idle buffers queue up
+    /// to this many bytes, oldest advised first; `adviseIdleBuffers()` (called on memory warnings
+    /// and on entering the background) advises them all. Idle memory waiting here is not
+    /// reclaimable until it is advised: it trades a bounded amount of memory for end/begin round
+    /// trips that make no system call.
+    public var deferredAdviceLimit: Int {
+        get { pending.withLock { $0.limit } }
+        set { pending.withLock { $0.limit = max(0, newValue) } }
+    }
+
+    private struct Pending {
+        struct Item {
+            weak var buffer: PurgeableBuffer?
+            var bytes: Int
+            var generation: UInt64
+        }
+        var limit = 0
+        var queue: [Item] = []
+        var head = 0
+        var bytes = 0
+    }
+
+    private let pending = Mutex(Pending())
+
+    /// Queues an idle buffer's advice; advises the oldest queued beyond the limit.
+    func deferAdvice(_ buffer: PurgeableBuffer, bytes: Int, generation: UInt64) {
+        let overflow: [Pending.Item] = pending.withLock { p in
+            p.queue.append(Pending.Item(buffer: buffer, bytes: bytes, generation: generation))
+            p.bytes += bytes
+            var out: [Pending.Item] = []
+            while p.bytes > p.limit, p.head < p.queue.count {
+                let item = p.queue[p.head]
+                p.head += 1
+                p.bytes -= item.bytes
+                out.append(item)
+            }
+            if p.head > 64 && p.head * 2 > p.queue.count {
+                p.queue.removeFirst(p.head)
+                p.head = 0
+            }
+            return out
+        }
+        // Stale items (the buffer was accessed again, or freed) are skipped by the buffer itself.
+        for item in overflow { item.buffer?.adviseIfStillIdle(generation: item.generation) }
+    }
+
+    /// Advises every idle buffer whose advice is deferred. Returns how many were advised.
+    @discardableResult
+    public func adviseIdleBuffers() -> Int {
+        let all: [Pending.Item] = pending.withLock { p in
+            let items = Array(p.queue[p.head...])
+            p.queue.removeAll()
+            p.head = 0
+            p.bytes = 0
+            return items
+        }
+        return all.reduce(0) { $0 + (($1.buffer?.adviseIfStillIdle(generation: $1.generation) ?? false) ? 1 : 0) }
+    }
+
+    /// `adviseIdleBuffers()` on every arena of the process.
+    @discardableResult
+    public static func adviseIdleBuffersEverywhere() -> Int {
+        allArenas().values.reduce(0) { $0 + $1.adviseIdleBuffers() }
+    }
+
     /// The arena called `name` ("purgeable cache: images"), created on first use.
     public static func named(_ name: String, dirtyDecayMilliseconds: Int = 0, muzzyDecayMilliseconds: Int = 0) throws(PurgeableError) -> PurgeableArena {
         try arenas.withLock { (table) throws(PurgeableError) -> PurgeableArena in

@@ -27,6 +27,11 @@ public protocol DiscardableContent: AnyObject, Sendable {
 
 /// Bytes the kernel may take back while no one is using them: NSPurgeableData on Linux.
 ///
+/// By default the pages become reclaimable the moment the last access ends. An arena with a
+/// `deferredAdviceLimit` instead lets that many bytes of idle buffers wait, most recently idle
+/// last, and advises the oldest beyond it, or all of them on a memory warning or when the app
+/// enters the background: an access that ends and begins again soon then costs nothing.
+///
 /// ## The technique
 ///
 /// The memory is whole pages from a `PurgeableArena`. When the last access ends, the buffer
@@ -81,6 +86,12 @@ public final class PurgeableBuffer: DiscardableContent, Sendable {
         var discarded = false
         /// The pages are MADV_FREE'd with canaries in place (no access held since).
         var advised = false
+        /// No access is held but the advice is deferred (the arena's `deferredAdviceLimit`):
+        /// the pages are still ordinary memory until the arena advises them.
+        var idleUnadvised = false
+        /// Changes whenever an access begins or ends, so a deferred advice queued earlier can
+        /// tell it is stale.
+        var generation: UInt64 = 0
     }
 
     private let state: Mutex<State>
@@ -114,6 +125,8 @@ public final class PurgeableBuffer: DiscardableContent, Sendable {
     public func beginContentAccess() -> Bool {
         state.withLock { s in
             if s.discarded { return false }
+            s.generation &+= 1
+            s.idleUnadvised = false
             if s.advised {
                 s.advised = false
                 if let storage = s.storage, !storage.reclaimCanaries() {
@@ -130,13 +143,35 @@ public final class PurgeableBuffer: DiscardableContent, Sendable {
     }
 
     public func endContentAccess() throws(PurgeableError) {
-        try state.withLock { (s) throws(PurgeableError) in
+        let deferred: UInt64? = try state.withLock { (s) throws(PurgeableError) -> UInt64? in
             guard s.accessCount > 0 else { throw .unbalancedEndAccess }
             s.accessCount -= 1
-            if s.accessCount == 0, let storage = s.storage {
-                storage.plantCanariesAndAdvise()
-                s.advised = true
+            guard s.accessCount == 0, let storage = s.storage else { return nil }
+            s.generation &+= 1
+            if arena.deferredAdviceLimit > 0 {
+                s.idleUnadvised = true
+                return s.generation
             }
+            storage.plantCanariesAndAdvise()
+            s.advised = true
+            return nil
+        }
+        if let generation = deferred {
+            // Outside the buffer's lock: the arena may advise other buffers (taking their locks).
+            arena.deferAdvice(self, bytes: allocatedBytes, generation: generation)
+        }
+    }
+
+    /// Advises the pages now if the buffer is still idle since `generation` (called by the
+    /// arena for deferred advice). Returns whether it did.
+    @discardableResult
+    func adviseIfStillIdle(generation: UInt64) -> Bool {
+        state.withLock { s in
+            guard s.idleUnadvised, s.generation == generation, s.accessCount == 0, let storage = s.storage else { return false }
+            storage.plantCanariesAndAdvise()
+            s.idleUnadvised = false
+            s.advised = true
+            return true
         }
     }
 
@@ -147,6 +182,8 @@ public final class PurgeableBuffer: DiscardableContent, Sendable {
             s.storage = nil
             s.discarded = count > 0  // a zero-length buffer has nothing to lose
             s.advised = false
+            s.idleUnadvised = false
+            s.generation &+= 1
         }
     }
 

@@ -60,26 +60,41 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     }
 
     public let name: String
+    /// Where this cache hears about memory warnings and background transitions.
+    public let events: MemoryEvents
 
-    private struct Entry {
-        var value: Value
-        var cost: Int
+    // The hot paths (lookups and stores) are @inlinable so that a cache of concrete types is
+    // specialized in the module that uses it, instead of running generic code through witness
+    // tables; hence the @usableFromInline internals.
+
+    @usableFromInline
+    struct Entry {
+        @usableFromInline var value: Value
+        @usableFromInline var cost: Int
+
+        @inlinable init(value: Value, cost: Int) {
+            self.value = value
+            self.cost = cost
+        }
     }
 
-    private struct State {
-        var policy: AnyCachePolicy<Key>
-        var entries: [Key: Entry] = [:]
-        var countLimit: Int
-        var totalCostLimit: Int
-        var evictsDiscarded: Bool
-        var background: BackgroundBehavior
-        var shrinkFraction: Double
-        var statistics = Statistics()
-        var handler: (@Sendable (Key, Value, EvictionReason) -> Void)?
+    @usableFromInline
+    struct State {
+        @usableFromInline var policy: AnyCachePolicy<Key>
+        @usableFromInline var entries: [Key: Entry] = [:]
+        @usableFromInline var countLimit: Int
+        @usableFromInline var totalCostLimit: Int
+        @usableFromInline var evictsDiscarded: Bool
+        @usableFromInline var background: BackgroundBehavior
+        @usableFromInline var shrinkFraction: Double
+        @usableFromInline var statistics = Statistics()
+        @usableFromInline var handler: (@Sendable (Key, Value, EvictionReason) -> Void)?
     }
 
-    private let state: Mutex<State>
-    private let valuesAreDiscardable = Value.self is any DiscardableContent.Type
+    @usableFromInline typealias Departed = [(Key, Value, EvictionReason)]
+
+    @usableFromInline let state: Mutex<State>
+    @usableFromInline let valuesAreDiscardable = Value.self is any DiscardableContent.Type
 
     /// - Parameters:
     ///   - policy: the eviction policy.
@@ -87,21 +102,24 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     ///   - totalCostLimit: most total cost (0: no limit).
     ///   - memoryWarningShrinkFraction: a memory warning evicts by policy until the total cost is
     ///     at most this fraction of what it was.
+    ///   - events: where memory warnings and background transitions come from (the process-wide
+    ///     `MemoryEvents.shared` unless a test or a subsystem wants its own).
     public init(
         name: String = "cache", policy: PolicyKind = .sieve, countLimit: Int = 0, totalCostLimit: Int = 0,
         evictsObjectsWithDiscardedContent: Bool = true, backgroundBehavior: BackgroundBehavior = .keepPurgeable,
-        memoryWarningShrinkFraction: Double = 0.5
+        memoryWarningShrinkFraction: Double = 0.5, events: MemoryEvents = .shared
     ) {
         self.name = name
+        self.events = events
         state = Mutex(State(
             policy: policy.make(capacity: Self.capacity(for: totalCostLimit)), countLimit: max(0, countLimit),
             totalCostLimit: max(0, totalCostLimit), evictsDiscarded: evictsObjectsWithDiscardedContent,
             background: backgroundBehavior, shrinkFraction: min(1, max(0, memoryWarningShrinkFraction))))
-        MemoryEvents.shared.register(self)
+        events.register(self)
     }
 
     deinit {
-        MemoryEvents.shared.unregister(ObjectIdentifier(self))
+        events.unregister(ObjectIdentifier(self))
     }
 
     private static func capacity(for limit: Int) -> Int { limit > 0 ? limit : Int.max }
@@ -151,6 +169,7 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
 
     /// The value for `key`, or nil. An entry whose content is known to be discarded is removed
     /// and counts as a miss and a discard.
+    @inlinable
     public func object(forKey key: Key) -> Value? {
         mutate { s, out in
             guard let entry = s.entries[key] else {
@@ -171,6 +190,7 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     /// Stores `value` under `key` with `cost`; entries the policy or the limits choose are
     /// evicted. A value costing more than `totalCostLimit` is not stored (it would evict
     /// everything and still not fit): the handler sees it leave with reason `.rejected`.
+    @inlinable
     public func setObject(_ value: Value, forKey key: Key, cost: Int = 0) {
         mutate { s, out in
             if s.entries[key] != nil { Self.remove(key, reason: .replaced, &s, &out) }
@@ -250,11 +270,14 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     // MARK: Internals
 
     /// Runs `body` under the lock, then calls the handler for what left the cache, unlocked.
-    private func mutate<R>(_ body: (inout State, inout [(Key, Value, EvictionReason)]) -> R) -> R {
-        let (result, departed, handler) = state.withLock { s -> (R, [(Key, Value, EvictionReason)], (@Sendable (Key, Value, EvictionReason) -> Void)?) in
-            var out: [(Key, Value, EvictionReason)] = []
-            let r = body(&s, &out)
-            return (r, out, s.handler)
+    @inlinable
+    func mutate<R>(_ body: (inout State, inout Departed) -> R) -> R {
+        var departed: Departed = []
+        var handler: (@Sendable (Key, Value, EvictionReason) -> Void)?
+        let result = state.withLock { s -> R in
+            let r = body(&s, &departed)
+            if !departed.isEmpty { handler = s.handler }
+            return r
         }
         if let handler {
             for (key, value, reason) in departed { handler(key, value, reason) }
@@ -263,13 +286,15 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     }
 
     /// Removes `key` from the policy and the entries.
-    private static func remove(_ key: Key, reason: EvictionReason, _ s: inout State, _ out: inout [(Key, Value, EvictionReason)]) {
+    @inlinable
+    static func remove(_ key: Key, reason: EvictionReason, _ s: inout State, _ out: inout Departed) {
         s.policy.remove(key)
         drop(key, reason: reason, &s, &out)
     }
 
     /// Removes an entry the policy no longer holds, counting why.
-    private static func drop(_ key: Key, reason: EvictionReason, _ s: inout State, _ out: inout [(Key, Value, EvictionReason)]) {
+    @inlinable
+    static func drop(_ key: Key, reason: EvictionReason, _ s: inout State, _ out: inout Departed) {
         guard let entry = s.entries.removeValue(forKey: key) else { return }
         switch reason {
         case .policy, .rejected, .countLimit: s.statistics.evictions += 1
@@ -281,7 +306,8 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
         out.append((key, entry.value, reason))
     }
 
-    private static func enforceCountLimit(_ s: inout State, _ out: inout [(Key, Value, EvictionReason)]) {
+    @inlinable
+    static func enforceCountLimit(_ s: inout State, _ out: inout Departed) {
         guard s.countLimit > 0 else { return }
         while s.entries.count > s.countLimit, let key = s.policy.evictOne() {
             drop(key, reason: .countLimit, &s, &out)
@@ -345,10 +371,13 @@ protocol MemoryEventHandling: AnyObject, Sendable {
     func handle(_ event: MemoryEvent)
 }
 
-/// Delivers memory warnings and background transitions to every live purgeable cache of the
-/// process (the app lifecycle client posts them; tests and demos may too).
+/// Delivers memory warnings and background transitions to the live purgeable caches registered
+/// with it: `shared` reaches every cache of the process (the app lifecycle client posts there);
+/// a center of one's own reaches only the caches created with it.
 public final class MemoryEvents: Sendable {
     public static let shared = MemoryEvents()
+
+    public init() {}
 
     private struct Weak: @unchecked Sendable {
         weak var handler: (any MemoryEventHandling)?
@@ -364,9 +393,11 @@ public final class MemoryEvents: Sendable {
         _ = handlers.withLock { $0.removeValue(forKey: id) }
     }
 
-    /// Tells every live cache; called outside any cache lock.
+    /// Tells every live cache registered here (called outside any cache lock), then advises every
+    /// idle buffer of the process whose advice an arena was deferring, so the kernel can take it.
     public func post(_ event: MemoryEvent) {
         let live = handlers.withLock { table in table.values.compactMap(\.handler) }
         for handler in live { handler.handle(event) }
+        PurgeableArena.adviseIdleBuffersEverywhere()
     }
 }

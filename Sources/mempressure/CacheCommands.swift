@@ -6,7 +6,7 @@ import VMTracker
 struct Cache: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Cache policies and purgeable memory.",
-        subcommands: [Simulate.self]
+        subcommands: [Simulate.self, CacheDemo.self]
     )
 }
 

@@ -183,3 +183,119 @@ struct CLITests {
         }
     }
 }
+
+@Suite("mempressure cache")
+struct CacheCLITests {
+    @Test("cache demo: the kernel takes reclaimed entries, the rest are intact, none corrupted")
+    func demo() async throws {
+        let r = try await runMempressure(["cache", "demo", "--size", "8m", "--entry-size", "256k", "--json"])
+        #expect(r.status == 0, "\(r.standardError)")
+        struct Result: Decodable {
+            var filledBytes: Int, purgeableBytesBefore: Int, residentBytesBefore: Int, residentBytesAfter: Int
+            var entries: Int, discarded: Int, intact: Int, corrupted: Int
+        }
+        let result = try JSONDecoder().decode(Result.self, from: Data(r.standardOutput.utf8))
+        #expect(result.entries == 32)
+        #expect(result.discarded == 16)
+        #expect(result.intact == 16)
+        #expect(result.corrupted == 0)
+        #expect(result.residentBytesBefore >= result.filledBytes)
+        #expect(result.purgeableBytesBefore >= result.filledBytes * 9 / 10)
+        #expect(result.residentBytesBefore - result.residentBytesAfter >= result.filledBytes / 2 * 9 / 10)
+    }
+
+    @Test("cache simulate: a trace file, every policy, as a table and as JSON")
+    func simulate() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        var csv = "key,size\n"
+        for i in 0..<2000 { csv += "k\((i * 7919) % 97),\(100 + i % 3)\n" }
+        try writeText(csv, to: "\(dir.path)/t.csv")
+        let text = try await runMempressure(["cache", "simulate", "--trace", "\(dir.path)/t.csv", "--policy", "all", "--capacity", "20"])
+        #expect(text.status == 0, "\(text.standardError)")
+        for p in ["lru", "sieve", "s3fifo", "tinylfu"] { #expect(text.standardOutput.contains("\n\(p) ")) }
+        let json = try await runMempressure(["cache", "simulate", "--trace", "\(dir.path)/t.csv", "--policy", "sieve", "--capacity", "10%", "--capacity-unit", "bytes", "--json"])
+        struct Report: Decodable { var results: [SimulationRow] }
+        struct SimulationRow: Decodable { var policy: String; var requests: Int; var hits: Int; var misses: Int; var missRatio: Double }
+        let report = try JSONDecoder().decode(Report.self, from: Data(json.standardOutput.utf8))
+        #expect(report.results.map(\.policy) == ["sieve"])
+        #expect(report.results[0].requests == 2000)
+        #expect(report.results[0].hits + report.results[0].misses == 2000)
+        let bad = try await runMempressure(["cache", "simulate", "--trace", "/nonexistent.csv", "--capacity", "5"])
+        #expect(bad.status == 1)
+        try writeText("a,1\nb,x\n", to: "\(dir.path)/bad.csv")
+        let malformed = try await runMempressure(["cache", "simulate", "--trace", "\(dir.path)/bad.csv", "--capacity", "5"])
+        #expect(malformed.standardError == "mempressure: \(dir.path)/bad.csv: line 2: size is not a non-negative integer\n")
+    }
+
+    @Test("a purgeable cache in another process shows as its own type, with the stack that made it")
+    func attributionFromOutside() async throws {
+        try await Hog.with(["--purgeable-cache", "4m"]) { hog in
+            let r = try await runMempressure(["vm", "\(hog.pid)", "--only", "--regions", "--stacks", "--json"])
+            #expect(r.status == 0, "\(r.standardError)")
+            let report = try JSONDecoder().decode(VMReport.self, from: Data(r.standardOutput.utf8))
+            let type = try #require(report.types.first { $0.type == "purgeable cache: hog" })
+            #expect(type.residentBytes >= 4 << 20)
+            #expect(type.purgeableBytes >= (4 << 20) * 9 / 10)
+            let region = try #require(report.regions?.first { $0.type == "purgeable cache: hog" && $0.stack != nil })
+            #expect(region.stack?.contains { $0.contains("mempressure-hog") || $0.contains("main") } == true, "\(region.stack ?? [])")
+            let text = try await runMempressure(["vm", "\(hog.pid)", "--only", "--regions", "--stacks"])
+            #expect(text.standardOutput.contains("Call stacks of registered regions"))
+        }
+    }
+}
+
+@Suite("mempressure load")
+struct LoadCLITests {
+    @Test("load --compare: the heap copy stays dirty through reclaim, the mapping's clean pages go and come back intact")
+    func compare() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let path = "\(dir.path)/data"
+        try writeBytes((0..<(8 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) }, to: path)
+        let fd = open(path, O_RDONLY)
+        #expect(fsync(fd) == 0)
+        close(fd)
+        let r = try await runMempressure(["load", path, "--compare", "--json"])
+        #expect(r.status == 0, "\(r.standardError)")
+        struct Figures: Decodable { var residentBytes: Int; var dirtyBytes: Int; var cleanBytes: Int }
+        struct Side: Decodable { var before: Figures; var after: Figures }
+        struct Result: Decodable { var heap: Side; var mapped: Side; var fileBytes: Int; var contentIntact: Bool; var refaultNanosPerPage: Double; var swapActive: Bool }
+        let result = try JSONDecoder().decode(Result.self, from: Data(r.standardOutput.utf8))
+        let size = 8 << 20
+        #expect(result.fileBytes == size)
+        #expect(result.heap.before.dirtyBytes == size)
+        #expect(result.mapped.before.cleanBytes == size)
+        #expect(result.mapped.before.dirtyBytes == 0)
+        if !result.swapActive {
+            #expect(result.heap.after.dirtyBytes == size, "reclaim cannot take dirty memory without swap")
+        }
+        #expect(result.mapped.after.residentBytes == 0, "the clean pages were dropped")
+        #expect(result.contentIntact)
+        #expect(result.refaultNanosPerPage > 0)
+    }
+
+    @Test("load: bad input names the file", arguments: [
+        (["load", "/nonexistent-file"], "mempressure: /nonexistent-file: no such file\n"),
+        (["load", "/"], "mempressure: /: is a directory, not a file\n"),
+        (["load", "/dev/null", "--compare"], "mempressure: /dev/null: is a character device, not a regular file: nothing to map\n"),
+    ])
+    func badInput(_ arguments: [String], _ message: String) async throws {
+        let r = try await runMempressure(arguments)
+        #expect(r.status == 1)
+        #expect(r.standardError == message)
+    }
+
+    @Test("load: permission denied", .enabled(if: CLITests.canDropPrivileges, "needs root and setpriv(1) to run as another user"))
+    func permissionDenied() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        chmod(dir.path, 0o755)
+        let path = "\(dir.path)/secret"
+        try writeBytes([1, 2, 3], to: path)
+        chmod(path, 0o600)
+        let r = try await runMempressure(["load", path], asUser: 65534)
+        #expect(r.status == 1)
+        #expect(r.standardError == "mempressure: \(path): permission denied\n")
+    }
+}

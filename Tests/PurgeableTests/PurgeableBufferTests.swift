@@ -191,6 +191,34 @@ struct PurgeableBufferTests {
         }
     }
 
+    @Test("deferred advice: idle buffers wait up to the limit, oldest advised first; a memory warning advises all")
+    func deferredAdvice() throws {
+        let arena = try PurgeableArena.named("test-deferred")
+        let size = 256 * 1024
+        arena.deferredAdviceLimit = 2 * size
+        defer { arena.deferredAdviceLimit = 0 }
+        let buffers = try (0..<4).map { id -> PurgeableBuffer in
+            let b = try PurgeableBuffer(count: size, arena: arena)
+            try fill(b, id: id)
+            return b
+        }
+        for b in buffers { try b.endContentAccess() }
+        // 0 and 1 were pushed out of the deferral and advised; 2 and 3 wait as ordinary memory,
+        // which reclaim cannot take (without swap it keeps them; with swap they come back).
+        for b in buffers { try Reclaim.pageOut(try #require(b.pageRange)) }
+        #expect(!buffers[0].beginContentAccess())
+        #expect(!buffers[1].beginContentAccess())
+        for id in 2..<4 {
+            #expect(buffers[id].beginContentAccess())
+            #expect(try intact(buffers[id], id: id))
+            try buffers[id].endContentAccess()
+        }
+        MemoryEvents().post(.memoryWarning)  // advises every arena's waiting buffers
+        for id in 2..<4 { try Reclaim.pageOut(try #require(buffers[id].pageRange)) }
+        #expect(!buffers[2].beginContentAccess(), "the memory warning advised the waiting buffers")
+        #expect(!buffers[3].beginContentAccess())
+    }
+
     /// Several threads read, write and verify entries while another keeps forcing reclamation.
     @Test("stress: no corrupted read over a million operations while the kernel reclaims")
     func stress() throws {

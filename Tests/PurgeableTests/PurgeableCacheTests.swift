@@ -81,9 +81,11 @@ struct PurgeableCacheTests {
 
     @Test("memory warnings shrink every live cache; background can flush idle entries")
     func memoryEvents() throws {
-        let a = PurgeableCache<Int, Int>(name: "warned", totalCostLimit: 10_000)
+        // A center of this test's own: posting on the shared one would shrink every other test's caches.
+        let events = MemoryEvents()
+        let a = PurgeableCache<Int, Int>(name: "warned", totalCostLimit: 10_000, events: events)
         for i in 0..<100 { a.setObject(i, forKey: i, cost: 10) }
-        MemoryEvents.shared.post(.memoryWarning)
+        events.post(.memoryWarning)
         #expect(a.statistics.totalCost <= 500)
         #expect(a.statistics.memoryWarningEvictions >= 50)
 

@@ -4,6 +4,7 @@
 // ratios hold on a shared, noisy machine. Writes Reports/vmtracker.{md,json,svg}.
 
 import ArgumentParser
+import BenchSupport
 import FoundationEssentials
 import MemHogClient
 import Subprocess
@@ -217,48 +218,7 @@ actor BigProcess {
     func set(_ pid: Int32) { self.pid = pid }
 }
 
-struct Measurements {
-    private var samples: [String: [Double]] = [:]
-    private var order: [String] = []
-
-    private mutating func record(_ name: String, _ seconds: Double) {
-        if samples[name] == nil { order.append(name) }
-        samples[name, default: []].append(seconds)
-    }
-
-    mutating func time(_ name: String, _ body: () throws -> Void) rethrows {
-        let start = monotonicSeconds()
-        try body()
-        record(name, monotonicSeconds() - start)
-    }
-
-    mutating func time(_ name: String, _ body: () async throws -> Void) async rethrows {
-        let start = monotonicSeconds()
-        try await body()
-        record(name, monotonicSeconds() - start)
-    }
-
-    func median(_ name: String) -> Double? {
-        guard let s = samples[name]?.sorted(), !s.isEmpty else { return nil }
-        return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
-    }
-
-    func summaries() -> [BenchReport.Measurement] {
-        order.map { name in
-            let s = samples[name]!
-            return .init(name: name, samples: s, medianSeconds: median(name)!, minSeconds: s.min()!)
-        }
-    }
-}
-
 struct BenchReport: Codable {
-    struct Measurement: Codable {
-        var name: String
-        var samples: [Double]
-        var medianSeconds: Double
-        var minSeconds: Double
-    }
-
     struct Ratio: Codable {
         var name: String
         var numerator: String
@@ -321,26 +281,9 @@ struct BenchReport: Codable {
     }
 
     func svg() -> String {
-        let rows = measurements
-        let width = 900.0, barLeft = 430.0, rowHeight = 22.0
-        let maxValue = rows.map(\.medianSeconds).max() ?? 1
-        var out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(width))\" height=\"\(Int(Double(rows.count) * rowHeight + 40))\" font-family=\"sans-serif\" font-size=\"12\">\n"
-        out += "<text x=\"10\" y=\"16\" font-weight=\"bold\">median wall time, ms (\(processes) processes, \(regions) regions)</text>\n"
-        for (i, r) in rows.enumerated() {
-            let y = 28 + Double(i) * rowHeight
-            let w = max(1, (width - barLeft - 80) * r.medianSeconds / maxValue)
-            let name = r.name.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            out += "<text x=\"\(Int(barLeft - 6))\" y=\"\(Int(y + 14))\" text-anchor=\"end\">\(name)</text>\n"
-            out += "<rect x=\"\(Int(barLeft))\" y=\"\(Int(y + 3))\" width=\"\(Int(w))\" height=\"\(Int(rowHeight - 6))\" fill=\"\(r.name.hasPrefix("floor") ? "#999" : "#4a7bd0")\"/>\n"
-            out += "<text x=\"\(Int(barLeft + w + 4))\" y=\"\(Int(y + 14))\">\(ByteFormat.fixed(r.medianSeconds * 1000, 1))</text>\n"
-        }
-        return out + "</svg>\n"
-    }
-}
-
-extension String {
-    func replacingOccurrences(of target: String, with replacement: String) -> String {
-        split(separator: target, omittingEmptySubsequences: false).joined(separator: replacement)
+        barChart(
+            title: "median wall time, ms (\(processes) processes, \(regions) regions)",
+            rows: measurements.map { ($0.name, $0.medianSeconds * 1000, $0.name.hasPrefix("floor")) }, unit: "")
     }
 }
 
@@ -362,31 +305,13 @@ func runDiscarding(_ path: String, _ arguments: [String]) async throws {
     }
 }
 
-struct BenchError: Error, CustomStringConvertible {
-    var description: String
-    init(_ d: String) { description = d }
-}
-
-func log(_ text: String) {
-    let line = "vmtracker-bench: \(text)\n"
-    _ = line.withCString { write(2, $0, strlen($0)) }
-}
+func log(_ text: String) { log("vmtracker-bench", text) }
 
 func raiseFileLimit() {
     var limit = rlimit()
     getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
     limit.rlim_cur = limit.rlim_max
     setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-}
-
-func kernelRelease() -> String {
-    var u = utsname()
-    uname(&u)
-    return withUnsafeBytes(of: u.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-}
-
-func writeText(_ text: String, to path: String) throws {
-    try ProcFS.writeFile(path, Array(text.utf8))
 }
 
 func removeFiles(in directory: String) {
