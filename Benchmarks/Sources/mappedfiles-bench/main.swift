@@ -212,10 +212,12 @@ struct Report: Codable {
 
             ## Reading the figures
 
-            - The first byte of a mapping is available after one page fault whatever the size, so its \
-            ratio to reading falls as files grow; for a full scan the two do the same I/O and the \
-            ratio is close to 1, mapping paying a page fault per page (or per fault-around batch) where \
-            reading pays a copy.
+            - The first byte of a mapping is available after a system call and one page fault whatever \
+            the size, so its ratio to reading falls as files grow.
+            - A full scan with a cold cache does the same disk reads either way. With a warm cache, \
+            reading still pays for a new heap buffer (a page fault and a zeroed page for every page) \
+            and a copy, while the mapping only maps pages already in the page cache (several per \
+            fault, by fault-around): the larger the file, the more mapping wins.
             - What the figures do not show, and the reason to map: the heap copy is dirty memory that \
             the kernel can never take back, while the mapping's pages are clean and can be dropped \
             under pressure and refaulted at the cost above (see `mempressure load --compare`).
