@@ -16,10 +16,14 @@ let package = Package(
     products: [
         .executable(name: "mempressure", targets: ["mempressure"]),
         .executable(name: "mempressure-hog", targets: ["MemHog"]),
+        .executable(name: "mempressure-exec", targets: ["mempressure-exec"]),
+        .executable(name: "mempressure-workload", targets: ["WorkloadApp"]),
         .library(name: "VMTracker", targets: ["VMTracker"]),
         .library(name: "CachePolicies", targets: ["CachePolicies"]),
         .library(name: "Purgeable", targets: ["Purgeable"]),
         .library(name: "MappedFiles", targets: ["MappedFiles"]),
+        .library(name: "Pressure", targets: ["Pressure"]),
+        .library(name: "AppLifecycle", targets: ["AppLifecycle"]),
         .library(name: "MemHogClient", targets: ["MemHogClient"]),
     ],
     dependencies: [
@@ -27,6 +31,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
         // Without its Foundation trait: we use FoundationEssentials only.
         .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.0", traits: []),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
         // System libraries, found through pkg-config; the apt provider names the Debian package.
@@ -48,6 +54,21 @@ let package = Package(
         .target(name: "CBacktrace", dependencies: ["CUnwind"]),
 
         .target(name: "Backtrace", dependencies: ["CBacktrace"], swiftSettings: strict),
+        // Memory-pressure sources merged into one level stream.
+        .target(
+            name: "Pressure",
+            dependencies: ["VMTracker", "CMemoryPressure", .product(name: "SystemPackage", package: "swift-system")],
+            swiftSettings: strict
+        ),
+        // The supervisor of app processes, the control channel, and the client library apps link.
+        .target(
+            name: "AppLifecycle",
+            dependencies: [
+                "Pressure", "VMTracker", "Backtrace", "CMemoryPressure",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            swiftSettings: strict
+        ),
         // Read-only file mappings: residency, hints, eviction; the map-or-read loader.
         .target(
             name: "MappedFiles",
@@ -78,12 +99,18 @@ let package = Package(
                 "CachePolicies",
                 "Purgeable",
                 "MappedFiles",
+                "AppLifecycle",
                 "CMemoryPressure",
                 "MemHogClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
+        // Joins cgroups, then execs the app: how the supervisor starts apps inside their cgroups.
+        .executableTarget(name: "mempressure-exec", path: "Sources/MempressureExec"),
         // A small process that holds known amounts of dirty, clean file-backed and purgeable
         // memory: the subject of `make demo`, the live tests and the benchmarks.
         .executableTarget(
@@ -102,6 +129,13 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // The model app: state, a decoded-image cache, purgeable backing stores, mapped assets.
+        .executableTarget(
+            name: "WorkloadApp",
+            dependencies: ["AppLifecycle", "Purgeable", "MappedFiles", "CachePolicies"],
+            swiftSettings: strict
+        ),
+
         .target(
             name: "TestSupport",
             dependencies: ["VMTracker", "MemHogClient", "CMemoryPressure"],
@@ -116,7 +150,11 @@ let package = Package(
         ),
         .testTarget(
             name: "CLITests",
-            dependencies: ["TestSupport", "VMTracker", "MemHogClient", "mempressure", "MemHog"],
+            dependencies: [
+                "TestSupport", "VMTracker", "MemHogClient", "AppLifecycle", "mempressure", "MemHog", "WorkloadApp",
+                "mempressure-exec", .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(
@@ -127,6 +165,16 @@ let package = Package(
         .testTarget(
             name: "MappedFilesTests",
             dependencies: ["MappedFiles", "VMTracker", "TestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "AppLifecycleTests",
+            dependencies: ["AppLifecycle", "VMTracker", "TestSupport", "WorkloadApp", "mempressure-exec"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "PressureTests",
+            dependencies: ["Pressure", "VMTracker", "TestSupport", "MemHogClient", "MemHog"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -39,13 +39,29 @@ public enum Backtrace {
         var frames = [mp_frame](repeating: mp_frame(), count: max(1, maxFrames))
         let n = frames.withUnsafeMutableBufferPointer { mp_capture_stack($0.baseAddress, Int32($0.count), Int32(skip + 1)) }
         guard n > 0 else { return [] }
-        return frames.prefix(Int(n)).map { f in
-            let mangled = withUnsafeBytes(of: f.name) { raw in String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self) }
-            let object = mp_object_of(f.ip).map { String(cString: $0) }
-            return StackFrame(
-                address: UInt(f.ip), symbol: mangled.isEmpty ? nil : demangle(mangled), offset: UInt(f.offset),
-                object: object)
+        return frames.prefix(Int(n)).map(symbolize)
+    }
+
+    /// Prepares `captureThread` (installs a handler for `signal`); call once, early.
+    public static func installThreadCapture(signal: Int32) -> Bool {
+        mp_thread_stack_install(signal) == 0
+    }
+
+    /// Interrupts thread `tid` of this process with `signal` and returns its call stack, the
+    /// code it was running first; nil if it did not answer within `timeout` seconds.
+    public static func captureThread(tid: Int32, signal: Int32, timeout: Double = 1, maxFrames: Int = 48) -> [StackFrame]? {
+        var frames = [mp_frame](repeating: mp_frame(), count: max(1, maxFrames))
+        let n = frames.withUnsafeMutableBufferPointer {
+            mp_thread_stack_capture(tid, signal, $0.baseAddress, Int32($0.count), Int32(timeout * 1000))
         }
+        guard n > 0 else { return nil }
+        return frames.prefix(Int(n)).map(symbolize)
+    }
+
+    static func symbolize(_ f: mp_frame) -> StackFrame {
+        let mangled = withUnsafeBytes(of: f.name) { raw in String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self) }
+        let object = mp_object_of(f.ip).map { String(cString: $0) }
+        return StackFrame(address: UInt(f.ip), symbol: mangled.isEmpty ? nil : demangle(mangled), offset: UInt(f.offset), object: object)
     }
 
     /// The readable form of a Swift symbol ("$s4main3fooyyF" -> "main.foo() -> ()"); other

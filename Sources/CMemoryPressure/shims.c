@@ -6,6 +6,8 @@
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -62,6 +64,22 @@ int mp_drain_lru_batches(void) {
     }
     return sched_setaffinity(0, sizeof(original), &original);
 }
+
+int mp_accept_cloexec(int listener) { return accept4(listener, NULL, NULL, SOCK_CLOEXEC); }
+
+int mp_peer_credentials(int fd, int *pid, unsigned int *uid, unsigned int *gid) {
+    struct ucred cred;
+    socklen_t length = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) != 0) return -1;
+    *pid = cred.pid;
+    *uid = cred.uid;
+    *gid = cred.gid;
+    return 0;
+}
+
+int mp_gettid(void) { return (int)syscall(SYS_gettid); }
+
+int mp_eventfd(unsigned int initial) { return eventfd(initial, EFD_CLOEXEC | EFD_NONBLOCK); }
 
 int mp_pidfd_open(pid_t pid, unsigned int flags) {
     return (int)syscall(SYS_pidfd_open, pid, flags);

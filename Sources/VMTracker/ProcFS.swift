@@ -93,6 +93,16 @@ public struct ProcFS: Sendable, Hashable {
         }
     }
 
+    /// Writes to an existing file without creating or truncating it (cgroup and /proc files,
+    /// which take one write each).
+    public static func writeFileInPlace(_ path: String, _ bytes: [UInt8]) throws(SystemCallError) {
+        let fd = Glibc.open(path, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw SystemCallError("open", errno: Errno(rawValue: errno), subject: path) }
+        defer { close(fd) }
+        let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress!, bytes.count) }
+        guard n == bytes.count else { throw SystemCallError("write", errno: Errno(rawValue: n < 0 ? errno : EIO), subject: path) }
+    }
+
     /// Creates a directory; an existing one is fine.
     public static func makeDirectory(_ path: String) throws(SystemCallError) {
         if mkdir(path, 0o755) != 0 && errno != EEXIST {

@@ -1,5 +1,8 @@
+import AppLifecycle
 import FoundationEssentials
 import MemHogClient
+import Subprocess
+import SystemPackage
 import TestSupport
 import Testing
 import VMTracker
@@ -297,5 +300,94 @@ struct LoadCLITests {
         let r = try await runMempressure(["load", path], asUser: 65534)
         #expect(r.status == 1)
         #expect(r.standardError == "mempressure: \(path): permission denied\n")
+    }
+}
+
+@Suite("mempressure run, supervise, app, apps")
+struct LifecycleCLITests {
+    @Test("run SCENARIO --json: the issue's example scenario, its event log and accounting per state")
+    func runScenario() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let scenario = """
+            {"budgetBytes": 536870912, "suspendWith": "sigstop",
+             "apps": [{"name": "A", "command": ["mempressure-workload", "--state-mb", "4", "--image-cache-mb", "2", "--data-dir", "\(dir.path)/A"]}],
+             "steps": [{"launch": "A"}, {"activate": "A"}, {"background": "A"}, {"wait": 0.5},
+                       {"activate": "A"}, {"warn": "running"}, {"terminate": "A"}]}
+            """
+        try writeText(scenario, to: "\(dir.path)/s.json")
+        let r = try await runMempressure(["run", "\(dir.path)/s.json", "--json"])
+        #expect(r.status == 0, "\(r.standardError)")
+        struct Event: Decodable { var t: Double; var app: String?; var pid: Int32?; var kind: String; var from: String?; var to: String?; var name: String? }
+        struct Accounting: Decodable { var seconds: Double; var cpuSeconds: Double; var minorFaults: Int; var majorFaults: Int; var ioReadBytes: Int; var ioWriteBytes: Int }
+        struct App: Decodable { var name: String; var accounting: [String: Accounting] }
+        struct Log: Decodable { var events: [Event]; var apps: [App] }
+        let log = try JSONDecoder().decode(Log.self, from: Data(r.standardOutput.utf8))
+        let transitions = log.events.filter { $0.kind == "state" }.map { "\($0.from!)->\($0.to!)" }
+        #expect(transitions == [
+            "notRunning->inactive", "inactive->active", "active->inactive", "inactive->backgroundRunning",
+            "backgroundRunning->suspended", "suspended->backgroundRunning", "backgroundRunning->inactive", "inactive->active",
+            "active->notRunning",
+        ])
+        #expect(log.events.filter { $0.kind == "callback" }.compactMap(\.name) == [
+            "didFinishLaunching", "didBecomeActive", "willResignActive", "didEnterBackground", "willEnterForeground",
+            "didBecomeActive", "didReceiveMemoryWarning", "willTerminate",
+        ])
+        #expect(log.events.filter { $0.kind == "ready" }.count == 2)
+        #expect(log.events.allSatisfy { $0.t >= 0 })
+        let accounting = try #require(log.apps.first { $0.name == "A" }?.accounting)
+        #expect(Set(accounting.keys) == ["inactive", "active", "backgroundRunning", "suspended"])
+        #expect(accounting["suspended"]!.cpuSeconds == 0)
+        #expect(accounting["suspended"]!.seconds >= 0.5)
+        #expect(accounting["backgroundRunning"]!.ioWriteBytes >= 4 << 20, "the state was saved on didEnterBackground")
+    }
+
+    @Test("run: a bad scenario is a clear error")
+    func badScenario() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        try writeText(#"{"apps": [{"name": "A", "command": ["x"]}], "steps": [{"launch": "B"}]}"#, to: "\(dir.path)/s.json")
+        let r = try await runMempressure(["run", "\(dir.path)/s.json"])
+        #expect(r.status == 1)
+        #expect(r.standardError == "mempressure: step 1: no app named B\n")
+    }
+
+    @Test("supervise as a service, driven by app and apps, stopped by SIGTERM")
+    func service() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let runtime = "\(dir.path)/rt"
+        let data = "\(dir.path)/data"
+        let executable = buildDirectory + "/mempressure"
+        // The service runs until we stop it; its output is collected when it ends.
+        _ = try await Subprocess.run(.path(FilePath(executable)), arguments: ["supervise", "--dir", runtime], input: .none, output: .sequence, error: .discarded) { execution in
+            var lines = execution.standardOutput.strings().makeAsyncIterator()
+            let first = try #require(try await lines.next())
+            #expect(first.hasPrefix("supervising: apps connect to \(runtime)/control.sock"))
+            func app(_ args: [String]) async throws -> CommandResult {
+                try await runMempressure(["app", "--dir", runtime] + args)
+            }
+            let launched = try await app(["launch", "W", "--", "mempressure-workload", "--state-mb", "1", "--image-cache-mb", "1", "--data-dir", data])
+            #expect(launched.status == 0, "\(launched.standardError)")
+            #expect(launched.standardOutput == "W: inactive\n")
+            #expect(try await app(["activate", "W"]).standardOutput == "W: active\n")
+            #expect(try await app(["background", "W"]).standardOutput == "W: suspended\n")
+            let apps = try await runMempressure(["apps", "--dir", runtime, "--json"])
+            #expect(apps.status == 0, "\(apps.standardError)")
+            let reports = try JSONDecoder().decode([AppReport].self, from: Data(apps.standardOutput.utf8))
+            #expect(reports.first?.name == "W")
+            #expect(reports.first?.state == .suspended)
+            #expect(reports.first?.accounting["active"] != nil)
+            let table = try await runMempressure(["apps", "--dir", runtime])
+            #expect(table.standardOutput.contains("suspended"))
+            let unknown = try await app(["activate", "nobody"])
+            #expect(unknown.status == 1)
+            #expect(unknown.standardError == "mempressure: no app named nobody\n")
+            try execution.send(signal: .terminate)
+            while let _ = try await lines.next() {}
+        }
+        let gone = try await runMempressure(["apps", "--dir", runtime])
+        #expect(gone.status == 1)
+        #expect(gone.standardError.contains("no supervisor at \(runtime)/admin.sock"))
     }
 }

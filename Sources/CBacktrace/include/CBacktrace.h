@@ -19,6 +19,16 @@ typedef struct {
 /// frame is always skipped). Returns the number of frames written (at most `max`), or -1.
 int mp_capture_stack(mp_frame *frames, int max, int skip);
 
+/// Prepares capturing another thread's stack with signal `signo`: installs a handler that walks
+/// the stack of the thread it interrupts. Returns 0, or -1 with errno.
+int mp_thread_stack_install(int signo);
+
+/// Sends `signo` to thread `tid` of this process and waits up to `timeout_ms` for its handler to
+/// walk that thread's stack; copies the frames below the signal (the interrupted code first)
+/// into `frames`. Returns the count, 0 if the thread did not answer in time, or -1 with errno.
+/// Not reentrant: one capture at a time.
+int mp_thread_stack_capture(int tid, int signo, mp_frame *frames, int max, int timeout_ms);
+
 /// The shared object containing `ip` (dladdr), or NULL.
 const char *mp_object_of(uintptr_t ip);
 

@@ -33,6 +33,15 @@ int mp_current_cpu(void);
 // can. Returns 0, or -1 with errno.
 int mp_drain_lru_batches(void);
 
+// accept4(2) with SOCK_CLOEXEC; and the peer's credentials of a UNIX socket (SO_PEERCRED).
+int mp_accept_cloexec(int listener);
+int mp_peer_credentials(int fd, int *pid, unsigned int *uid, unsigned int *gid);
+// The calling thread's id (gettid).
+int mp_gettid(void);
+
+// eventfd(2) with EFD_CLOEXEC | EFD_NONBLOCK (sys/eventfd.h is not in Swift's Glibc module).
+int mp_eventfd(unsigned int initial);
+
 // pidfd_open(2), pidfd_send_signal(2), process_madvise(2) through syscall(2).
 int mp_pidfd_open(pid_t pid, unsigned int flags);
 int mp_pidfd_send_signal(int pidfd, int sig);

@@ -1,0 +1,215 @@
+import FoundationEssentials
+import Pressure
+import SystemPackage
+import VMTracker
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A request on the supervisor's admin socket (`admin.sock` in its runtime directory): one JSON
+/// object per line; the answer is one JSON object per line, `{"ok": true, "result": ...}` or
+/// `{"ok": false, "error": "..."}`. Only the supervisor's user (or root) may connect.
+///
+///     {"command": "register", "app": "A", "argv": ["/path/prog", "arg"], "client": true}
+///     {"command": "launch" | "activate" | "deactivate" | "background" | "terminate" | "relaunch", "app": "A"}
+///     {"command": "warn", "app": "A"}                  (no app: every running app)
+///     {"command": "notify", "app": "A", "kind": "localeChanged", "value": "fr_FR"}
+///     {"command": "apps"}                              result: [AppReport]
+///     {"command": "log"}                               result: [SupervisorEvent]
+///     {"command": "status"}                            result: AdminStatus
+public struct AdminRequest: Sendable, Codable, Hashable {
+    public var command: String
+    public var app: String?
+    public var argv: [String]?
+    public var client: Bool?
+    public var environment: [String: String]?
+    public var kind: String?
+    public var value: String?
+
+    public init(command: String, app: String? = nil, argv: [String]? = nil, client: Bool? = nil, environment: [String: String]? = nil, kind: String? = nil, value: String? = nil) {
+        self.command = command
+        self.app = app
+        self.argv = argv
+        self.client = client
+        self.environment = environment
+        self.kind = kind
+        self.value = value
+    }
+}
+
+public struct AdminStatus: Sendable, Codable, Hashable {
+    public struct App: Sendable, Codable, Hashable {
+        public var name: String
+        public var state: LifecycleState
+        public var pid: Int32?
+    }
+    public var runtimeDirectory: String
+    public var pressureSources: [PressureSourceStatus]
+    public var apps: [App]
+}
+
+/// One answer. `result` is the JSON of the command's result.
+struct AdminResponse<Result: Encodable>: Encodable {
+    var ok: Bool
+    var result: Result?
+    var error: String?
+}
+
+extension Supervisor {
+    /// Opens the admin socket; the supervisor serves requests on it until shutdown.
+    public func serveAdmin() throws {
+        guard admin == nil else { return }
+        let events = self.adminEvents
+        admin = try ControlSocket(directory: runtimeDirectory, name: "admin.sock") { events.yield($0) }
+    }
+
+    /// The admin socket's path (nil until `serveAdmin()`).
+    public var adminSocketPath: String? { admin?.path }
+
+    func handleAdmin(_ event: SocketEvent) {
+        switch event {
+        case .accepted(let fd, let peer):
+            guard peer.uid == getuid() || peer.uid == 0 else {
+                record(SupervisorEvent(t: now(), pid: peer.pid, kind: "impostor", detail: "admin connection from uid \(peer.uid) refused"))
+                close(fd)
+                return
+            }
+            admin?.startReading(fd)
+        case .lines(let fd, let lines):
+            for line in lines {
+                Task {
+                    let answer = await self.answer(line)
+                    startThread { _ = ControlSocket.sendBlocking(answer, to: fd) }
+                }
+            }
+        case .closed(let fd, _):
+            close(fd)
+        }
+    }
+
+    func answer(_ line: String) async -> String {
+        func encode(_ value: some Encodable) -> String {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            do {
+                return String(decoding: try encoder.encode(value), as: UTF8.self)
+            } catch {
+                return #"{"ok":false,"error":"cannot encode the answer"}"#
+            }
+        }
+        func fail(_ message: String) -> String { encode(AdminResponse<String>(ok: false, result: nil, error: message)) }
+        let request: AdminRequest
+        do {
+            request = try JSONDecoder().decode(AdminRequest.self, from: Data(line.utf8))
+        } catch {
+            return fail("not a request: \(error)")
+        }
+        func app() throws -> String {
+            guard let a = request.app else { throw SupervisorError("'\(request.command)' needs an app") }
+            return a
+        }
+        do {
+            switch request.command {
+            case "register":
+                guard let argv = request.argv, !argv.isEmpty else { throw SupervisorError("register needs argv") }
+                try register(AppSpec(name: try app(), command: argv, environment: request.environment, client: request.client))
+            case "launch":
+                if let argv = request.argv, !argv.isEmpty, knownState(try app()) == nil {
+                    try register(AppSpec(name: try app(), command: argv, environment: request.environment, client: request.client))
+                }
+                try await launch(try app())
+            case "activate": try await activate(try app())
+            case "deactivate": try await deactivate(try app())
+            case "background": try await background(try app())
+            case "terminate": try await terminate(try app())
+            case "relaunch": try await relaunch(try app())
+            case "warn": await warn(request.app.map { .app($0) } ?? .all)
+            case "notify":
+                try await notify(request.app.map { .app($0) } ?? .all, kind: request.kind ?? "", value: request.value ?? "")
+            case "apps":
+                return encode(AdminResponse(ok: true, result: reports(), error: nil))
+            case "log":
+                return encode(AdminResponse(ok: true, result: log, error: nil))
+            case "status":
+                let status = AdminStatus(
+                    runtimeDirectory: runtimeDirectory, pressureSources: pressureSources,
+                    apps: orderedNames.compactMap { name in knownState(name).map { AdminStatus.App(name: name, state: $0, pid: knownPID(name)) } })
+                return encode(AdminResponse(ok: true, result: status, error: nil))
+            default:
+                throw SupervisorError("unknown command '\(request.command.prefix(40))'")
+            }
+            let state = request.app.flatMap { knownState($0) }
+            return encode(AdminResponse(ok: true, result: state, error: nil))
+        } catch {
+            return fail("\(error)")
+        }
+    }
+}
+
+/// The CLI's side of the admin socket.
+public enum AdminClient {
+    /// `$XDG_RUNTIME_DIR/mempressure` or `/tmp/mempressure-UID`: where `mempressure supervise`
+    /// runs unless told otherwise.
+    public static var defaultDirectory: String {
+        if let env = getenv("XDG_RUNTIME_DIR") { return "\(String(cString: env))/mempressure" }
+        return "/tmp/mempressure-\(getuid())"
+    }
+
+    /// Sends one request and returns the answer's JSON (`{"ok": ..., ...}`).
+    public static func send(_ request: AdminRequest, directory: String = defaultDirectory) throws -> [UInt8] {
+        let path = "\(directory)/admin.sock"
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw SupervisorError("socket: \(Errno(rawValue: errno).symbolicName)") }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw SupervisorError("path too long: \(path)") }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in for (i, b) in bytes.enumerated() { raw[i] = b } }
+        let rc = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+        guard rc == 0 else {
+            throw SupervisorError("no supervisor at \(path) (\(Errno(rawValue: errno).symbolicName)): start one with `mempressure supervise`")
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let line = String(decoding: try encoder.encode(request), as: UTF8.self)
+        guard ControlSocket.sendBlocking(line, to: fd) else { throw SupervisorError("could not send to \(path)") }
+        var answer: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            answer += buffer[0..<n]
+            if answer.last == 0x0a { break }
+        }
+        guard !answer.isEmpty else { throw SupervisorError("the supervisor closed the connection without answering") }
+        return answer
+    }
+}
+
+extension ControlSocket {
+    /// Writes one line, waiting (up to 10 s) while the peer's buffer is full.
+    static func sendBlocking(_ line: String, to fd: Int32) -> Bool {
+        let bytes = Array((line + "\n").utf8)
+        var offset = 0
+        let deadline = monotonicSeconds() + 10
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
+            if n > 0 {
+                offset += n
+                continue
+            }
+            if n < 0 && (errno == EAGAIN || errno == EINTR), monotonicSeconds() < deadline {
+                var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                _ = poll(&p, 1, 100)
+                continue
+            }
+            return false
+        }
+        return true
+    }
+}

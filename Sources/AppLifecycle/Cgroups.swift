@@ -1,0 +1,169 @@
+import SystemPackage
+import VMTracker
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Why a cgroup could not be set up or used.
+public struct CgroupError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var reason: String
+    public init(_ reason: String) { self.reason = reason }
+    public var description: String { reason }
+}
+
+/// The cgroups of one supervisor: the "device" memory cgroup with the RAM budget, and one
+/// cgroup per app for the freezer. Created by the supervisor and removed by it.
+///
+/// - cgroup v1 (this machine): `ROOT/memory/NAME` with `memory.limit_in_bytes`, and
+///   `ROOT/freezer/NAME/APP` with `freezer.state`.
+/// - cgroup v2: `ROOT/NAME` with `memory.max` (the memory controller enabled for it), and
+///   `ROOT/NAME/APP` with `cgroup.freeze`.
+final class DeviceCgroups: @unchecked Sendable {
+    let root: String
+    let name: String
+    let isV2: Bool
+    /// The memory cgroup holding the budget (nil without a budget).
+    let memoryGroup: String?
+    let budgetBytes: Int?
+    let usesFreezer: Bool
+    private var created: [String] = []
+
+    init(root: String, name: String, budgetBytes: Int?, freezer: Bool) throws(CgroupError) {
+        self.root = root
+        self.name = name
+        self.budgetBytes = budgetBytes
+        usesFreezer = freezer
+        isV2 = ProcFS.isFile("\(root)/cgroup.controllers")
+        guard budgetBytes != nil || freezer else {
+            memoryGroup = nil
+            return
+        }
+        if isV2 {
+            let group = "\(root)/\(name)"
+            try Self.makeDirectory(group)
+            created.append(group)
+            if let budgetBytes {
+                try Self.write("+memory", to: "\(root)/cgroup.subtree_control", optional: true)
+                try Self.write("+memory", to: "\(group)/cgroup.subtree_control", optional: true)
+                try Self.write("\(budgetBytes)", to: "\(group)/memory.max")
+                memoryGroup = group
+            } else {
+                memoryGroup = nil
+            }
+        } else {
+            if let budgetBytes {
+                let base = "\(root)/memory"
+                guard ProcFS.isFile("\(base)/cgroup.procs") else {
+                    throw CgroupError("no cgroup v1 memory controller at \(base): cannot give the device a RAM budget")
+                }
+                let group = "\(base)/\(name)"
+                try Self.makeDirectory(group)
+                created.append(group)
+                try Self.write("\(budgetBytes)", to: "\(group)/memory.limit_in_bytes")
+                memoryGroup = group
+            } else {
+                memoryGroup = nil
+            }
+            if freezer {
+                let base = "\(root)/freezer"
+                guard ProcFS.isFile("\(base)/cgroup.procs") else {
+                    removeAll()
+                    throw CgroupError("no cgroup v1 freezer at \(base): suspend with SIGSTOP instead")
+                }
+                let group = "\(base)/\(name)"
+                try Self.makeDirectory(group)
+                created.append(group)
+            }
+        }
+    }
+
+    /// The cgroups an app of this name joins at launch (created now).
+    func groups(forApp app: String) throws(CgroupError) -> [String] {
+        var out: [String] = []
+        if isV2 {
+            let leaf = "\(root)/\(name)/\(app)"
+            try Self.makeDirectory(leaf)
+            out.append(leaf)
+        } else {
+            if let memoryGroup { out.append(memoryGroup) }
+            if usesFreezer {
+                let leaf = "\(root)/freezer/\(name)/\(app)"
+                try Self.makeDirectory(leaf)
+                out.append(leaf)
+            }
+        }
+        return out
+    }
+
+    private func freezerGroup(_ app: String) -> String {
+        isV2 ? "\(root)/\(name)/\(app)" : "\(root)/freezer/\(name)/\(app)"
+    }
+
+    func freeze(_ app: String) throws(CgroupError) {
+        if isV2 {
+            try Self.write("1", to: "\(freezerGroup(app))/cgroup.freeze")
+        } else {
+            try Self.write("FROZEN", to: "\(freezerGroup(app))/freezer.state")
+        }
+    }
+
+    func thaw(_ app: String) throws(CgroupError) {
+        if isV2 {
+            try Self.write("0", to: "\(freezerGroup(app))/cgroup.freeze")
+        } else {
+            try Self.write("THAWED", to: "\(freezerGroup(app))/freezer.state")
+        }
+    }
+
+    /// Whether the app's cgroup has finished freezing (v1 FROZEN, v2 "frozen 1").
+    func isFrozen(_ app: String) -> Bool {
+        let file = isV2 ? "\(freezerGroup(app))/cgroup.events" : "\(freezerGroup(app))/freezer.state"
+        do {
+            let text = String(decoding: try ProcFS.readBytes(file), as: UTF8.self)
+            return isV2 ? text.contains("frozen 1") : text.hasPrefix("FROZEN")
+        } catch {
+            return false
+        }
+    }
+
+    /// Removes an app's own cgroup (after its process is gone).
+    func removeApp(_ app: String) {
+        if isV2 || usesFreezer { rmdir(freezerGroup(app)) }
+    }
+
+    /// Removes everything this supervisor created (cgroups must be empty by then).
+    func removeAll() {
+        for group in created.reversed() {
+            let entries: [[UInt8]]
+            do {
+                entries = try ProcFS.listDirectory(group)
+            } catch {
+                entries = []  // already gone
+            }
+            for e in entries {
+                let child = "\(group)/\(String(decoding: e, as: UTF8.self))"
+                if ProcFS.isDirectory(child) { rmdir(child) }
+            }
+            rmdir(group)
+        }
+        created.removeAll()
+    }
+
+    static func makeDirectory(_ path: String) throws(CgroupError) {
+        if mkdir(path, 0o755) != 0 && errno != EEXIST {
+            throw CgroupError("cannot create cgroup \(path): \(Errno(rawValue: errno).symbolicName) (\(Errno(rawValue: errno)))")
+        }
+    }
+
+    static func write(_ text: String, to path: String, optional: Bool = false) throws(CgroupError) {
+        do {
+            try ProcFS.writeFileInPlace(path, Array(text.utf8))
+        } catch {
+            if optional { return }
+            throw CgroupError("cannot write '\(text)' to \(path): \(error.errno.symbolicName) (\(error.errno))")
+        }
+    }
+}

@@ -1,0 +1,180 @@
+import Backtrace
+import CMemoryPressure
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// What an app does at each point of its lifecycle (UIApplicationDelegate for Linux). Every
+/// method has an empty default; they run one at a time on the client's thread, and the
+/// supervisor waits for each to return.
+public protocol LifecycleDelegate: AnyObject, Sendable {
+    func didFinishLaunching(_ client: LifecycleClient)
+    func willResignActive(_ client: LifecycleClient)
+    func didEnterBackground(_ client: LifecycleClient)
+    func willEnterForeground(_ client: LifecycleClient)
+    func didBecomeActive(_ client: LifecycleClient)
+    func willTerminate(_ client: LifecycleClient)
+    func didReceiveMemoryWarning(_ client: LifecycleClient)
+    /// A system change, once per kind: `count` changes happened (while the app was suspended, or
+    /// one now), `value` is the latest.
+    func didReceiveNotification(_ client: LifecycleClient, kind: String, value: String, count: Int)
+}
+
+extension LifecycleDelegate {
+    public func didFinishLaunching(_ client: LifecycleClient) {}
+    public func willResignActive(_ client: LifecycleClient) {}
+    public func didEnterBackground(_ client: LifecycleClient) {}
+    public func willEnterForeground(_ client: LifecycleClient) {}
+    public func didBecomeActive(_ client: LifecycleClient) {}
+    public func willTerminate(_ client: LifecycleClient) {}
+    public func didReceiveMemoryWarning(_ client: LifecycleClient) {}
+    public func didReceiveNotification(_ client: LifecycleClient, kind: String, value: String, count: Int) {}
+}
+
+/// A background task: finish it with `LifecycleClient.endBackgroundTask`.
+public struct BackgroundTask: Sendable, Hashable {
+    public let id: Int
+}
+
+/// The library an app links to be supervised: it connects to the supervisor's control socket
+/// (from the environment the supervisor set), runs the delegate's callbacks, and carries
+/// background tasks and readiness reports.
+public final class LifecycleClient: Sendable {
+    /// The signal used to capture a task thread's stack for a crash report.
+    public static let stackSignal = SIGUSR2
+
+    private let fd: Int32
+    public let appName: String
+    private let delegate: any LifecycleDelegate
+    private let tasks = Mutex<[Int: @Sendable () -> Void]>([:])
+    private let nextTask = Atomic<Int>(1)
+    private let writeLock = Mutex<Void>(())
+
+    /// Connects when the process was started by a supervisor (MEMPRESSURE_SOCKET, MEMPRESSURE_APP
+    /// and MEMPRESSURE_TOKEN set) and starts the client's thread; nil otherwise, or if the
+    /// supervisor cannot be reached (the app then runs unsupervised).
+    public static func start(delegate: any LifecycleDelegate) -> LifecycleClient? {
+        guard let socketPath = getenv("MEMPRESSURE_SOCKET").map({ String(cString: $0) }),
+            let app = getenv("MEMPRESSURE_APP").map({ String(cString: $0) }),
+            let token = getenv("MEMPRESSURE_TOKEN").map({ String(cString: $0) })
+        else { return nil }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(socketPath.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            close(fd)
+            return nil
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, b) in bytes.enumerated() { raw[i] = b }
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else {
+            close(fd)
+            return nil
+        }
+        _ = Backtrace.installThreadCapture(signal: stackSignal)
+        let client = LifecycleClient(fd: fd, appName: app, delegate: delegate)
+        client.send(.hello(version: ControlProtocol.version, app: app, token: token))
+        startThread { client.run() }
+        return client
+    }
+
+    private init(fd: Int32, appName: String, delegate: any LifecycleDelegate) {
+        self.fd = fd
+        self.appName = appName
+        self.delegate = delegate
+    }
+
+    /// Tells the supervisor the app is interactive (after launch, and after each resume).
+    public func reportReady() { send(.ready) }
+
+    /// Asks for time to finish `name` in the background; `expirationHandler` runs (on the
+    /// client's thread, not the task's) shortly before the time is up, and must end the task.
+    /// The calling thread is the task's thread: if the task overruns, the crash report shows its
+    /// call stack, so begin the task on the thread that does the work.
+    public func beginBackgroundTask(name: String, expirationHandler: @escaping @Sendable () -> Void) -> BackgroundTask {
+        let id = nextTask.wrappingAdd(1, ordering: .relaxed).oldValue
+        tasks.withLock { $0[id] = expirationHandler }
+        let clean = String(name.unicodeScalars.map { $0.value < 0x21 || $0.value == 0x7f ? "_" : Character($0) })
+        send(.taskBegin(id: id, tid: Int32(mp_gettid()), name: clean.isEmpty ? "task" : clean))
+        return BackgroundTask(id: id)
+    }
+
+    public func endBackgroundTask(_ task: BackgroundTask) {
+        guard tasks.withLock({ $0.removeValue(forKey: task.id) }) != nil else { return }
+        send(.taskEnd(id: task.id))
+    }
+
+    func send(_ message: AppMessage) {
+        let bytes = Array((message.line + "\n").utf8)
+        writeLock.withLock { _ in
+            var offset = 0
+            while offset < bytes.count {
+                let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return }
+                offset += n
+            }
+        }
+    }
+
+    private func run() {
+        var splitter = LineSplitter()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return }  // the supervisor went away: the app runs on, unsupervised
+            let lines: [Substring]
+            do {
+                lines = try buffer.withUnsafeBytes { raw in try splitter.feed(UnsafeRawBufferPointer(rebasing: raw[0..<n])) }
+            } catch {
+                return
+            }
+            for line in lines {
+                do {
+                    handle(try SupervisorMessage.parse(line))
+                } catch {
+                    continue  // a newer supervisor's message this client does not know
+                }
+            }
+        }
+    }
+
+    private func handle(_ message: SupervisorMessage) {
+        switch message {
+        case .welcome:
+            break
+        case .callback(let c):
+            switch c {
+            case .didFinishLaunching: delegate.didFinishLaunching(self)
+            case .willResignActive: delegate.willResignActive(self)
+            case .didEnterBackground: delegate.didEnterBackground(self)
+            case .willEnterForeground: delegate.willEnterForeground(self)
+            case .didBecomeActive: delegate.didBecomeActive(self)
+            case .willTerminate: delegate.willTerminate(self)
+            case .didReceiveMemoryWarning: delegate.didReceiveMemoryWarning(self)
+            }
+            send(.ack(c))
+        case .notification(let kind, let count, let value):
+            delegate.didReceiveNotification(self, kind: kind, value: value, count: count)
+            send(.notified(kind: kind))
+        case .expire(let id):
+            if let handler = tasks.withLock({ $0[id] }) { handler() }
+            send(.expired(id: id))
+        case .reportStack(let tid):
+            let frames = Backtrace.captureThread(tid: tid, signal: Self.stackSignal, timeout: 1) ?? []
+            for f in frames { send(.stackFrame(String(f.description.prefix(300)))) }
+            send(.stackEnd)
+        }
+    }
+}

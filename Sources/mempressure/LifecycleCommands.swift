@@ -1,0 +1,245 @@
+import AppLifecycle
+import ArgumentParser
+import FoundationEssentials
+import Logging
+import ServiceLifecycle
+import UnixSignals
+import VMTracker
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+extension SuspendMethod: ExpressibleByArgument {}
+
+struct Run: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run a scripted experiment (a scenario) and print its event log.",
+        discussion: """
+            SCENARIO.json names the device (an optional RAM budget), how apps are suspended, the \
+            apps and the steps; see the README for the format. A bare program name that is one of \
+            this package's executables (mempressure-workload, or WorkloadApp) is taken from next \
+            to mempressure. Events print as they happen; --json prints the whole log at the end: \
+            {"events": [...], "apps": [{"name", "accounting": {STATE: {...}}, "footprint": [...]}]}.
+            """
+    )
+
+    @Argument(help: "The scenario file.") var scenario: String
+    @Flag(help: "Print the log as JSON at the end.") var json = false
+
+    func run() async throws {
+        do {
+            let s = try Scenario.load(scenario)
+            let printLive = !json
+            let log = try await s.run { event in
+                if printLive { output(renderEvent(event) + "\n") }
+            }
+            if json {
+                output(try encodeJSON(log))
+            } else {
+                output("\n" + renderAccounting(log.apps))
+                for e in log.errors { writeStandardError("mempressure: \(e)\n") }
+            }
+            if !log.errors.isEmpty { throw ExitCode(1) }
+        } catch let e as ExitCode {
+            throw e
+        } catch {
+            throw fail(error)
+        }
+    }
+}
+
+func renderEvent(_ e: SupervisorEvent) -> String {
+    let time: String = ByteFormat.fixed(e.t, 3).padded(to: 9)
+    let app: String = (e.app ?? "-").padded(to: 10, left: true)
+    let pid: String = (e.pid.map { String($0) } ?? "").padded(to: 7)
+    let kind: String = e.kind.padded(to: 12, left: true)
+    var line = time + "  " + app + "  " + pid + "  " + kind
+    switch e.kind {
+    case "state": line += "  \(e.from ?? "?") -> \(e.to ?? "?")"
+    default:
+        if let n = e.name { line += "  \(n)" }
+        if let d = e.detail { line += "  \(d)" }
+    }
+    for frame in e.stack ?? [] { line += "\n" + String(repeating: " ", count: 46) + "at " + frame }
+    return line
+}
+
+func renderAccounting(_ apps: [AppReport]) -> String {
+    var t = TextTable([
+        .init("App", .left), .init("State", .left), .init("In state", .left), .init("Seconds"), .init("CPU s"),
+        .init("Minor faults"), .init("Major faults"), .init("I/O read"), .init("I/O written"), .init("Footprint now"),
+    ])
+    for app in apps {
+        let states = LifecycleState.allCases.map(\.rawValue).filter { app.accounting[$0] != nil }
+        for (i, state) in states.enumerated() {
+            let a = app.accounting[state]!
+            let first = i == 0
+            let footprint: String = app.state == .notRunning ? "-" : app.footprint.last.map { ByteFormat.human($0.footprintBytes) } ?? "-"
+            var row: [String] = [first ? app.name : "", first ? app.state.rawValue : "", state]
+            row.append(ByteFormat.fixed(a.seconds, 2))
+            row.append(ByteFormat.fixed(a.cpuSeconds, 2))
+            row.append("\(a.minorFaults)")
+            row.append("\(a.majorFaults)")
+            row.append(ByteFormat.human(a.ioReadBytes))
+            row.append(ByteFormat.human(a.ioWriteBytes))
+            row.append(first ? footprint : "")
+            t.append(row)
+        }
+    }
+    return t.render()
+}
+
+extension String {
+    func padded(to width: Int, left: Bool = false) -> String {
+        let pad = String(repeating: " ", count: max(0, width - count))
+        return left ? self + pad : pad + self
+    }
+}
+
+/// The supervisor as a long-lived service (swift-service-lifecycle: SIGTERM and SIGINT shut it
+/// down gracefully, terminating its apps and removing its cgroups).
+struct Supervise: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the app supervisor as a service; drive it with `mempressure app` and `mempressure apps`.",
+        discussion: """
+            Listens on DIR/control.sock (apps) and DIR/admin.sock (this user's commands), in a \
+            directory only this user can enter. Stops on SIGTERM or SIGINT, terminating its apps.
+            """
+    )
+
+    @Option(help: "Runtime directory (default: $XDG_RUNTIME_DIR/mempressure or /tmp/mempressure-UID).") var dir = AdminClient.defaultDirectory
+    @Option(help: "The device's RAM budget in bytes (k, m, g suffixes): a memory cgroup holding every app.") var budget: String?
+    @Option(help: "sigstop or freezer.") var suspend: SuspendMethod = .sigstop
+    @Option(name: .customLong("background-task-limit"), help: "Seconds a background task may run.") var backgroundTaskLimit = 30.0
+    @Flag(name: .customLong("warn-on-pressure"), help: "Send running apps memory warnings when pressure reaches warning.") var warnOnPressure = false
+
+    func run() async throws {
+        var c = SupervisorConfiguration()
+        c.runtimeDirectory = dir
+        c.suspendMethod = suspend
+        c.backgroundTaskLimit = backgroundTaskLimit
+        c.expirationWarning = min(5, backgroundTaskLimit / 2)
+        c.warnOnPressure = warnOnPressure
+        do {
+            if let budget { c.budgetBytes = try parseBytes(budget, flag: "--budget") }
+            let logger = Logger(label: "mempressure.supervise")
+            let service = SupervisorService(configuration: c)
+            let group = ServiceGroup(configuration: .init(
+                services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            try await group.run()
+        } catch {
+            throw fail(error)
+        }
+    }
+}
+
+struct SupervisorService: Service {
+    let configuration: SupervisorConfiguration
+
+    func run() async throws {
+        let supervisor = try Supervisor(configuration: configuration)
+        try await supervisor.serveAdmin()
+        let stream = await supervisor.logStream()
+        let printer = Task { for await e in stream { output(renderEvent(e) + "\n") } }
+        output("supervising: apps connect to \(await supervisor.socketPath); commands on \(await supervisor.adminSocketPath ?? "?")\n")
+        for s in await supervisor.pressureSources { output("pressure: \(s)\n") }
+        do {
+            try await gracefulShutdown()
+        } catch {
+            // Cancelled: shut down all the same.
+        }
+        await supervisor.shutdown()
+        _ = await printer.value
+    }
+}
+
+struct Apps: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "The running supervisor's apps, with their accounting per lifecycle state.",
+        discussion: """
+            CPU time, minor and major faults, storage I/O and seconds spent in each state, and the \
+            latest footprint. --json gives, per app, `accounting` keyed by state name, each with \
+            `seconds`, `cpuSeconds`, `minorFaults`, `majorFaults`, `ioReadBytes`, `ioWriteBytes`, \
+            and the `footprint` timeline.
+            """
+    )
+
+    @Option(help: "The supervisor's runtime directory.") var dir = AdminClient.defaultDirectory
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() async throws {
+        do {
+            let answer = try AdminClient.send(AdminRequest(command: "apps"), directory: dir)
+            struct Response: Decodable {
+                var ok: Bool
+                var result: [AppReport]?
+                var error: String?
+            }
+            let response = try JSONDecoder().decode(Response.self, from: Data(answer))
+            guard response.ok, let apps = response.result else { throw CLIError(response.error ?? "the supervisor refused") }
+            output(json ? try encodeJSON(apps) : renderAccounting(apps))
+        } catch {
+            throw fail(error)
+        }
+    }
+}
+
+struct AppCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "app",
+        abstract: "Drive an app of the running supervisor.",
+        discussion: """
+            VERB is launch, activate, deactivate, background, terminate, relaunch, warn or notify. \
+            `launch NAME -- PROGRAM ARGS...` registers the app on first use. `warn` without a name \
+            warns every running app; `notify NAME|all --kind KIND --value VALUE` posts a system change.
+            """
+    )
+
+    @Argument(help: "launch, activate, deactivate, background, terminate, relaunch, warn, notify.") var verb: String
+    @Argument(help: "The app (or \"all\" for warn and notify).") var name: String?
+    @Argument(parsing: .postTerminator, help: "For launch: the program and its arguments, after --.") var command: [String] = []
+    @Flag(name: .customLong("no-client"), help: "The program does not link the client library.") var noClient = false
+    @Option(help: "For notify: the kind of change.") var kind: String?
+    @Option(help: "For notify: the new value.") var value: String?
+    @Option(help: "The supervisor's runtime directory.") var dir = AdminClient.defaultDirectory
+
+    func validate() throws {
+        let verbs = ["launch", "activate", "deactivate", "background", "terminate", "relaunch", "warn", "notify"]
+        guard verbs.contains(verb) else { throw ValidationError("VERB must be one of \(verbs.joined(separator: ", "))") }
+        if verb != "warn" && verb != "notify" && name == nil { throw ValidationError("\(verb) needs an app name") }
+        if verb == "notify" && kind == nil { throw ValidationError("notify needs --kind") }
+    }
+
+    func run() async throws {
+        do {
+            let app = name == "all" ? nil : name
+            var argv: [String]?
+            if !command.isEmpty {
+                argv = command
+                argv![0] = resolveProgram(command[0])
+            }
+            let request = AdminRequest(command: verb, app: app, argv: argv, client: noClient ? false : nil, kind: kind, value: value)
+            let answer = try AdminClient.send(request, directory: dir)
+            struct Response: Decodable {
+                var ok: Bool
+                var result: LifecycleState?
+                var error: String?
+            }
+            let response = try JSONDecoder().decode(Response.self, from: Data(answer))
+            guard response.ok else { throw CLIError(response.error ?? "the supervisor refused") }
+            output("\(name ?? "all"): \(response.result?.rawValue ?? "done")\n")
+        } catch {
+            throw fail(error)
+        }
+    }
+
+    /// A bare name of one of this package's executables resolves next to mempressure.
+    func resolveProgram(_ program: String) -> String {
+        guard !program.contains("/") else { return program }
+        let candidate = "\(Supervisor.ownDirectory())/\(program == "WorkloadApp" ? "mempressure-workload" : program)"
+        return access(candidate, X_OK) == 0 ? candidate : program
+    }
+}

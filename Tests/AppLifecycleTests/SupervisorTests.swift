@@ -1,0 +1,296 @@
+import AppLifecycle
+import TestSupport
+import Testing
+import VMTracker
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+let workload = buildDirectory + "/mempressure-workload"
+
+/// A small WorkloadApp: a few MiB of everything, its data in a directory of the test's own.
+func workloadCommand(_ dir: TemporaryDirectory, _ extra: [String] = []) -> [String] {
+    [workload, "--data-dir", dir.path, "--state-mb", "1", "--image-cache-mb", "2", "--image-kb", "256", "--backing-mb", "1", "--assets-mb", "1", "--decode-cost", "16"] + extra
+}
+
+func configuration(_ change: (inout SupervisorConfiguration) -> Void = { _ in }) -> SupervisorConfiguration {
+    var c = SupervisorConfiguration()
+    c.executableDirectory = buildDirectory
+    c.sampleInterval = 0
+    change(&c)
+    return c
+}
+
+func callbacks(_ log: [SupervisorEvent], _ app: String = "A") -> [String] {
+    log.filter { $0.app == app && $0.kind == "callback" }.compactMap(\.name)
+}
+
+func states(_ log: [SupervisorEvent], _ app: String = "A") -> [String] {
+    log.filter { $0.app == app && $0.kind == "state" }.compactMap(\.to)
+}
+
+/// Reads /proc/PID/stat: the state letter and CPU ticks.
+func procStat(_ pid: Int32) throws -> ProcessStat {
+    let bytes = try ProcFS.readBytes("/proc/\(pid)/stat")
+    return try bytes.withUnsafeBytes { try ProcessStat.parse($0, pid: pid) }
+}
+
+@Suite("supervisor", .serialized)
+struct SupervisorTests {
+    @Test("each transition produces exactly the expected callbacks, in order")
+    func transitions() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let s = try Supervisor(configuration: configuration())
+        try await s.register(AppSpec(name: "A", command: workloadCommand(dir)))
+        try await s.launch("A")
+        #expect(try await s.state(of: "A") == .inactive)
+        try await s.activate("A")
+        try await s.waitForReady("A")
+        try await s.deactivate("A")
+        try await s.activate("A")
+        try await s.background("A")
+        #expect(try await s.state(of: "A") == .suspended)
+        try await s.activate("A")
+        try await s.waitForReady("A", count: 2)
+        try await s.terminate("A")
+        #expect(try await s.state(of: "A") == .notRunning)
+        let log = await s.log
+        await s.shutdown()
+        #expect(callbacks(log) == [
+            "didFinishLaunching", "didBecomeActive", "willResignActive", "didBecomeActive", "willResignActive",
+            "didEnterBackground", "willEnterForeground", "didBecomeActive", "willTerminate",
+        ])
+        #expect(states(log) == [
+            "inactive", "active", "inactive", "active", "inactive", "backgroundRunning", "suspended", "backgroundRunning",
+            "inactive", "active", "notRunning",
+        ])
+        #expect(log.filter { $0.app == "A" && $0.kind == "ready" }.count == 2)
+        #expect(log.contains { $0.app == "A" && $0.kind == "exit" })
+        #expect(!log.contains { $0.kind == "crash" || $0.kind == "error" }, "\(log.filter { $0.kind == "error" })")
+    }
+
+    @Test("a suspended app is stopped and uses no CPU; on resume it gets one coalesced notification per kind", arguments: [SuspendMethod.sigstop, .freezer])
+    func suspension(method: SuspendMethod) async throws {
+        if method == .freezer && !ProcFS.isFile("/sys/fs/cgroup/freezer/cgroup.procs") && !ProcFS.isFile("/sys/fs/cgroup/cgroup.controllers") {
+            Issue.record("this machine has no cgroup freezer: the freezer case cannot run here")
+            return
+        }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let s = try Supervisor(configuration: configuration { $0.suspendMethod = method })
+        try await s.register(AppSpec(name: "A", command: workloadCommand(dir, ["--spin"])))
+        try await s.register(AppSpec(name: "B", command: workloadCommand(dir, ["--spin"])))
+        try await s.activate("A")
+        try await s.activate("B")
+        try await s.background("A")
+        let pid = try #require(try await s.pid(of: "A"))
+        let other = try #require(try await s.pid(of: "B"))
+        let stopped = try procStat(pid)
+        if method == .sigstop {
+            #expect(stopped.isStopped, "SIGSTOP: state \(stopped.stateLetter)")
+        }
+        // Wait for the real event: the running app B spends at least 20 more ticks of CPU.
+        let bStart = try procStat(other)
+        let deadline = monotonicSeconds() + 30
+        while try procStat(other).userTicks + procStat(other).systemTicks < bStart.userTicks + bStart.systemTicks + 20, monotonicSeconds() < deadline {
+            sched_yield()
+        }
+        let after = try procStat(pid)
+        #expect(after.userTicks + after.systemTicks == stopped.userTicks + stopped.systemTicks, "no CPU while suspended")
+        #expect(try procStat(other).userTicks > bStart.userTicks, "while the running app's CPU time moved")
+
+        try await s.notify(.app("A"), kind: "localeChanged", value: "fr_FR")
+        try await s.notify(.app("A"), kind: "timeZoneChanged", value: "Europe/Paris")
+        try await s.notify(.app("A"), kind: "localeChanged", value: "de_DE")
+        try await s.activate("A")
+        let log = await s.log
+        await s.shutdown()
+        let delivered = log.filter { $0.app == "A" && $0.kind == "callback" && $0.name == "notification" }.compactMap(\.detail)
+        #expect(delivered == ["localeChanged", "timeZoneChanged"], "one per kind, in the order they first happened")
+        let afterResume = Array(callbacks(log).drop { $0 != "didEnterBackground" }.dropFirst())
+        #expect(afterResume == ["notification", "notification", "willEnterForeground", "didBecomeActive"])
+        #expect(log.filter { $0.app == "A" && $0.kind == "notification" }.count == 3, "each queued while suspended")
+    }
+
+    @Test("a background task that overruns: expiration handler first, then termination with a crash report naming the function")
+    func overrun() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let s = try Supervisor(configuration: configuration {
+            $0.backgroundTaskLimit = 2
+            $0.expirationWarning = 1
+        })
+        try await s.register(AppSpec(name: "A", command: workloadCommand(dir, ["--background-task", "60", "--ignore-expiration"])))
+        try await s.activate("A")
+        try await s.background("A")
+        #expect(try await s.state(of: "A") == .notRunning)
+        let log = await s.log
+        await s.shutdown()
+        let kinds = log.filter { $0.app == "A" }.map { $0.kind == "callback" ? "callback:\($0.name ?? "")" : $0.kind }
+        let expire = try #require(kinds.firstIndex(of: "expire"))
+        let handler = try #require(kinds.firstIndex(of: "callback:expirationHandler"))
+        let report = try #require(kinds.firstIndex(of: "crash-report"))
+        #expect(expire < handler && handler < report, "\(kinds)")
+        let crash = try #require(log.first { $0.kind == "crash-report" })
+        let stack = try #require(crash.stack, "the crash report carries the task thread's stack")
+        #expect(stack.contains { $0.contains("uploadPhotos") }, "\(stack)")
+        #expect(log.contains { $0.app == "A" && $0.kind == "crash" })
+    }
+
+    @Test("a background task that ends in time lets the app suspend")
+    func taskInTime() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let s = try Supervisor(configuration: configuration { $0.backgroundTaskLimit = 20 })
+        try await s.register(AppSpec(name: "A", command: workloadCommand(dir, ["--background-task", "0.3"])))
+        try await s.activate("A")
+        try await s.background("A")
+        #expect(try await s.state(of: "A") == .suspended)
+        let log = await s.log
+        await s.shutdown()
+        #expect(log.contains { $0.kind == "task" && $0.detail?.hasPrefix("ended") == true })
+        #expect(!log.contains { $0.kind == "crash-report" })
+    }
+
+    @Test("memory warnings reach running apps and never suspended ones")
+    func warnings() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let s = try Supervisor(configuration: configuration())
+        try await s.register(AppSpec(name: "A", command: workloadCommand(dir)))
+        try await s.register(AppSpec(name: "B", command: workloadCommand(dir)))
+        try await s.activate("A")
+        try await s.activate("B")
+        try await s.background("B")
+        await s.warn(.all)
+        try await s.activate("B")
+        let log = await s.log
+        await s.shutdown()
+        #expect(callbacks(log, "A").filter { $0 == "didReceiveMemoryWarning" }.count == 1)
+        #expect(!callbacks(log, "B").contains("didReceiveMemoryWarning"), "not while suspended, nor queued for resume")
+        #expect(log.contains { $0.app == "B" && $0.kind == "warning" && $0.detail == "not sent: suspended" })
+    }
+
+    @Test("programs without the client library are supervised without callbacks")
+    func plainProgram() async throws {
+        let s = try Supervisor(configuration: configuration())
+        try await s.register(AppSpec(name: "P", command: ["/bin/sleep", "60"], client: false))
+        try await s.activate("P")
+        try await s.background("P")
+        let pid = try #require(try await s.pid(of: "P"))
+        #expect(try procStat(pid).isStopped)
+        try await s.terminate("P")
+        let log = await s.log
+        await s.shutdown()
+        #expect(callbacks(log, "P").isEmpty)
+        #expect(states(log, "P") == ["inactive", "active", "inactive", "backgroundRunning", "suspended", "notRunning"])
+    }
+
+    @Test("bad apps are reported and affect only themselves: missing, crashing, garbage, flood, impostor")
+    func badApps() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let s = try Supervisor(configuration: configuration { $0.connectTimeout = 5 })
+        try await s.register(AppSpec(name: "missing", command: ["/nonexistent/program"]))
+        try await s.register(AppSpec(name: "crasher", command: ["/bin/sh", "-c", "kill -SEGV $$"]))
+        let garbage = "import os, socket, time; s = socket.socket(socket.AF_UNIX); s.connect(os.environ['MEMPRESSURE_SOCKET']); s.sendall(b'\\xff\\xfe garbage\\n'); s.recv(10); time.sleep(60)"
+        try await s.register(AppSpec(name: "garbage", command: ["/usr/bin/env", "python3", "-c", garbage]))
+        let flood = "import os, socket, time; s = socket.socket(socket.AF_UNIX); s.connect(os.environ['MEMPRESSURE_SOCKET']); s.sendall(b'hello 1 flood ' + os.environ['MEMPRESSURE_TOKEN'].encode() + b'\\n' + b'ready\\n' * 100000); s.recv(10); time.sleep(60)"
+        try await s.register(AppSpec(name: "flood", command: ["/usr/bin/env", "python3", "-c", flood]))
+        try await s.register(AppSpec(name: "good", command: workloadCommand(dir)))
+
+        await #expect(throws: SupervisorError.self) { try await s.launch("missing") }
+        await #expect(throws: SupervisorError.self) { try await s.launch("crasher") }
+        try await s.launch("garbage")
+        try await s.launch("flood")
+
+        // An impostor: this test process connects to the socket.
+        let path = await s.socketPath
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in for (i, b) in path.utf8.enumerated() { raw[i] = b } }
+        let rc = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+        #expect(rc == 0)
+        _ = "hello 1 good faketoken\n".withCString { send(fd, $0, strlen($0), 0) }
+        var byte: UInt8 = 0
+        #expect(recv(fd, &byte, 1, 0) <= 0, "the supervisor closes an impostor's connection")
+        close(fd)
+
+        // The supervisor still works for a good app.
+        try await s.activate("good")
+        try await s.waitForReady("good")
+        try await s.terminate("good")
+        let log = await s.log
+        await s.shutdown()
+        #expect(log.contains { $0.app == "missing" && $0.kind == "error" && $0.detail?.contains("no such file") == true })
+        #expect(log.contains { $0.app == "crasher" && $0.kind == "crash" && $0.detail?.contains("SIGSEGV") == true })
+        #expect(log.contains { $0.app == "garbage" && $0.kind == "protocol" && $0.detail?.contains("protocol error") == true })
+        #expect(log.contains { $0.app == "flood" && $0.kind == "protocol" && $0.detail?.contains("flood") == true })
+        #expect(log.contains { $0.kind == "impostor" && $0.pid == getpid() })
+        #expect(callbacks(log, "good") == ["didFinishLaunching", "didBecomeActive", "willTerminate"])
+    }
+
+    @Test("a cgroup the machine does not let us create is a clear error")
+    func cgroupRefused() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        #expect(throws: SupervisorError.self) {
+            try Supervisor(configuration: configuration {
+                $0.budgetBytes = 64 << 20
+                $0.cgroupRoot = dir.path  // not a cgroup file system
+            })
+        }
+    }
+
+    @Test("a PID reused after an app exits is never signalled", .enabled(if: getuid() == 0 && ProcFS.isFile("/proc/sys/kernel/ns_last_pid"), "needs root to choose the next PID"))
+    func pidReuse() async throws {
+        let s = try Supervisor(configuration: configuration())
+        try await s.register(AppSpec(name: "short", command: ["/bin/sleep", "60"], client: false))
+        try await s.activate("short")
+        let oldPID = try #require(try await s.pid(of: "short"))
+        try await s.background("short")  // stopped
+        // Kill it behind the supervisor's back (a crash) and let the supervisor reap it.
+        #expect(kill(oldPID, SIGKILL) == 0)
+        try await s.waitForState("short", .notRunning, timeout: 10)
+        // Start another process on the same PID.
+        var reused: Int32 = 0
+        var other: TestChild?
+        for _ in 0..<20 where reused != oldPID {
+            try ProcFS.writeFileInPlace("/proc/sys/kernel/ns_last_pid", Array("\(oldPID - 1)".utf8))
+            other = try TestChild(["/bin/sleep", "60"])
+            reused = other!.pid
+            if reused != oldPID { other!.kill() }
+        }
+        try #require(reused == oldPID, "could not place a process on PID \(oldPID)")
+        // Every way the supervisor could signal the old app: none reaches the new process.
+        try await s.terminate("short")
+        await s.warn(.all)
+        #expect(try procStat(reused).state != UInt8(ascii: "Z"), "still alive")
+        #expect(!(try procStat(reused).isStopped))
+        other!.kill()
+        await s.shutdown()
+    }
+}
+
+/// A child process of the test, started with posix_spawn and reaped by `kill()`.
+struct TestChild {
+    let pid: Int32
+
+    init(_ command: [String]) throws {
+        var pid: pid_t = 0
+        let argv = command.map { strdup($0) } + [nil]
+        defer { for p in argv { free(p) } }
+        let rc = posix_spawn(&pid, command[0], nil, nil, argv, environ)
+        guard rc == 0 else { throw TestFailure("posix_spawn: \(rc)") }
+        self.pid = pid
+    }
+
+    func kill() {
+        Glibc.kill(pid, SIGKILL)  // our own child
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+    }
+}

@@ -1,0 +1,81 @@
+import MemHogClient
+import Pressure
+import TestSupport
+import Testing
+import VMTracker
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite("pressure")
+struct PressureTests {
+    @Test("the machine's sources are detected and each says why it is or is not used")
+    func detect() {
+        let sources = PressureMonitor.detectSources()
+        #expect(sources.contains { $0.name.hasPrefix("MemAvailable") && $0.available })
+        #expect(sources.contains { $0.name.hasPrefix("psi") })
+        for s in sources { #expect(!s.detail.isEmpty) }
+    }
+
+    @Test("thresholds with hysteresis")
+    func hysteresis() {
+        func thresholdLevelForTests(_ x: Double, _ current: PressureLevel) -> PressureLevel {
+            PressureMonitor.level(usageFraction: x, current: current, configuration: PressureConfiguration())
+        }
+        #expect(thresholdLevelForTests(0.79, .normal) == .normal)
+        #expect(thresholdLevelForTests(0.80, .normal) == .warning)
+        #expect(thresholdLevelForTests(0.77, .warning) == .warning, "stays until below 0.75")
+        #expect(thresholdLevelForTests(0.74, .warning) == .normal)
+        #expect(thresholdLevelForTests(0.96, .warning) == .critical)
+        #expect(thresholdLevelForTests(0.92, .critical) == .critical)
+        #expect(thresholdLevelForTests(0.89, .critical) == .warning)
+    }
+
+    @Test("/proc/meminfo")
+    func meminfo() {
+        let text = Array("MemTotal:       24000000 kB\nMemFree:  1 kB\nMemAvailable:    6000000 kB\n".utf8)
+        let (total, available) = text.withUnsafeBytes { MemInfo.totalAndAvailable($0) }
+        #expect(total == 24_000_000 * 1024)
+        #expect(available == 6_000_000 * 1024)
+    }
+
+    static var memoryCgroupsAvailable: Bool { getuid() == 0 && ProcFS.isFile("/sys/fs/cgroup/memory/cgroup.procs") }
+
+    /// Real pressure: a process inside a memory cgroup allocates towards the limit.
+    @Test("allocating inside a cgroup near its limit raises warning, then critical, from the real source", .enabled(if: memoryCgroupsAvailable, "needs root and the cgroup v1 memory controller"))
+    func cgroupPressure() async throws {
+        let group = "/sys/fs/cgroup/memory/mempressure-test-\(getpid())"
+        #expect(mkdir(group, 0o755) == 0)
+        defer { rmdir(group) }
+        try ProcFS.writeFileInPlace("\(group)/memory.limit_in_bytes", Array("\(96 << 20)".utf8))
+        var configuration = PressureConfiguration(cgroup: group)
+        configuration.pollInterval = 0.02
+        configuration.usePSI = false
+        configuration.usageWarningFraction = 0.5
+        configuration.usageCriticalFraction = 0.75
+        let monitor = PressureMonitor(configuration: configuration)
+        defer { monitor.stop() }
+        #expect(monitor.sources.contains { $0.name == "cgroup usage against its limit" && $0.available })
+        #expect(monitor.sources.contains { $0.name == "cgroup v1 memory.pressure_level" && $0.available })
+
+        try await Hog.session(["--dirty", "1m"]) { hog in
+            try ProcFS.writeFileInPlace("\(group)/cgroup.procs", Array("\(hog.pid)".utf8))
+            defer { _ = writeTextReportingFailure("\(hog.pid)", to: "/sys/fs/cgroup/memory/cgroup.procs") }
+            func usage() throws -> Double {
+                let text = String(decoding: try ProcFS.readBytes("\(group)/memory.usage_in_bytes"), as: UTF8.self)
+                return Double(text.split(separator: "\n")[0])! / Double(96 << 20)
+            }
+            // Grow until past the warning threshold, then wait for the monitor to say so.
+            while try usage() < 0.55 { _ = try await hog.send("grow-heap \(2 << 20)") }
+            let first = try #require(await monitor.waitForLevel(atLeast: .warning, timeout: 20))
+            #expect(first.level == .warning, "\(first)")
+            #expect(first.source == "cgroup usage against its limit")
+            while try usage() < 0.8 { _ = try await hog.send("grow-heap \(2 << 20)") }
+            let second = try #require(await monitor.waitForLevel(atLeast: .critical, timeout: 20))
+            #expect(second.level == .critical, "\(second)")
+            #expect(monitor.level == .critical)
+        }
+    }
+
+}
