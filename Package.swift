@@ -132,7 +132,7 @@ let package = Package(
         // The model app: state, a decoded-image cache, purgeable backing stores, mapped assets.
         .executableTarget(
             name: "WorkloadApp",
-            dependencies: ["AppLifecycle", "Purgeable", "MappedFiles", "CachePolicies"],
+            dependencies: ["AppLifecycle", "Purgeable", "MappedFiles", "CachePolicies", "Pressure"],
             swiftSettings: strict
         ),
 

@@ -26,6 +26,22 @@ public struct Scenario: Sendable, Codable {
     public var apps: [AppSpec]
     public var steps: [Step]
 
+    public init(
+        budgetBytes: Int? = nil, suspendWith: SuspendMethod? = nil, backgroundTaskLimit: Double? = nil,
+        expirationWarning: Double? = nil, callbackTimeout: Double? = nil, launchTimeout: Double? = nil,
+        warnOnPressure: Bool? = nil, apps: [AppSpec], steps: [Step]
+    ) {
+        self.budgetBytes = budgetBytes
+        self.suspendWith = suspendWith
+        self.backgroundTaskLimit = backgroundTaskLimit
+        self.expirationWarning = expirationWarning
+        self.callbackTimeout = callbackTimeout
+        self.launchTimeout = launchTimeout
+        self.warnOnPressure = warnOnPressure
+        self.apps = apps
+        self.steps = steps
+    }
+
     /// One step: exactly one action.
     public struct Step: Sendable, Codable, Hashable {
         public var launch: String?

@@ -164,6 +164,18 @@ public final class PressureMonitor: Sendable {
         return stream
     }
 
+    /// Calls `handler` with every change of level, in order, from a task of its own: how
+    /// in-process subscribers (caches) hear about memory pressure. For example, a process with
+    /// purgeable caches: `monitor.subscribe { if $0.level >= .warning { MemoryEvents.shared.post(.memoryWarning) } }`.
+    /// Returns the task; cancel it to unsubscribe.
+    @discardableResult
+    public func subscribe(_ handler: @escaping @Sendable (PressureEvent) -> Void) -> Task<Void, Never> {
+        let stream = events()
+        return Task {
+            for await event in stream { handler(event) }
+        }
+    }
+
     /// Waits until the merged level is at least `level`; returns the event that got it there
     /// (or a synthesized one if it already was), or nil after `timeout` seconds.
     public func waitForLevel(atLeast level: PressureLevel, timeout: Double) async -> PressureEvent? {

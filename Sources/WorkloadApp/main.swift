@@ -15,6 +15,8 @@
 //   --ignore-expiration   the task ignores its expiration handler (and overruns)
 //   --ignore-warnings     memory warnings release nothing
 //   --spin                burn CPU on a thread while running
+//   --watch-pressure      watch memory pressure in-process (PressureMonitor) and shrink its
+//                         caches at warning, as a supervisor's memory warning would
 //
 // It reports ready after launch (once active) and after each resume. Without a supervisor it
 // runs once through launch and waits for end of file on its standard input.
@@ -22,6 +24,7 @@
 import AppLifecycle
 import CachePolicies
 import MappedFiles
+import Pressure
 import Purgeable
 import Synchronization
 
@@ -46,6 +49,7 @@ struct Options: Sendable {
     var ignoreExpiration = false
     var ignoreWarnings = false
     var spin = false
+    var watchPressure = false
 }
 
 func fail(_ message: String) -> Never {
@@ -93,6 +97,7 @@ func parseOptions() -> Options {
         case "--ignore-expiration": o.ignoreExpiration = true
         case "--ignore-warnings": o.ignoreWarnings = true
         case "--spin": o.spin = true
+        case "--watch-pressure": o.watchPressure = true
         default: fail("unknown argument '\(arg)'")
         }
     }
@@ -360,6 +365,12 @@ let counter = Atomic<UInt64>(0)
 if options.spin {
     Thread.start {
         while true { counter.add(1, ordering: .relaxed) }
+    }
+}
+if options.watchPressure {
+    let monitor = PressureMonitor()
+    monitor.subscribe { event in
+        if event.level >= .warning { MemoryEvents.shared.post(.memoryWarning) }
     }
 }
 if LifecycleClient.start(delegate: workload) == nil {

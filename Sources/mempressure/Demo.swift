@@ -1,4 +1,6 @@
+import AppLifecycle
 import ArgumentParser
+import FoundationEssentials
 import MemHogClient
 import VMTracker
 
@@ -10,11 +12,14 @@ import Musl
 
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "The built-in scenario: start a process holding known memory and show its VM report.",
+        abstract: "The built-in scenario: a process's VM report, then two apps through their lifecycle on a small device.",
         discussion: """
-            Starts mempressure-hog holding dirty anonymous memory, a clean read-only file mapping \
-            it has read, and MADV_FREE'd (purgeable) memory; prints its VM Tracker report and the \
-            three regions it holds, then ends it.
+            Part 1 starts mempressure-hog holding dirty anonymous memory, a clean read-only file \
+            mapping it has read, and MADV_FREE'd (purgeable) memory, and prints its VM Tracker \
+            report and the three regions. Part 2 runs two model apps (mempressure-workload) under \
+            the supervisor on a 512 MiB device (a memory cgroup, when the machine lets us make \
+            one): launch, background with a background task, suspension, a system change queued \
+            for the suspended app, a memory warning, resume; then the accounting per state.
             """
     )
 
@@ -24,8 +29,10 @@ struct Demo: AsyncParsableCommand {
     var file = "8m"
     @Option(name: .long, help: "Anonymous memory it writes and then marks MADV_FREE.")
     var purgeable = "12m"
-    @Flag(name: .long, help: "Print the hog's VM report as JSON.")
+    @Flag(name: .long, help: "Print JSON: {\"vm\": the hog's VM report, \"lifecycle\": the scenario's log}.")
     var json = false
+    @Flag(name: .customLong("vm-only"), help: "Only part 1.")
+    var vmOnly = false
 
     func run() async throws {
         do {
@@ -33,16 +40,92 @@ struct Demo: AsyncParsableCommand {
             let path = "\(directory)/mempressure-demo-\(getpid()).dat"
             defer { unlink(path) }
             let args = ["--dirty", dirty, "--file", path, "--file-bytes", file, "--purgeable", purgeable]
-            let text = try await Hog.with(args) { hog -> String in
+            let (report, text) = try await Hog.with(args) { hog -> (VMReport, String) in
                 let app = try Snapshotter().app(.process(hog.pid), options: .detailed)
                 let report = VMReport(app, includeRegions: true, sort: .address)
-                if json { return try encodeJSON(report) }
-                return Self.explain(report: report, hog: hog)
+                return (report, Self.explain(report: report, hog: hog))
             }
-            output(text)
+            if !json { output("Part 1: a process's memory, as VM Tracker shows it\n\n" + text) }
+            if vmOnly {
+                if json { output(try encodeJSON(report)) }
+                return
+            }
+            let log = try await lifecycle()
+            if json {
+                struct Both: Encodable {
+                    var vm: VMReport
+                    var lifecycle: ScenarioLog
+                }
+                output(try encodeJSON(Both(vm: report, lifecycle: log)))
+            }
         } catch {
             throw fail(error)
         }
+    }
+
+    /// Part 2: the built-in lifecycle scenario.
+    func lifecycle() async throws -> ScenarioLog {
+        let directory = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
+        let data = "\(directory)/mempressure-demo-\(getpid())"
+        try ProcFS.makeDirectory(data)
+        defer {
+            for f in ["Photos", "Maps"] {
+                for file in ["state.bin", "assets.bin"] { unlink("\(data)/\(f)/\(file)") }
+                rmdir("\(data)/\(f)")
+            }
+            rmdir(data)
+        }
+        let canBudget = getuid() == 0 && (ProcFS.isFile("/sys/fs/cgroup/memory/cgroup.procs") || ProcFS.isFile("/sys/fs/cgroup/cgroup.controllers"))
+        func workload(_ name: String, _ extra: [String]) -> AppSpec {
+            AppSpec(name: name, command: ["mempressure-workload", "--data-dir", "\(data)/\(name)", "--state-mb", "16", "--image-cache-mb", "32", "--backing-mb", "8", "--assets-mb", "16"] + extra)
+        }
+        let scenario = Scenario(
+            budgetBytes: canBudget ? 512 << 20 : nil, suspendWith: .sigstop, backgroundTaskLimit: 10, expirationWarning: 2,
+            callbackTimeout: 10, launchTimeout: nil, warnOnPressure: false,
+            apps: [
+                workload("Photos", ["--trim", "0.5", "--restore", "lazy", "--background-task", "1"]),
+                workload("Maps", ["--trim", "0.75", "--restore", "eager"]),
+            ],
+            steps: [
+                .init(launch: "Photos"), .init(activate: "Photos"), .init(waitReady: "Photos"),
+                .init(background: "Photos"),
+                .init(activate: "Maps"), .init(waitReady: "Maps"),
+                .init(notify: "all", kind: "localeChanged", value: "fr_FR"),
+                .init(notify: "all", kind: "localeChanged", value: "de_DE"),
+                .init(warn: "running"),
+                .init(background: "Maps"),
+                .init(activate: "Photos"), .init(waitReady: "Photos", count: 2),
+                .init(terminate: "Photos"), .init(terminate: "Maps"),
+            ])
+        if !json {
+            output("\nPart 2: two apps through their lifecycle on a \(canBudget ? "512 MiB device (a memory cgroup holding both)" : "machine without a RAM budget (creating a memory cgroup needs root and the memory controller)")\n\n")
+        }
+        let quiet = json
+        let log = try await scenario.run { event in
+            if !quiet { output(renderEvent(event) + "\n") }
+        }
+        if !json {
+            output("\nAccounting per lifecycle state (CPU, faults and storage I/O from /proc, footprint from the VM Tracker):\n")
+            output(renderAccounting(log.apps))
+            output(Self.resumeVersusLaunch(log))
+            for e in log.errors { output("error: \(e)\n") }
+        }
+        return log
+    }
+
+    /// Time from the supervisor's command to the app's ready: first launch versus resume.
+    static func resumeVersusLaunch(_ log: ScenarioLog) -> String {
+        var out = "\n"
+        for app in ["Photos"] {
+            let events = log.events.filter { $0.app == app }
+            let readies = events.filter { $0.kind == "ready" }.map(\.t)
+            guard readies.count >= 2, let launch = events.first(where: { $0.kind == "launch" })?.t,
+                let resume = events.first(where: { $0.kind == "state" && $0.from == "suspended" })?.t
+            else { continue }
+            out += "\(app): ready \(ByteFormat.fixed((readies[0] - launch) * 1000, 0)) ms after launch, "
+            out += "\(ByteFormat.fixed((readies[1] - resume) * 1000, 0)) ms after resume from suspension.\n"
+        }
+        return out
     }
 
     static func explain(report: VMReport, hog: HogInfo) -> String {

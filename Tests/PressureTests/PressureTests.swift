@@ -1,5 +1,6 @@
 import MemHogClient
 import Pressure
+import Synchronization
 import TestSupport
 import Testing
 import VMTracker
@@ -58,6 +59,10 @@ struct PressureTests {
         defer { monitor.stop() }
         #expect(monitor.sources.contains { $0.name == "cgroup usage against its limit" && $0.available })
         #expect(monitor.sources.contains { $0.name == "cgroup v1 memory.pressure_level" && $0.available })
+        // An in-process subscriber, as a cache would be.
+        let heard = Mutex<[PressureLevel]>([])
+        let subscription = monitor.subscribe { event in heard.withLock { $0.append(event.level) } }
+        defer { subscription.cancel() }
 
         try await Hog.session(["--dirty", "1m"]) { hog in
             try ProcFS.writeFileInPlace("\(group)/cgroup.procs", Array("\(hog.pid)".utf8))
@@ -76,6 +81,10 @@ struct PressureTests {
             #expect(second.level == .critical, "\(second)")
             #expect(monitor.level == .critical)
         }
+        // The subscriber heard both, in order (it runs in a task of its own: wait for it).
+        let deadline = monotonicSeconds() + 10
+        while heard.withLock({ $0.count }) < 2, monotonicSeconds() < deadline { await Task.yield() }
+        #expect(heard.withLock { Array($0.prefix(2)) } == [.warning, .critical])
     }
 
 }
