@@ -151,19 +151,5 @@ final class ControlSocket: @unchecked Sendable {
 
 /// Runs `body` on a detached OS thread.
 func startThread(_ body: @escaping @Sendable () -> Void) {
-    final class Box: @unchecked Sendable {
-        let body: @Sendable () -> Void
-        init(_ b: @escaping @Sendable () -> Void) { body = b }
-    }
-    var thread = pthread_t()
-    let box = Unmanaged.passRetained(Box(body)).toOpaque()
-    let rc = pthread_create(&thread, nil, { raw in
-        Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
-        return nil
-    }, box)
-    if rc == 0 {
-        pthread_detach(thread)
-    } else {
-        Unmanaged<Box>.fromOpaque(box).takeRetainedValue().body()
-    }
+    OSThread.detached(body)
 }

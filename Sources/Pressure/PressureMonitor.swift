@@ -98,7 +98,7 @@ public final class PressureMonitor: Sendable {
 
     private let state = Mutex(State())
     private let stopFD: CInt
-    private let thread: Mutex<pthread_t?>
+    private let thread = Mutex<OSThread?>(nil)
     private let watchers: [Watcher]
 
     /// Starts watching. Sources that cannot be opened are reported in `sources`, not thrown.
@@ -110,27 +110,15 @@ public final class PressureMonitor: Sendable {
         self.sources = statuses
         self.watchers = watchers
         stopFD = mp_eventfd(0)
-        thread = Mutex(nil)
-        let box = Unmanaged.passRetained(self).toOpaque()
-        var t = pthread_t()
-        if pthread_create(&t, nil, { raw in
-            let me = Unmanaged<PressureMonitor>.fromOpaque(raw!).takeRetainedValue()
-            me.run()
-            return nil
-        }, box) == 0 {
-            thread.withLock { $0 = t }
-        } else {
-            Unmanaged<PressureMonitor>.fromOpaque(box).release()
-        }
+        let t = OSThread { [self] in run() }
+        thread.withLock { $0 = t }
     }
 
     /// Stops the thread and finishes every subscriber's stream.
     public func stop() {
         var one: UInt64 = 1
         _ = write(stopFD, &one, 8)
-        if let t = thread.withLock({ t -> pthread_t? in defer { t = nil }; return t }) {
-            pthread_join(t, nil)
-        }
+        thread.withLock { t -> OSThread? in defer { t = nil }; return t }?.join()
         let subscribers = state.withLock { s -> [AsyncStream<PressureEvent>.Continuation] in
             defer { s.subscribers.removeAll() }
             return Array(s.subscribers.values)

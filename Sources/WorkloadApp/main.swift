@@ -27,6 +27,7 @@ import MappedFiles
 import Pressure
 import Purgeable
 import Synchronization
+import VMTracker
 
 #if canImport(Glibc)
 import Glibc
@@ -290,7 +291,7 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
             // Lazy restore: ready now, rebuild after.
             client.reportReady()
             rebuilding.store(true, ordering: .relaxed)
-            Thread.start { [self] in
+            OSThread.detached { [self] in
                 rebuildMissing()
                 rebuilding.store(false, ordering: .relaxed)
             }
@@ -313,7 +314,7 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
         let seconds = o.backgroundTaskSeconds
         // The task begins on the thread that does the work (its stack is the one a crash report
         // shows), before didEnterBackground returns (or the app could be suspended first).
-        Thread.start { [self] in
+        OSThread.detached { [self] in
             let task = client.beginBackgroundTask(name: "uploadPhotos") { [self] in
                 if !o.ignoreExpiration { taskShouldStop.store(true, ordering: .relaxed) }
             }
@@ -342,28 +343,11 @@ func uploadPhotos(seconds: Double, shouldStop: () -> Bool) {
     }
 }
 
-enum Thread {
-    static func start(_ body: @escaping @Sendable () -> Void) {
-        final class Box: @unchecked Sendable {
-            let body: @Sendable () -> Void
-            init(_ b: @escaping @Sendable () -> Void) { body = b }
-        }
-        var t = pthread_t()
-        let box = Unmanaged.passRetained(Box(body)).toOpaque()
-        if pthread_create(&t, nil, { raw in
-            Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
-            return nil
-        }, box) == 0 {
-            pthread_detach(t)
-        }
-    }
-}
-
 let options = parseOptions()
 let workload = Workload(options)
 let counter = Atomic<UInt64>(0)
 if options.spin {
-    Thread.start {
+    OSThread.detached {
         while true { counter.add(1, ordering: .relaxed) }
     }
 }

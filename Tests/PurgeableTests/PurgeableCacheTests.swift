@@ -3,6 +3,7 @@ import Purgeable
 import Synchronization
 import TestSupport
 import Testing
+import VMTracker
 
 @Suite("purgeable cache")
 struct PurgeableCacheTests {

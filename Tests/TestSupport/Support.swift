@@ -203,24 +203,6 @@ public func writeTextReportingFailure(_ text: String, to path: String) -> Bool {
     return bytes.withUnsafeBytes { write(fd, $0.baseAddress!, bytes.count) } == bytes.count
 }
 
-/// A real OS thread running `body` (Swift concurrency's pool has as many threads as cores, so
-/// busy loops there would not run at the same time). `join()` waits for it.
-public final class TestThread: @unchecked Sendable {
-    private var thread = pthread_t()
-    private let body: @Sendable () -> Void
-
-    public init(_ body: @escaping @Sendable () -> Void) {
-        self.body = body
-        let box = Unmanaged.passRetained(self).toOpaque()
-        let rc = pthread_create(&thread, nil, { raw in
-            let me = Unmanaged<TestThread>.fromOpaque(raw!).takeRetainedValue()
-            me.body()
-            return nil
-        }, box)
-        precondition(rc == 0, "pthread_create failed: \(rc)")
-    }
-
-    public func join() {
-        pthread_join(thread, nil)
-    }
-}
+/// A real OS thread (Swift concurrency's pool has as many threads as cores, so busy loops there
+/// would not run at the same time).
+public typealias TestThread = OSThread

@@ -455,23 +455,6 @@ func runThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) -> Doub
     return monotonicSeconds() - start
 }
 
-final class OSThread: @unchecked Sendable {
-    private var thread = pthread_t()
-    private let body: @Sendable () -> Void
-
-    init(_ body: @escaping @Sendable () -> Void) {
-        self.body = body
-        let box = Unmanaged.passRetained(self).toOpaque()
-        let rc = pthread_create(&thread, nil, { raw in
-            Unmanaged<OSThread>.fromOpaque(raw!).takeRetainedValue().body()
-            return nil
-        }, box)
-        precondition(rc == 0, "pthread_create: \(rc)")
-    }
-
-    func join() { pthread_join(thread, nil) }
-}
-
 @inline(never)
 func blackHole(_ x: Int) {
     if x == Int.min { print("") }
