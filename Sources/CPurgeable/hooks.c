@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #ifndef PR_SET_VMA
 #define PR_SET_VMA 0x53564d41
@@ -30,6 +32,7 @@ static int extent_count;
 static uint64_t serial;
 static _Atomic uint64_t generation;
 static _Atomic int anon_names = -1;
+static __thread int pending_here;
 
 static const char *name_of(unsigned arena) {
     for (int i = 0; i < arena_count; i++)
@@ -38,27 +41,57 @@ static const char *name_of(unsigned arena) {
 }
 
 static void record(void *addr, size_t size, unsigned arena) {
+    int tid = (int)syscall(SYS_gettid);
     pthread_mutex_lock(&lock);
     if (extent_count < MP_MAX_EXTENTS) {
-        extents[extent_count++] = (mp_extent){ (uintptr_t)addr, (uintptr_t)addr + size, arena, ++serial };
+        extents[extent_count++] = (mp_extent){ (uintptr_t)addr, (uintptr_t)addr + size, arena, tid, ++serial };
     }
     pthread_mutex_unlock(&lock);
+    pending_here = 1;
     atomic_fetch_add(&generation, 1);
 }
 
+// Removes [start, end) from the records: records inside it go, records overlapping it are
+// trimmed (jemalloc may unmap part of an extent it mapped whole), a record spanning it is split.
 static void forget(void *addr, size_t size) {
     uintptr_t start = (uintptr_t)addr, end = start + size;
     pthread_mutex_lock(&lock);
     for (int i = 0; i < extent_count;) {
         mp_extent *e = &extents[i];
-        if (e->start >= start && e->end <= end) {
+        if (e->end <= start || e->start >= end) {
+            i++;
+        } else if (e->start >= start && e->end <= end) {
             extents[i] = extents[--extent_count];
+        } else if (e->start < start && e->end > end) {
+            mp_extent tail = *e;
+            tail.start = end;
+            e->end = start;
+            if (extent_count < MP_MAX_EXTENTS) extents[extent_count++] = tail;
+            i++;
+        } else if (e->start < start) {
+            e->end = start;
+            i++;
         } else {
+            e->start = end;
             i++;
         }
     }
     pthread_mutex_unlock(&lock);
     atomic_fetch_add(&generation, 1);
+}
+
+bool mp_extents_pending_for_this_thread(void) {
+    int was = pending_here;
+    pending_here = 0;
+    return was != 0;
+}
+
+// PR_SET_VMA_ANON_NAME takes printable ASCII except \\ ` $ [ ]; others become '_'.
+static void sanitize_name(char *name) {
+    for (char *c = name; *c; c++) {
+        unsigned char u = (unsigned char)*c;
+        if (u < 0x20 || u > 0x7e || u == '\\' || u == '`' || u == '$' || u == '[' || u == ']') *c = '_';
+    }
 }
 
 static void *hook_alloc(extent_hooks_t *hooks, void *new_addr, size_t size, size_t alignment, bool *zero,
@@ -142,6 +175,7 @@ int mp_arena_create(const char *name, unsigned *index) {
     int slot = arena_count;
     strncpy(names[slot], name, MP_NAME_LENGTH - 1);
     names[slot][MP_NAME_LENGTH - 1] = 0;
+    sanitize_name(names[slot]);  // a name the kernel refuses must not pass for "unsupported"
     arena_ids[slot] = (unsigned)-1;
     arena_count++;
     pthread_mutex_unlock(&lock);

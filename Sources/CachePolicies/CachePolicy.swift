@@ -3,7 +3,8 @@
 /// Policies are pure value types: they know keys and costs, never values, so the same policy
 /// drives a real cache (`PurgeableCache`) and the trace simulator. Every policy is cost-aware:
 /// each entry has a cost (its size in bytes, or 1 to count objects) and the sum of the costs of
-/// resident entries never exceeds `capacity`.
+/// resident entries never exceeds `capacity`. Capacities are at most `CachePolicies.maximumCapacity`
+/// (2^60), so sums of costs can never overflow.
 public protocol CachePolicy<Key>: Sendable {
     associatedtype Key: Hashable & Sendable
 
@@ -49,6 +50,12 @@ extension CachePolicy {
         insert(key, cost: cost, evicted: &evicted)
         return false
     }
+}
+
+public enum CachePolicies {
+    /// The largest capacity a policy takes (larger ones are lowered to it): costs and their sums
+    /// stay far from Int.max, so no arithmetic on them can trap.
+    public static let maximumCapacity = 1 << 60
 }
 
 /// What a capacity counts.

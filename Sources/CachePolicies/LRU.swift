@@ -6,7 +6,7 @@ public struct LRUPolicy<Key: Hashable & Sendable>: CachePolicy {
     @usableFromInline var list = NodeStore<Key>.List()
 
     public init(capacity: Int) {
-        self.capacity = max(0, capacity)
+        self.capacity = min(max(0, capacity), CachePolicies.maximumCapacity)
     }
 
     @inlinable public var totalCost: Int { list.cost }
@@ -23,7 +23,7 @@ public struct LRUPolicy<Key: Hashable & Sendable>: CachePolicy {
         if contains(key) { remove(key) }
         let cost = max(0, cost)
         guard cost <= capacity else { return false }
-        while list.cost + cost > capacity, let victim = evictOne() { evicted.append(victim) }
+        while cost > capacity - list.cost, let victim = evictOne() { evicted.append(victim) }
         store.pushHead(store.add(key, cost: cost), &list)
         return true
     }
@@ -37,7 +37,7 @@ public struct LRUPolicy<Key: Hashable & Sendable>: CachePolicy {
     }
 
     public mutating func setCapacity(_ capacity: Int, evicted: inout [Key]) {
-        self.capacity = max(0, capacity)
+        self.capacity = min(max(0, capacity), CachePolicies.maximumCapacity)
         while list.cost > self.capacity, let victim = evictOne() { evicted.append(victim) }
     }
 

@@ -25,8 +25,8 @@ public struct S3FIFOPolicy<Key: Hashable & Sendable>: CachePolicy {
     @inlinable static var inMain: UInt8 { 2 }
 
     public init(capacity: Int, smallRatio: Double = 0.1, promotionThreshold: UInt8 = 1) {
-        self.capacity = max(0, capacity)
-        self.smallRatio = smallRatio
+        self.capacity = min(max(0, capacity), CachePolicies.maximumCapacity)
+        self.smallRatio = smallRatio.isFinite ? min(max(smallRatio, 0), 0.9) : 0.1
         self.promotionThreshold = promotionThreshold
     }
 
@@ -49,7 +49,7 @@ public struct S3FIFOPolicy<Key: Hashable & Sendable>: CachePolicy {
         guard cost <= capacity else { return false }
         // Ask the ghost first: the evictions below may push the key out of it.
         let remembered = ghost.remove(key)
-        while totalCost + cost > capacity, let victim = evictOne() { evicted.append(victim) }
+        while cost > capacity - totalCost, let victim = evictOne() { evicted.append(victim) }
         let slot = store.add(key, cost: cost)
         if remembered {
             store.lists[Int(slot)] = Self.inMain
@@ -70,7 +70,7 @@ public struct S3FIFOPolicy<Key: Hashable & Sendable>: CachePolicy {
     }
 
     public mutating func setCapacity(_ capacity: Int, evicted: inout [Key]) {
-        self.capacity = max(0, capacity)
+        self.capacity = min(max(0, capacity), CachePolicies.maximumCapacity)
         while totalCost > self.capacity, let victim = evictOne() { evicted.append(victim) }
         ghost.trim(to: ghostCapacity)
     }

@@ -12,7 +12,7 @@ public struct SIEVEPolicy<Key: Hashable & Sendable>: CachePolicy {
     @usableFromInline var hand: Int32 = NodeStore<Key>.none
 
     public init(capacity: Int) {
-        self.capacity = max(0, capacity)
+        self.capacity = min(max(0, capacity), CachePolicies.maximumCapacity)
     }
 
     @inlinable public var totalCost: Int { list.cost }
@@ -29,7 +29,7 @@ public struct SIEVEPolicy<Key: Hashable & Sendable>: CachePolicy {
         if contains(key) { remove(key) }
         let cost = max(0, cost)
         guard cost <= capacity else { return false }
-        while list.cost + cost > capacity, let victim = evictOne() { evicted.append(victim) }
+        while cost > capacity - list.cost, let victim = evictOne() { evicted.append(victim) }
         store.pushHead(store.add(key, cost: cost), &list)
         return true
     }
@@ -44,7 +44,7 @@ public struct SIEVEPolicy<Key: Hashable & Sendable>: CachePolicy {
     }
 
     public mutating func setCapacity(_ capacity: Int, evicted: inout [Key]) {
-        self.capacity = max(0, capacity)
+        self.capacity = min(max(0, capacity), CachePolicies.maximumCapacity)
         while list.cost > self.capacity, let victim = evictOne() { evicted.append(victim) }
     }
 

@@ -72,11 +72,11 @@ public enum Simulator {
             if policy.contains(r.key) {
                 policy.recordHit(r.key)
                 hits += 1
-                hitBytes += r.size
+                hitBytes = saturatingAdd(hitBytes, r.size)
             } else {
                 policy.insert(r.key, cost: cost, evicted: &evicted)
                 evicted.removeAll(keepingCapacity: true)
-                missBytes += r.size
+                missBytes = saturatingAdd(missBytes, r.size)
             }
         }
         let seconds = monotonicNow() - start
@@ -99,6 +99,13 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+
+/// `a + b`, or Int.max where that would overflow.
+@inline(__always)
+func saturatingAdd(_ a: Int, _ b: Int) -> Int {
+    let (sum, overflow) = a.addingReportingOverflow(b)
+    return overflow ? Int.max : sum
+}
 
 func monotonicNow() -> Double {
     var ts = timespec()

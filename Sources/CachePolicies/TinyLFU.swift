@@ -32,7 +32,7 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
     @inlinable static var inProtected: UInt8 { 3 }
 
     public init(capacity: Int) {
-        self.capacity = max(0, capacity)
+        self.capacity = min(max(0, capacity), CachePolicies.maximumCapacity)
     }
 
     @inlinable public var totalCost: Int { window.cost + probation.cost + protected.cost }
@@ -85,7 +85,7 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
             store.unlink(candidate, &window)
             let candidateCost = store.cost(candidate)
             var admitted = candidateCost <= mainCapacity
-            while admitted, probation.cost + protected.cost + candidateCost > mainCapacity {
+            while admitted, candidateCost > mainCapacity - (probation.cost + protected.cost) {
                 let victim = probation.tail != NodeStore<Key>.none ? probation.tail : protected.tail
                 guard victim != NodeStore<Key>.none else { break }
                 if admits(candidate, over: victim) {
@@ -135,7 +135,7 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
     }
 
     public mutating func setCapacity(_ capacity: Int, evicted: inout [Key]) {
-        self.capacity = max(0, capacity)
+        self.capacity = min(max(0, capacity), CachePolicies.maximumCapacity)
         while probation.cost + protected.cost > mainCapacity, let victim = evictOne() { evicted.append(victim) }
         drainWindow(evicted: &evicted)
         while totalCost > self.capacity, let victim = evictOne() { evicted.append(victim) }

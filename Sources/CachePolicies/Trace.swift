@@ -32,7 +32,7 @@ public struct Trace: Sendable {
     public var uniqueBytes: Int {
         var sizes: [Int: Int] = [:]
         for r in requests { sizes[r.key] = r.size }
-        return sizes.values.reduce(0, +)
+        return sizes.values.reduce(0) { saturatingAdd($0, $1) }
     }
 }
 
@@ -57,6 +57,10 @@ public enum SizeModel: Sendable, Hashable {
     case uniform(ClosedRange<Int>)
 
     func size(of key: Int, seed: UInt64) -> Int {
+        min(max(0, rawSize(of: key, seed: seed)), TraceReader.maximumSize)
+    }
+
+    private func rawSize(of key: Int, seed: UInt64) -> Int {
         switch self {
         case .constant(let s):
             return s
@@ -97,8 +101,8 @@ public enum TraceGenerator {
         var nextScanKey = objects + 1
         var sinceScan = 0
         while out.count < requests {
-            if scanEvery > 0, sinceScan >= scanEvery {
-                for _ in 0..<min(scanLength, requests - out.count) {
+            if scanEvery > 0, scanLength > 0, sinceScan >= scanEvery {
+                for _ in 0..<max(0, min(scanLength, requests - out.count)) {
                     out.append(Request(key: nextScanKey, size: sizes.size(of: nextScanKey, seed: seed)))
                     nextScanKey += 1
                 }
@@ -179,7 +183,7 @@ public enum TraceReader {
             let sizeField = fields[fields.index(after: comma)...]
             guard let size = parseSize(sizeField) else {
                 if lineNumber == 1 { continue }  // a header
-                throw TraceError(file: name, line: lineNumber, reason: "size is not a non-negative integer")
+                throw TraceError(file: name, line: lineNumber, reason: "size is not a non-negative integer of at most \(maximumSize) bytes")
             }
             guard !keyBytes.isEmpty else { throw TraceError(file: name, line: lineNumber, reason: "empty key") }
             let id: Int
@@ -194,16 +198,20 @@ public enum TraceReader {
         return Trace(name: name, requests: requests)
     }
 
+    /// The largest object size a trace may give (1 TiB): sums over millions of requests stay
+    /// far from overflowing.
+    public static let maximumSize = 1 << 40
+
     static func parseSize(_ bytes: ArraySlice<UInt8>) -> Int? {
         var trimmed = bytes.drop { $0 == 0x20 }
         while let last = trimmed.last, last == 0x20 { trimmed = trimmed.dropLast() }
-        guard !trimmed.isEmpty, trimmed.count <= 18 else { return nil }
+        guard !trimmed.isEmpty, trimmed.count <= 13 else { return nil }
         var v = 0
         for c in trimmed {
             let d = Int(c) - 0x30
             guard d >= 0, d <= 9 else { return nil }
             v = v * 10 + d
         }
-        return v
+        return v <= maximumSize ? v : nil
     }
 }

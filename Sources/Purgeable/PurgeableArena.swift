@@ -1,5 +1,6 @@
 import Backtrace
 import CJemalloc
+import CMemoryPressure
 import CPurgeable
 import Synchronization
 import VMTracker
@@ -70,7 +71,14 @@ public final class PurgeableArena: Sendable {
     /// trips that make no system call.
     public var deferredAdviceLimit: Int {
         get { pending.withLock { $0.limit } }
-        set { pending.withLock { $0.limit = max(0, newValue) } }
+        set {
+            // Lowering the limit advises what no longer fits, now.
+            let overflow = pending.withLock { p -> [Pending.Item] in
+                p.limit = max(0, newValue)
+                return Self.popOverflow(&p)
+            }
+            for item in overflow { item.buffer?.adviseIfStillIdle(generation: item.generation) }
+        }
     }
 
     private struct Pending {
@@ -92,21 +100,26 @@ public final class PurgeableArena: Sendable {
         let overflow: [Pending.Item] = pending.withLock { p in
             p.queue.append(Pending.Item(buffer: buffer, bytes: bytes, generation: generation))
             p.bytes += bytes
-            var out: [Pending.Item] = []
-            while p.bytes > p.limit, p.head < p.queue.count {
-                let item = p.queue[p.head]
-                p.head += 1
-                p.bytes -= item.bytes
-                out.append(item)
-            }
-            if p.head > 64 && p.head * 2 > p.queue.count {
-                p.queue.removeFirst(p.head)
-                p.head = 0
-            }
-            return out
+            return Self.popOverflow(&p)
         }
         // Stale items (the buffer was accessed again, or freed) are skipped by the buffer itself.
         for item in overflow { item.buffer?.adviseIfStillIdle(generation: item.generation) }
+    }
+
+    /// Takes the oldest queued items beyond the limit off the queue.
+    private static func popOverflow(_ p: inout Pending) -> [Pending.Item] {
+        var out: [Pending.Item] = []
+        while p.bytes > p.limit, p.head < p.queue.count {
+            let item = p.queue[p.head]
+            p.head += 1
+            p.bytes -= item.bytes
+            out.append(item)
+        }
+        if p.head > 64 && p.head * 2 > p.queue.count {
+            p.queue.removeFirst(p.head)
+            p.head = 0
+        }
+        return out
     }
 
     /// Advises every idle buffer whose advice is deferred. Returns how many were advised.
@@ -167,6 +180,7 @@ public final class PurgeableArena: Sendable {
 
     func deallocate(_ pointer: UnsafeMutableRawPointer, byteCount: Int) {
         sdallocx(pointer, byteCount, mp_mallocx_flags(index, Self.pageSize, false))
+        RegionPublisher.shared.publishIfChanged()  // jemalloc may have unmapped an extent
     }
 
     /// `stats.arenas.<i>.*`, in bytes.
@@ -248,18 +262,24 @@ final class RegionPublisher: Sendable {
         }
     }
 
-    /// Called after every allocation: cheap unless an arena mapped or unmapped an extent.
+    /// Called after every allocation and free: cheap unless an arena mapped or unmapped an
+    /// extent, or mapped one for this thread whose stack is not recorded yet.
     func publishIfChanged() {
         let generation = mp_extent_generation()
-        guard state.withLock({ $0.generation != generation }) else { return }
-        // The stack now is the one that made the arena map memory (this runs right after mallocx).
-        let stack = Backtrace.capture(skip: 2, maxFrames: 24).map(\.description)
+        let mine = mp_extents_pending_for_this_thread()
+        guard mine || state.withLock({ $0.generation < generation }) else { return }
+        // The stack now is the one that made the arena map memory (this runs right after
+        // mallocx): it belongs to the extents mapped for this thread.
+        let stack = mine ? Backtrace.capture(skip: 2, maxFrames: 24).map(\.description) : []
+        let me = Int32(mp_gettid())
         let names = arenaNames()
         state.withLock { s in
-            guard s.generation != generation else { return }
-            s.generation = generation
+            guard mine || s.generation < generation else { return }
+            s.generation = max(s.generation, generation)
             let extents = Self.liveExtents()
-            for e in extents where e.serial > s.lastSerial { s.stacks[e.serial] = stack }
+            if mine {
+                for e in extents where e.tid == me && s.stacks[e.serial] == nil { s.stacks[e.serial] = stack }
+            }
             s.lastSerial = max(s.lastSerial, extents.map(\.serial).max() ?? 0)
             let live = Set(extents.map(\.serial))
             s.stacks = s.stacks.filter { live.contains($0.key) }

@@ -114,7 +114,7 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
         state = Mutex(State(
             policy: policy.make(capacity: Self.capacity(for: totalCostLimit)), countLimit: max(0, countLimit),
             totalCostLimit: max(0, totalCostLimit), evictsDiscarded: evictsObjectsWithDiscardedContent,
-            background: backgroundBehavior, shrinkFraction: min(1, max(0, memoryWarningShrinkFraction))))
+            background: backgroundBehavior, shrinkFraction: memoryWarningShrinkFraction.isFinite ? min(1, max(0, memoryWarningShrinkFraction)) : 0.5))
         events.register(self)
     }
 
@@ -122,7 +122,8 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
         events.unregister(ObjectIdentifier(self))
     }
 
-    private static func capacity(for limit: Int) -> Int { limit > 0 ? limit : Int.max }
+    /// No limit is the policies' largest capacity (2^60 bytes or entries).
+    private static func capacity(for limit: Int) -> Int { limit > 0 ? limit : CachePolicies.maximumCapacity }
 
     // MARK: NSCache's interface
 
@@ -194,7 +195,7 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     public func setObject(_ value: Value, forKey key: Key, cost: Int = 0) {
         mutate { s, out in
             if s.entries[key] != nil { Self.remove(key, reason: .replaced, &s, &out) }
-            let cost = max(0, cost)
+            let cost = min(max(0, cost), CachePolicies.maximumCapacity)
             var evicted: [Key] = []
             s.statistics.insertions += 1
             s.entries[key] = Entry(value: value, cost: cost)
@@ -246,6 +247,7 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     public func didReceiveMemoryWarning() {
         purgeDiscardedEntries()
         mutate { s, out in
+            // totalCost <= 2^60 and the fraction is in 0...1: these conversions cannot trap.
             let targetCost = Int(Double(s.policy.totalCost) * s.shrinkFraction)
             let targetCount = Int(Double(s.entries.count) * s.shrinkFraction)
             while s.policy.totalCost > targetCost || s.entries.count > targetCount, let key = s.policy.evictOne() {

@@ -44,6 +44,7 @@ struct Simulate: AsyncParsableCommand {
         }
         if objects <= 0 || requests < 0 { throw ValidationError("--objects must be positive and --requests not negative") }
         if let zipf, !(zipf >= 0 && zipf.isFinite) { throw ValidationError("--zipf must be a non-negative number") }
+        if scanEvery < 0 || scanLength < 0 { throw ValidationError("--scan-every and --scan-length must not be negative") }
     }
 
     func run() async throws {
@@ -83,7 +84,7 @@ struct Simulate: AsyncParsableCommand {
 /// "1000" or "10%" (of `total`).
 func parseCapacity(_ text: String, total: Int) throws -> Int {
     if text.hasSuffix("%"), let p = Double(text.dropLast()), p >= 0, p <= 100 {
-        return Int((Double(total) * p / 100).rounded())
+        return Int(min((Double(total) * p / 100).rounded(), Double(CachePolicies.maximumCapacity)))
     }
     if let n = Int(text), n >= 0 { return n }
     throw CLIError("--capacity takes a non-negative number or a percentage, not '\(text)'")

@@ -118,6 +118,17 @@ struct PolicyTests {
         #expect((0..<50).filter { l.contains($0) }.isEmpty)
     }
 
+    @Test("costs and capacities near Int.max never trap", arguments: PolicyKind.allCases)
+    func hugeCosts(kind: PolicyKind) {
+        var p: AnyCachePolicy<Int> = kind.make(capacity: Int.max)
+        var e: [Int] = []
+        p.insert(1, cost: Int.max, evicted: &e)
+        p.insert(2, cost: Int.max / 2, evicted: &e)
+        p.insert(3, cost: 1, evicted: &e)
+        #expect(p.totalCost <= p.capacity)
+        #expect(p.capacity == CachePolicies.maximumCapacity)
+    }
+
     @Test("keys whose hashes collide are still told apart", arguments: PolicyKind.allCases)
     func collidingHashes(kind: PolicyKind) {
         struct Colliding: Hashable, Sendable {
@@ -187,7 +198,7 @@ struct TraceReaderTests {
         ("a,1\na,99999999999999999999\n", 2, "not a non-negative integer"),
     ])
     func errors(text: String, line: Int, words: String) {
-        #expect(throws: TraceError(file: "t.csv", line: line, reason: words.hasPrefix("expected") ? "expected 'key,size'" : words == "empty key" ? "empty key" : "size is not a non-negative integer")) {
+        #expect(throws: TraceError(file: "t.csv", line: line, reason: words.hasPrefix("expected") ? "expected 'key,size'" : words == "empty key" ? "empty key" : "size is not a non-negative integer of at most \(TraceReader.maximumSize) bytes")) {
             try TraceReader.parse(Array(text.utf8), name: "t.csv")
         }
     }

@@ -25,6 +25,7 @@ typedef struct {
     uintptr_t start;
     uintptr_t end;
     unsigned arena;
+    int tid;           // the thread whose allocation made jemalloc map it
     uint64_t serial;   // increases with every extent mapped, to tell new ones apart
 } mp_extent;
 
@@ -32,6 +33,9 @@ typedef struct {
 uint64_t mp_extent_generation(void);
 /// Copies up to `max` live extents into `out`; returns how many there are in all.
 int mp_extent_list(mp_extent *out, int max);
+/// Whether extents were mapped for allocations of the calling thread since it last asked
+/// (and forgets them): that thread then records its call stack for them.
+bool mp_extents_pending_for_this_thread(void);
 /// Whether the last PR_SET_VMA_ANON_NAME attempt worked (-1: not tried yet, 0: no, 1: yes).
 int mp_anon_names_supported(void);
 
