@@ -69,24 +69,69 @@ extension Supervisor {
     /// The admin socket's path (nil until `serveAdmin()`).
     public var adminSocketPath: String? { admin?.path }
 
+    /// The most requests one admin connection may have waiting for their answers.
+    static let maximumPendingAdminRequests = 64
+
     func handleAdmin(_ event: SocketEvent) {
         switch event {
         case .accepted(let fd, let peer):
+            guard !isShuttingDown else {
+                close(fd)
+                return
+            }
             guard peer.uid == getuid() || peer.uid == 0 else {
                 record(SupervisorEvent(t: now(), pid: peer.pid, kind: "impostor", detail: "admin connection from uid \(peer.uid) refused"))
                 close(fd)
                 return
             }
+            adminConnections[fd] = AdminConnection()
             admin?.startReading(fd)
         case .lines(let fd, let lines):
-            for line in lines {
-                Task {
-                    let answer = await self.answer(line)
-                    startThread { _ = ControlSocket.sendBlocking(answer, to: fd) }
-                }
+            guard var c = adminConnections[fd], !c.closed else { return }
+            guard c.pending.count + lines.count <= Self.maximumPendingAdminRequests else {
+                record(SupervisorEvent(t: now(), kind: "protocol", detail: "admin client sent more than \(Self.maximumPendingAdminRequests) requests without waiting for answers: disconnected"))
+                adminConnections[fd]?.pending = []
+                ControlSocket.disconnect(fd)
+                return
             }
+            c.pending += lines
+            let start = !c.busy
+            c.busy = true
+            adminConnections[fd] = c
+            if start { Task { await self.serveAdminConnection(fd) } }
         case .closed(let fd, _):
+            guard adminConnections[fd] != nil else {
+                close(fd)
+                return
+            }
+            adminConnections[fd]?.closed = true
+            if adminConnections[fd]?.busy == false {
+                adminConnections.removeValue(forKey: fd)
+                close(fd)
+                connectionClosed()
+            }
+        }
+    }
+
+    /// Answers the connection's requests in order; closes it after the last answer if the
+    /// client has finished sending.
+    private func serveAdminConnection(_ fd: Int32) async {
+        while let line = adminConnections[fd]?.pending.first {
+            adminConnections[fd]?.pending.removeFirst()
+            let answer = await self.answer(line)
+            let sent = await withCheckedContinuation { continuation in
+                startThread { continuation.resume(returning: ControlSocket.sendBlocking(answer, to: fd)) }
+            }
+            if !sent {
+                adminConnections[fd]?.pending = []
+                ControlSocket.disconnect(fd)
+            }
+        }
+        adminConnections[fd]?.busy = false
+        if adminConnections[fd]?.closed == true {
+            adminConnections.removeValue(forKey: fd)
             close(fd)
+            connectionClosed()
         }
     }
 

@@ -36,48 +36,54 @@ final class DeviceCgroups: @unchecked Sendable {
         self.name = name
         self.budgetBytes = budgetBytes
         usesFreezer = freezer
-        isV2 = ProcFS.isFile("\(root)/cgroup.controllers")
-        guard budgetBytes != nil || freezer else {
-            memoryGroup = nil
-            return
+        let isV2 = ProcFS.isFile("\(root)/cgroup.controllers")
+        self.isV2 = isV2
+        var made: [String] = []
+        do {
+            memoryGroup = try Self.setUp(root: root, name: name, isV2: isV2, budgetBytes: budgetBytes, freezer: freezer, made: &made)
+        } catch {
+            // Leave nothing behind: remove what was made before the step that failed.
+            _ = Self.remove(made)
+            throw error
         }
+        created = made
+    }
+
+    /// Creates the groups; returns the memory group; `made` lists what was created, in order.
+    private static func setUp(root: String, name: String, isV2: Bool, budgetBytes: Int?, freezer: Bool, made: inout [String]) throws(CgroupError) -> String? {
+        guard budgetBytes != nil || freezer else { return nil }
         if isV2 {
             let group = "\(root)/\(name)"
-            try Self.makeDirectory(group)
-            created.append(group)
-            if let budgetBytes {
-                try Self.write("+memory", to: "\(root)/cgroup.subtree_control", optional: true)
-                try Self.write("+memory", to: "\(group)/cgroup.subtree_control", optional: true)
-                try Self.write("\(budgetBytes)", to: "\(group)/memory.max")
-                memoryGroup = group
-            } else {
-                memoryGroup = nil
-            }
-        } else {
-            if let budgetBytes {
-                let base = "\(root)/memory"
-                guard ProcFS.isFile("\(base)/cgroup.procs") else {
-                    throw CgroupError("no cgroup v1 memory controller at \(base): cannot give the device a RAM budget")
-                }
-                let group = "\(base)/\(name)"
-                try Self.makeDirectory(group)
-                created.append(group)
-                try Self.write("\(budgetBytes)", to: "\(group)/memory.limit_in_bytes")
-                memoryGroup = group
-            } else {
-                memoryGroup = nil
-            }
-            if freezer {
-                let base = "\(root)/freezer"
-                guard ProcFS.isFile("\(base)/cgroup.procs") else {
-                    removeAll()
-                    throw CgroupError("no cgroup v1 freezer at \(base): suspend with SIGSTOP instead")
-                }
-                let group = "\(base)/\(name)"
-                try Self.makeDirectory(group)
-                created.append(group)
-            }
+            try makeDirectory(group)
+            made.append(group)
+            guard let budgetBytes else { return nil }
+            try write("+memory", to: "\(root)/cgroup.subtree_control", optional: true)
+            try write("+memory", to: "\(group)/cgroup.subtree_control", optional: true)
+            try write("\(budgetBytes)", to: "\(group)/memory.max")
+            return group
         }
+        var memoryGroup: String?
+        if let budgetBytes {
+            let base = "\(root)/memory"
+            guard ProcFS.isFile("\(base)/cgroup.procs") else {
+                throw CgroupError("no cgroup v1 memory controller at \(base): cannot give the device a RAM budget")
+            }
+            let group = "\(base)/\(name)"
+            try makeDirectory(group)
+            made.append(group)
+            try write("\(budgetBytes)", to: "\(group)/memory.limit_in_bytes")
+            memoryGroup = group
+        }
+        if freezer {
+            let base = "\(root)/freezer"
+            guard ProcFS.isFile("\(base)/cgroup.procs") else {
+                throw CgroupError("no cgroup v1 freezer at \(base): suspend with SIGSTOP instead")
+            }
+            let group = "\(base)/\(name)"
+            try makeDirectory(group)
+            made.append(group)
+        }
+        return memoryGroup
     }
 
     /// The cgroups an app of this name joins at launch (created now).
@@ -129,27 +135,39 @@ final class DeviceCgroups: @unchecked Sendable {
         }
     }
 
-    /// Removes an app's own cgroup (after its process is gone).
-    func removeApp(_ app: String) {
-        if isV2 || usesFreezer { rmdir(freezerGroup(app)) }
+    /// Removes an app's own cgroup (after its process is gone); returns why it could not.
+    @discardableResult
+    func removeApp(_ app: String) -> String? {
+        guard isV2 || usesFreezer else { return nil }
+        return Self.remove([freezerGroup(app)]).first
     }
 
-    /// Removes everything this supervisor created (cgroups must be empty by then).
-    func removeAll() {
-        for group in created.reversed() {
+    /// Removes everything this supervisor created; returns what could not be removed, and why
+    /// (a group still holding a process: one an app forked and left behind, which the supervisor
+    /// did not launch and so does not signal).
+    @discardableResult
+    func removeAll() -> [String] {
+        let failures = Self.remove(created.reversed().flatMap { group -> [String] in
             let entries: [[UInt8]]
             do {
                 entries = try ProcFS.listDirectory(group)
             } catch {
                 entries = []  // already gone
             }
-            for e in entries {
-                let child = "\(group)/\(String(decoding: e, as: UTF8.self))"
-                if ProcFS.isDirectory(child) { rmdir(child) }
-            }
-            rmdir(group)
-        }
+            let children = entries.map { "\(group)/\(String(decoding: $0, as: UTF8.self))" }.filter { ProcFS.isDirectory($0) }
+            return children + [group]
+        })
         created.removeAll()
+        return failures
+    }
+
+    /// rmdir each path (a missing one is fine); the failures, described.
+    static func remove(_ groups: [String]) -> [String] {
+        var failures: [String] = []
+        for group in groups where rmdir(group) != 0 && errno != ENOENT {
+            failures.append("cannot remove cgroup \(group): \(Errno(rawValue: errno).symbolicName)")
+        }
+        return failures
     }
 
     static func makeDirectory(_ path: String) throws(CgroupError) {

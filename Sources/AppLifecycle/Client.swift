@@ -138,7 +138,10 @@ public final class LifecycleClient: Sendable {
             do {
                 lines = try buffer.withUnsafeBytes { raw in try splitter.feed(UnsafeRawBufferPointer(rebasing: raw[0..<n])) }
             } catch {
-                return
+                // A line this client cannot take (too long, not UTF-8): skip it and read on; the
+                // app keeps its channel rather than losing its callbacks.
+                splitter = LineSplitter(skippingToNextLine: true)
+                continue
             }
             for line in lines {
                 do {

@@ -196,12 +196,22 @@ public enum SupervisorMessage: Sendable, Hashable {
 /// Splits a byte stream into lines, refusing over-long ones and non-UTF-8 text.
 struct LineSplitter {
     private var pending: [UInt8] = []
+    /// Drops bytes up to the next line feed (after an error, to resynchronize).
+    private var skipping = false
+
+    init(skippingToNextLine: Bool = false) {
+        skipping = skippingToNextLine
+    }
 
     /// Appends `bytes` and returns the complete lines (without the line feed). Throws on a line
     /// longer than the limit, a NUL, or invalid UTF-8.
     mutating func feed(_ bytes: UnsafeRawBufferPointer) throws(ProtocolError) -> [Substring] {
         var lines: [Substring] = []
         for b in bytes {
+            if skipping {
+                if b == 0x0a { skipping = false }
+                continue
+            }
             if b == 0x0a {
                 guard let text = String(validating: pending, as: UTF8.self) else {
                     throw ProtocolError("a line that is not UTF-8 text")

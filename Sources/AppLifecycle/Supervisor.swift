@@ -174,12 +174,26 @@ public actor Supervisor {
     private var logSubscribers: [AsyncStream<SupervisorEvent>.Continuation] = []
     private var waiters: [Waiter] = []
     private var nextWaiter = 0
+    private var lockedApps: Set<String> = []
+    private var lockQueues: [String: [CheckedContinuation<Void, Never>]] = [:]
+    /// Admin connections: their requests are answered one at a time, in order, and the
+    /// descriptor is closed only after the last answer was written.
+    var adminConnections: [Int32: AdminConnection] = [:]
+    private var drainWaiters: [CheckedContinuation<Void, Never>] = []
+    private var shuttingDown = false
+    var isShuttingDown: Bool { shuttingDown }
+
+    struct AdminConnection {
+        var pending: [String] = []
+        var busy = false
+        var closed = false
+    }
 
     enum Event: Sendable {
         case socket(SocketEvent)
         case exited(app: String, generation: Int, status: ExitStatus)
         case pressure(PressureEvent)
-        case timer(app: String, generation: Int, kind: TimerKind)
+        case timer(app: String, generation: Int, period: Int, kind: TimerKind)
     }
 
     enum TimerKind: Sendable {
@@ -204,6 +218,8 @@ public actor Supervisor {
         var readyCount = 0
         var tasks: [Int: Task_] = [:]
         var expiredTasks: Set<Int> = []
+        /// Counts the app's stays in the background: a timer or a wait belongs to one of them.
+        var backgroundPeriod = 0
         var queued: [(kind: String, value: String, count: Int)] = []
         var notifiedCount = 0
         var stack: [String] = []
@@ -241,6 +257,7 @@ public actor Supervisor {
         var notifiedCount: Int
         var stackComplete: Bool
         var channelFailures: Int
+        var backgroundPeriod: Int
     }
 
     public init(configuration: SupervisorConfiguration = SupervisorConfiguration()) throws {
@@ -307,6 +324,11 @@ public actor Supervisor {
             let events = self.events
             Task {
                 for await e in monitor.events() { events.yield(.pressure(e)) }
+            }
+            Task { [weak self] in
+                for await status in monitor.sourceChanges() {
+                    await self?.record(SupervisorEvent(t: self?.now() ?? 0, kind: "pressure", name: status.name, detail: status.detail))
+                }
             }
         }
     }
@@ -391,10 +413,91 @@ public actor Supervisor {
     }
 
     // MARK: Commands
+    //
+    // Commands on one app run one at a time (a per-app lock): the public entry points take it,
+    // the internal steps they are made of do not. Every step that awaits re-checks afterwards
+    // that the same run of the app is still alive before changing its state: an app can exit or
+    // crash during any callback.
 
     /// Starts the app; returns once it is inactive and (for a client) has run didFinishLaunching.
     public func launch(_ name: String) async throws {
         let a = try app(name)
+        await lock(name)
+        defer { unlock(name) }
+        try await launchApp(a)
+    }
+
+    /// Brings the app to the foreground (launching it first if it is not running).
+    public func activate(_ name: String) async throws {
+        let a = try app(name)
+        await lock(name)
+        defer { unlock(name) }
+        try await activateApp(a)
+    }
+
+    /// Interrupts an active app: active -> inactive.
+    public func deactivate(_ name: String) async throws {
+        let a = try app(name)
+        await lock(name)
+        defer { unlock(name) }
+        guard a.state == .active else { throw SupervisorError("\(name) is not active (\(a.state.rawValue))") }
+        let generation = a.generation
+        try await deliver(.willResignActive, to: a)
+        try ensureAlive(a, generation, during: "willResignActive")
+        transition(a, to: .inactive)
+    }
+
+    /// Sends the app to the background; returns once it is suspended, or not running (it
+    /// overran a background task, exited or crashed meanwhile: background then does not throw),
+    /// or back in the foreground (another command activated it while its tasks ran).
+    ///
+    /// The wait for background tasks does not hold the app's lock: the app can be activated or
+    /// terminated meanwhile.
+    public func background(_ name: String) async throws {
+        let a = try app(name)
+        await lock(name)
+        let period: Int?
+        do {
+            period = try await enterBackground(a)
+        } catch {
+            unlock(name)
+            throw error
+        }
+        unlock(name)
+        guard let period else { return }
+        let generation = a.generation
+        // Wait for the background tasks to end, or for the limit to take the app down.
+        _ = await waitFor(name, timeout: configuration.backgroundTaskLimit + configuration.terminateGrace + 5) {
+            $0.tasks == 0 || !$0.alive || $0.generation != generation || $0.backgroundPeriod != period
+        }
+        await lock(name)
+        defer { unlock(name) }
+        guard a.generation == generation, a.backgroundPeriod == period, a.state == .backgroundRunning, a.process != nil else { return }
+        try await suspend(a)
+        guard a.generation == generation, a.process != nil, a.state == .backgroundRunning else { return }
+        transition(a, to: .suspended)
+    }
+
+    /// Terminates the app: running apps get willTerminate and SIGTERM (SIGKILL after the grace
+    /// period); suspended apps are killed without notice.
+    public func terminate(_ name: String) async throws {
+        let a = try app(name)
+        await lock(name)
+        defer { unlock(name) }
+        try await terminateApp(a)
+    }
+
+    /// Terminates (if running) and launches the app again.
+    public func relaunch(_ name: String) async throws {
+        let a = try app(name)
+        await lock(name)
+        defer { unlock(name) }
+        try await terminateApp(a)
+        try await launchApp(a)
+    }
+
+    private func launchApp(_ a: AppRecord) async throws {
+        let name = a.spec.name
         guard a.state == .notRunning else { throw SupervisorError("\(name) is already running (\(a.state.rawValue))") }
         a.generation += 1
         let generation = a.generation
@@ -426,6 +529,7 @@ public actor Supervisor {
         do {
             process = try AppProcess.spawn(launcher: launcher, cgroups: groups, command: a.spec.command, environment: env, outputPath: a.outputPath)
         } catch {
+            cgroups?.removeApp(name)
             record(SupervisorEvent(t: now(), app: name, kind: "error", detail: "launch: \(error)"))
             throw SupervisorError("\(error)")
         }
@@ -444,84 +548,79 @@ public actor Supervisor {
         let connected = await waitFor(name, timeout: configuration.connectTimeout) {
             $0.hello || !$0.alive || $0.generation != generation || $0.channelFailures > failures
         }
-        guard a.generation == generation, a.process != nil else {
-            throw SupervisorError("\(name) exited during launch: \(a.exitStatus.map(\.description) ?? "?")")
-        }
+        try ensureAlive(a, generation, during: "launch")
         guard connected, a.hello else {
             let why = a.channelFailures > failures ? "its control channel failed" : "it did not connect within \(configuration.connectTimeout) s"
             record(SupervisorEvent(t: now(), app: name, pid: process.pid, kind: "error", detail: "\(why): supervised without callbacks"))
             return
         }
         try await deliver(.didFinishLaunching, to: a)
+        try ensureAlive(a, generation, during: "didFinishLaunching")
     }
 
-    /// Brings the app to the foreground (launching it first if it is not running).
-    public func activate(_ name: String) async throws {
-        let a = try app(name)
+    private func activateApp(_ a: AppRecord) async throws {
+        let name = a.spec.name
+        if a.state == .notRunning {
+            try await launchApp(a)
+            guard a.state == .inactive else { throw SupervisorError("\(name) is \(a.state.rawValue) after its launch, not inactive") }
+        }
+        let generation = a.generation
+        if a.state == .suspended {
+            a.backgroundPeriod += 1  // leaving the background: its timers no longer apply
+            try await resume(a)
+            try ensureAlive(a, generation, during: "resume")
+            transition(a, to: .backgroundRunning)
+            await deliverQueuedNotifications(a)
+            try ensureAlive(a, generation, during: "the delivery of queued notifications")
+        }
         switch a.state {
-        case .notRunning:
-            try await launch(name)
-            try await activate(name)
+        case .notRunning, .suspended:
+            throw SupervisorError("\(name) is \(a.state.rawValue): cannot activate it")
         case .active:
             return
         case .inactive:
-            try await deliver(.didBecomeActive, to: a)
-            transition(a, to: .active)
+            break
         case .backgroundRunning:
             a.backgroundEnteredAt = nil
+            a.backgroundPeriod += 1
             try await deliver(.willEnterForeground, to: a)
+            try ensureAlive(a, generation, during: "willEnterForeground")
             transition(a, to: .inactive)
-            try await deliver(.didBecomeActive, to: a)
-            transition(a, to: .active)
-        case .suspended:
-            try await resume(a)
-            transition(a, to: .backgroundRunning)
-            await deliverQueuedNotifications(a)
-            try await activate(name)
         }
+        try await deliver(.didBecomeActive, to: a)
+        try ensureAlive(a, generation, during: "didBecomeActive")
+        transition(a, to: .active)
     }
 
-    /// Interrupts an active app: active -> inactive.
-    public func deactivate(_ name: String) async throws {
-        let a = try app(name)
-        guard a.state == .active else { throw SupervisorError("\(name) is not active (\(a.state.rawValue))") }
-        try await deliver(.willResignActive, to: a)
-        transition(a, to: .inactive)
-    }
-
-    /// Sends the app to the background; returns once it is suspended (or not running, if it
-    /// overran a background task or exited).
-    public func background(_ name: String) async throws {
-        let a = try app(name)
+    /// The foreground-to-background steps; returns the background period to wait in, or nil
+    /// when there is nothing to wait for (not running, suspended, or it exited meanwhile).
+    private func enterBackground(_ a: AppRecord) async throws -> Int? {
         let generation = a.generation
+        func gone() -> Bool { a.generation != generation || a.process == nil }
         switch a.state {
         case .notRunning, .suspended:
-            return
+            return nil
         case .active:
             try await deliver(.willResignActive, to: a)
+            if gone() { return nil }
             transition(a, to: .inactive)
             fallthrough
         case .inactive:
             transition(a, to: .backgroundRunning)
+            a.backgroundPeriod += 1
+            a.expiredTasks = []
             a.backgroundEnteredAt = monotonicSeconds()
             scheduleTaskTimers(a)
             try await deliver(.didEnterBackground, to: a)
+            if gone() { return nil }
         case .backgroundRunning:
             break
         }
-        // Wait for the background tasks to end, or for the limit to take the app down.
-        _ = await waitFor(name, timeout: configuration.backgroundTaskLimit + configuration.terminateGrace + 5) {
-            $0.tasks == 0 || !$0.alive || $0.generation != generation || $0.state != .backgroundRunning
-        }
-        guard a.generation == generation, a.state == .backgroundRunning, a.process != nil else { return }
-        try await suspend(a)
-        transition(a, to: .suspended)
+        return a.state == .backgroundRunning ? a.backgroundPeriod : nil
     }
 
-    /// Terminates the app: running apps get willTerminate and SIGTERM (SIGKILL after the grace
-    /// period); suspended apps are killed without notice.
-    public func terminate(_ name: String) async throws {
-        let a = try app(name)
+    private func terminateApp(_ a: AppRecord) async throws {
+        let name = a.spec.name
         guard let process = a.process, a.state != .notRunning else { return }
         let generation = a.generation
         a.terminating = true
@@ -534,17 +633,40 @@ public actor Supervisor {
             }
         } else {
             try await deliver(.willTerminate, to: a)
-            process.signal(SIGTERM)
-            let exited = await waitFor(name, timeout: configuration.terminateGrace) { !$0.alive || $0.generation != generation }
-            if !exited { process.signal(SIGKILL) }
+            if a.generation == generation, a.process === process {
+                process.signal(SIGTERM)
+                let exited = await waitFor(name, timeout: configuration.terminateGrace) { !$0.alive || $0.generation != generation }
+                if !exited { process.signal(SIGKILL) }
+            }
         }
-        _ = await waitFor(name, timeout: 10) { !$0.alive || $0.generation != generation }
+        let exited = await waitFor(name, timeout: 10) { !$0.alive || $0.generation != generation }
+        if !exited { throw SupervisorError("\(name) (pid \(process.pid)) still has not exited 10 s after SIGKILL") }
     }
 
-    /// Terminates (if running) and launches the app again.
-    public func relaunch(_ name: String) async throws {
-        try await terminate(name)
-        try await launch(name)
+    private func ensureAlive(_ a: AppRecord, _ generation: Int, during what: String) throws {
+        guard a.generation == generation, a.process != nil else {
+            throw SupervisorError("\(a.spec.name) exited during \(what): \(a.exitStatus.map(\.description) ?? "?")")
+        }
+    }
+
+    /// Takes the app's command lock, waiting (in order) behind the command that holds it.
+    private func lock(_ name: String) async {
+        guard lockedApps.contains(name) else {
+            lockedApps.insert(name)
+            return
+        }
+        await withCheckedContinuation { lockQueues[name, default: []].append($0) }
+    }
+
+    /// Hands the lock to the next waiting command, or frees it.
+    private func unlock(_ name: String) {
+        if var queue = lockQueues[name], !queue.isEmpty {
+            let next = queue.removeFirst()
+            lockQueues[name] = queue.isEmpty ? nil : queue
+            next.resume()
+        } else {
+            lockedApps.remove(name)
+        }
     }
 
     /// Waits until the app reports ready `count` times in its current run.
@@ -590,7 +712,7 @@ public actor Supervisor {
     /// latest value) for suspended ones.
     public func notify(_ target: Target = .all, kind: String, value: String) async throws {
         guard ControlProtocol.isToken(Substring(kind)) else { throw SupervisorError("notification kind must be a word: '\(kind)'") }
-        let value = value.replacingOccurrences(of: "\n", with: " ")
+        let value = Self.sanitizedValue(value)
         for name in targets(target) {
             guard let a = apps[name], a.state != .notRunning else { continue }
             if a.state == .suspended {
@@ -607,6 +729,24 @@ public actor Supervisor {
         }
     }
 
+    /// The longest notification value sent (UTF-8 bytes); longer ones are cut.
+    public static let maximumNotificationValueBytes = 1024
+
+    /// A notification value as it goes on the wire: control characters (line feeds, NUL, ...)
+    /// become spaces, and it is cut to `maximumNotificationValueBytes` on a character boundary.
+    static func sanitizedValue(_ value: String) -> String {
+        var out = ""
+        var bytes = 0
+        for scalar in value.unicodeScalars {
+            let s: Unicode.Scalar = scalar.value < 0x20 || scalar.value == 0x7f || (0x80...0x9f).contains(scalar.value) ? " " : scalar
+            let n = String(s).utf8.count
+            guard bytes + n <= maximumNotificationValueBytes else { break }
+            out.unicodeScalars.append(s)
+            bytes += n
+        }
+        return out
+    }
+
     private func targets(_ target: Target) -> [String] {
         switch target {
         case .all: order
@@ -614,18 +754,26 @@ public actor Supervisor {
         }
     }
 
-    /// Terminates every app, removes the cgroups and the socket.
+    /// Terminates every app, closes every connection, removes the cgroups and the sockets.
     public func shutdown() async {
         for name in order {
             do { try await terminate(name) } catch { record(SupervisorEvent(t: now(), app: name, kind: "error", detail: "\(error)")) }
         }
+        shuttingDown = true
         pressureMonitor?.stop()
         samplerTask?.cancel()
         socket.close()
         admin?.close()
+        // Each connection's reader sees the shutdown and reports it closed; its descriptor is
+        // closed then (an admin one after its last answer). Wait for that, briefly.
+        for fd in connections.keys { ControlSocket.disconnect(fd) }
+        for fd in adminConnections.keys { ControlSocket.disconnect(fd) }
+        await waitForConnectionsClosed(timeout: 1)
+        if !connections.isEmpty || !adminConnections.isEmpty {
+            record(SupervisorEvent(t: now(), kind: "error", detail: "\(connections.count + adminConnections.count) connection(s) not closed 1 s after shutdown"))
+        }
         adminEvents.finish()
-        for (fd, _) in connections { ControlSocket.disconnect(fd) }
-        cgroups?.removeAll()
+        for failure in cgroups?.removeAll() ?? [] { record(SupervisorEvent(t: now(), kind: "error", detail: failure)) }
         for s in logSubscribers { s.finish() }
         logSubscribers.removeAll()
         events.finish()
@@ -635,6 +783,27 @@ public actor Supervisor {
             for g in 1...max(1, a.generation) { unlink("\(runtimeDirectory)/\(name)-\(g).log") }
         }
         rmdir(runtimeDirectory)
+    }
+
+    private func waitForConnectionsClosed(timeout: Double) async {
+        guard !connections.isEmpty || !adminConnections.isEmpty else { return }
+        await withCheckedContinuation { continuation in
+            drainWaiters.append(continuation)
+            Task { [weak self] in
+                do { try await Task.sleep(for: .seconds(timeout)) } catch { return }
+                await self?.resumeDrainWaiters()
+            }
+        }
+    }
+
+    func connectionClosed() {
+        if connections.isEmpty && adminConnections.isEmpty { resumeDrainWaiters() }
+    }
+
+    private func resumeDrainWaiters() {
+        let w = drainWaiters
+        drainWaiters = []
+        for c in w { c.resume() }
     }
 
     // MARK: Internals
@@ -782,7 +951,11 @@ public actor Supervisor {
         guard let fd = a.connection, a.hello else { return }
         let before = a.notifiedCount
         let generation = a.generation
-        guard ControlSocket.send(SupervisorMessage.notification(kind: kind, count: count, value: value).line, to: fd) else { return }
+        guard ControlSocket.send(SupervisorMessage.notification(kind: kind, count: count, value: value).line, to: fd) else {
+            record(SupervisorEvent(t: now(), app: a.spec.name, pid: a.process?.pid, kind: "error", detail: "could not send notification \(kind): the app is not reading its control channel"))
+            dropConnection(fd, reason: "not reading")
+            return
+        }
         _ = await waitFor(a.spec.name, timeout: configuration.callbackTimeout) {
             $0.notifiedCount > before || !$0.alive || $0.generation != generation
         }
@@ -797,14 +970,15 @@ public actor Supervisor {
     private func scheduleTaskTimers(_ a: AppRecord) {
         let name = a.spec.name
         let generation = a.generation
+        let period = a.backgroundPeriod
         let limit = configuration.backgroundTaskLimit
         let warning = min(configuration.expirationWarning, limit)
         let events = self.events
         Task {
             do { try await Task.sleep(for: .seconds(limit - warning)) } catch { return }
-            events.yield(.timer(app: name, generation: generation, kind: .expire))
+            events.yield(.timer(app: name, generation: generation, period: period, kind: .expire))
             do { try await Task.sleep(for: .seconds(warning)) } catch { return }
-            events.yield(.timer(app: name, generation: generation, kind: .backgroundLimit))
+            events.yield(.timer(app: name, generation: generation, period: period, kind: .backgroundLimit))
         }
     }
 
@@ -814,9 +988,18 @@ public actor Supervisor {
             a.connection = nil
             a.hello = false
             a.channelFailures += 1
+            forgetTasks(a)
             record(SupervisorEvent(t: now(), app: name, pid: a.process?.pid, kind: "protocol", detail: "control channel closed: \(reason)"))
             checkWaiters(name)
         }
+    }
+
+    /// Without its control channel an app cannot end its background tasks: they are forgotten
+    /// (it is supervised like any program from then on).
+    private func forgetTasks(_ a: AppRecord) {
+        guard !a.tasks.isEmpty else { return }
+        record(SupervisorEvent(t: now(), app: a.spec.name, pid: a.process?.pid, kind: "task", detail: "\(a.tasks.count) background task(s) forgotten with the control channel"))
+        a.tasks = [:]
     }
 
     // MARK: Events
@@ -834,23 +1017,29 @@ public actor Supervisor {
                 a.connection = nil
                 a.hello = false
                 if reason != nil { a.channelFailures += 1 }
+                forgetTasks(a)
                 if let reason {
                     record(SupervisorEvent(t: now(), app: name, pid: a.process?.pid, kind: "protocol", detail: "\(reason): control channel closed; the app keeps running without callbacks"))
                 }
                 checkWaiters(name)
             }
             close(fd)
+            connectionClosed()
         case .exited(let name, let generation, let status):
             exited(name, generation, status)
         case .pressure(let e):
             record(SupervisorEvent(t: now(), kind: "pressure", name: e.level.description, detail: "\(e.source): \(e.detail)"))
             if configuration.warnOnPressure, e.level >= .warning { Task { await self.warn(.all) } }
-        case .timer(let name, let generation, let kind):
-            Task { await self.timer(name, generation, kind) }
+        case .timer(let name, let generation, let period, let kind):
+            Task { await self.timer(name, generation, period, kind) }
         }
     }
 
     private func accept(_ fd: Int32, _ peer: PeerCredentials) {
+        guard !shuttingDown else {
+            close(fd)
+            return
+        }
         // Only the process this supervisor launched may speak for an app.
         guard let (name, a) = apps.first(where: { $0.value.process?.pid == peer.pid && $0.value.state != .notRunning }),
             peer.uid == getuid() || getuid() == 0
@@ -938,18 +1127,30 @@ public actor Supervisor {
         a.hello = false
         a.tasks = [:]
         transition(a, to: .notRunning)
-        cgroups?.removeApp(name)
+        if let failure = cgroups?.removeApp(name) {
+            record(SupervisorEvent(t: now(), app: name, kind: "error", detail: "\(failure) (a process it started is still in it)"))
+        }
         checkWaiters(name)
     }
 
-    private func timer(_ name: String, _ generation: Int, _ kind: TimerKind) async {
-        guard let a = apps[name], a.generation == generation, a.state == .backgroundRunning, !a.tasks.isEmpty else { return }
+    private func timer(_ name: String, _ generation: Int, _ period: Int, _ kind: TimerKind) async {
+        await lock(name)
+        defer { unlock(name) }
+        guard let a = apps[name] else { return }
+        func current() -> Bool {
+            a.generation == generation && a.backgroundPeriod == period && a.state == .backgroundRunning && !a.tasks.isEmpty
+        }
+        guard current() else { return }
         switch kind {
         case .expire:
             for (id, task) in a.tasks.sorted(by: { $0.key < $1.key }) where !a.expiredTasks.contains(id) {
                 a.expiredTasks.insert(id)
                 record(SupervisorEvent(t: now(), app: name, pid: a.process?.pid, kind: "expire", name: task.name, detail: "asked to run the expiration handler of task \(id)"))
-                if let fd = a.connection { _ = ControlSocket.send(SupervisorMessage.expire(id: id).line, to: fd) }
+                guard let fd = a.connection else { continue }
+                if !ControlSocket.send(SupervisorMessage.expire(id: id).line, to: fd) {
+                    dropConnection(fd, reason: "not reading")
+                    break
+                }
             }
         case .backgroundLimit:
             guard let process = a.process, let (id, task) = a.tasks.min(by: { $0.key < $1.key }) else { return }
@@ -961,7 +1162,13 @@ public actor Supervisor {
                 let gotIt = await waitFor(name, timeout: 3) { $0.stackComplete || !$0.alive || $0.generation != generation }
                 if gotIt && a.stackComplete { stack = a.stack }
             }
-            guard a.generation == generation, a.process === process else { return }
+            // The stack took time: the task may have ended, or the app exited, meanwhile.
+            guard current(), a.process === process else {
+                if a.generation == generation, a.process === process {
+                    record(SupervisorEvent(t: now(), app: name, pid: process.pid, kind: "task", name: task.name, detail: "ended while its call stack was taken: not terminated"))
+                }
+                return
+            }
             record(SupervisorEvent(
                 t: now(), app: name, pid: process.pid, kind: "crash-report", name: task.name,
                 detail: "background task \(id) ('\(task.name)') still running \(configuration.backgroundTaskLimit) s after entering the background: terminated"
@@ -989,7 +1196,7 @@ public actor Supervisor {
         AppSnapshot(
             state: a.state, generation: a.generation, hello: a.hello, acks: a.acks, readyCount: a.readyCount, tasks: a.tasks.count,
             alive: a.process != nil, notifiedCount: a.notifiedCount, stackComplete: a.stackComplete,
-            channelFailures: a.channelFailures)
+            channelFailures: a.channelFailures, backgroundPeriod: a.backgroundPeriod)
     }
 
     /// Waits until `condition` holds for the app (checked after every event), or `timeout`.

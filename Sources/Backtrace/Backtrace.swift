@@ -48,7 +48,9 @@ public enum Backtrace {
     }
 
     /// Interrupts thread `tid` of this process with `signal` and returns its call stack, the
-    /// code it was running first; nil if it did not answer within `timeout` seconds.
+    /// code it was running first; nil if it did not answer within `timeout` seconds (a thread
+    /// that blocks `signal`, like libdispatch's workers, never answers) or if another capture is
+    /// under way. Each capture is numbered: a late answer to an abandoned one is discarded.
     public static func captureThread(tid: Int32, signal: Int32, timeout: Double = 1, maxFrames: Int = 48) -> [StackFrame]? {
         var frames = [mp_frame](repeating: mp_frame(), count: max(1, maxFrames))
         let n = frames.withUnsafeMutableBufferPointer {

@@ -86,17 +86,20 @@ public struct PressureConfiguration: Sendable {
 /// interval as timeout); `events()` delivers every change of level, in order, to each subscriber.
 public final class PressureMonitor: Sendable {
     public let configuration: PressureConfiguration
-    /// What was found at start: which sources are in use and why others are not.
-    public let sources: [PressureSourceStatus]
+    /// Which sources are in use and why others are not: what was found at start, updated when
+    /// a source fails later (its file went away, poll reported an error).
+    public var sources: [PressureSourceStatus] { state.withLock { $0.sources } }
 
     private struct State {
         var level: PressureLevel = .normal
         var subscribers: [UInt64: AsyncStream<PressureEvent>.Continuation] = [:]
         var nextSubscriber: UInt64 = 0
         var history: [PressureEvent] = []
+        var sources: [PressureSourceStatus] = []
+        var sourceSubscribers: [UInt64: AsyncStream<PressureSourceStatus>.Continuation] = [:]
     }
 
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     private let stopFD: CInt
     private let thread = Mutex<OSThread?>(nil)
     private let watchers: [Watcher]
@@ -107,7 +110,7 @@ public final class PressureMonitor: Sendable {
         var statuses: [PressureSourceStatus] = []
         var watchers: [Watcher] = []
         Self.openSources(configuration, &watchers, &statuses)
-        self.sources = statuses
+        state = Mutex(State(sources: statuses))
         self.watchers = watchers
         stopFD = mp_eventfd(0)
         let t = OSThread { [self] in run() }
@@ -119,11 +122,15 @@ public final class PressureMonitor: Sendable {
         var one: UInt64 = 1
         _ = write(stopFD, &one, 8)
         thread.withLock { t -> OSThread? in defer { t = nil }; return t }?.join()
-        let subscribers = state.withLock { s -> [AsyncStream<PressureEvent>.Continuation] in
-            defer { s.subscribers.removeAll() }
-            return Array(s.subscribers.values)
+        let (subscribers, sourceSubscribers) = state.withLock { s in
+            defer {
+                s.subscribers.removeAll()
+                s.sourceSubscribers.removeAll()
+            }
+            return (Array(s.subscribers.values), Array(s.sourceSubscribers.values))
         }
         for c in subscribers { c.finish() }
+        for c in sourceSubscribers { c.finish() }
     }
 
     deinit {
@@ -198,6 +205,7 @@ public final class PressureMonitor: Sendable {
         fds.append(pollfd(fd: stopFD, events: Int16(POLLIN), revents: 0))
         let timeoutMilliseconds = Int32(max(10, configuration.pollInterval * 1000))
         var lastEmittedSource = ""
+        var reportedFailures: Set<String> = []
         while true {
             let n = fds.withUnsafeMutableBufferPointer { poll($0.baseAddress, nfds_t($0.count), timeoutMilliseconds) }
             if n < 0 && errno != EINTR { break }
@@ -206,10 +214,23 @@ public final class PressureMonitor: Sendable {
             var fdIndex = 0
             for w in watchers {
                 if w.fd != nil {
-                    if fds[fdIndex].revents != 0 { w.eventFired(at: now) }
+                    let revents = Int32(fds[fdIndex].revents)
+                    if revents & Int32(POLLERR | POLLHUP | POLLNVAL) != 0 || (revents != 0 && !w.isStillValid) {
+                        // The source is gone (its cgroup was removed, the trigger was dropped):
+                        // stop polling it rather than spin or read its last gasp as pressure.
+                        fds[fdIndex].fd = -1
+                        let why = revents & Int32(POLLERR | POLLHUP | POLLNVAL) != 0 ? "poll reported \(Self.describe(revents))" : "its file went away"
+                        sourceFailed(w.name, why)
+                    } else if revents != 0 {
+                        w.eventFired(at: now)
+                    }
                     fdIndex += 1
                 }
                 w.refresh(at: now, configuration)
+                if let failure = w.failure, !reportedFailures.contains(w.name) {
+                    reportedFailures.insert(w.name)
+                    sourceFailed(w.name, failure)
+                }
             }
             // The merged level: the highest any source holds now.
             var best: (PressureLevel, String, String) = (.normal, lastEmittedSource, "")
@@ -229,6 +250,44 @@ public final class PressureMonitor: Sendable {
                 for c in subscribers { c.yield(event) }
             }
         }
+    }
+
+    private func sourceFailed(_ name: String, _ why: String) {
+        let changed = state.withLock { s -> (PressureSourceStatus, [AsyncStream<PressureSourceStatus>.Continuation])? in
+            guard let i = s.sources.firstIndex(where: { $0.name == name }) else { return nil }
+            if s.sources[i].available {
+                s.sources[i].detail = "stopped: \(why) (was: \(s.sources[i].detail))"
+                s.sources[i].available = false
+            }
+            return (s.sources[i], Array(s.sourceSubscribers.values))
+        }
+        if let (status, subscribers) = changed {
+            for c in subscribers { c.yield(status) }
+        }
+    }
+
+    /// Every change of a source's status from now on (a source stopping because its file went
+    /// away or poll reported an error on it).
+    public func sourceChanges() -> AsyncStream<PressureSourceStatus> {
+        let (stream, continuation) = AsyncStream<PressureSourceStatus>.makeStream(bufferingPolicy: .unbounded)
+        let id = state.withLock { s -> UInt64 in
+            let id = s.nextSubscriber
+            s.nextSubscriber += 1
+            s.sourceSubscribers[id] = continuation
+            return id
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.sourceSubscribers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    static func describe(_ revents: Int32) -> String {
+        var names: [String] = []
+        if revents & Int32(POLLERR) != 0 { names.append("POLLERR") }
+        if revents & Int32(POLLHUP) != 0 { names.append("POLLHUP") }
+        if revents & Int32(POLLNVAL) != 0 { names.append("POLLNVAL") }
+        return names.joined(separator: "|")
     }
 
     // MARK: Sources
@@ -328,6 +387,10 @@ class Watcher: @unchecked Sendable {
     init(name: String) { self.name = name }
     var fd: CInt? { nil }
     var pollEvents: Int32 { 0 }
+    /// False once the source's file is gone (checked when its descriptor fires).
+    var isStillValid: Bool { true }
+    /// Why a polled source stopped reading (set by `refresh`), nil while it works.
+    var failure: String?
     func eventFired(at time: Double) {}
     func refresh(at time: Double, _ c: PressureConfiguration) {}
     func current(at time: Double, _ c: PressureConfiguration) -> (PressureLevel, String) { (.normal, "") }
@@ -341,9 +404,11 @@ final class EventWatcher: Watcher, @unchecked Sendable {
     private let events: Int32
     private let level: PressureLevel
     private let what: String
+    private let watchedFile: String?
     private var lastEvent: Double?
 
-    private init(name: String, fd: CInt, extra: CInt?, events: Int32, level: PressureLevel, what: String) {
+    private init(name: String, fd: CInt, extra: CInt?, events: Int32, level: PressureLevel, what: String, watchedFile: String? = nil) {
+        self.watchedFile = watchedFile
         descriptor = fd
         self.extra = extra
         self.events = events
@@ -354,6 +419,10 @@ final class EventWatcher: Watcher, @unchecked Sendable {
 
     override var fd: CInt? { descriptor }
     override var pollEvents: Int32 { events }
+
+    /// A v1 cgroup's eventfd is signalled once more when the cgroup is removed: that is not
+    /// pressure.
+    override var isStillValid: Bool { watchedFile.map { access($0, F_OK) == 0 } ?? true }
 
     override func eventFired(at time: Double) {
         if events == Int32(POLLIN) {
@@ -417,7 +486,7 @@ final class EventWatcher: Watcher, @unchecked Sendable {
         }
         return EventWatcher(
             name: "cgroup v1 memory.pressure_level", fd: efd, extra: pfd, events: Int32(POLLIN), level: level,
-            what: "the kernel reported \(kernelLevel) pressure in \(cgroup)")
+            what: "the kernel reported \(kernelLevel) pressure in \(cgroup)", watchedFile: levelFile)
     }
 }
 
@@ -456,6 +525,7 @@ final class UsageWatcher: Watcher, @unchecked Sendable {
     override func refresh(at time: Double, _ c: PressureConfiguration) {
         guard let usage = number(usageFile), let limit = number(limitFile), limit > 0, limit < UInt64(1) << 62 else {
             level = .normal
+            if access(usageFile, F_OK) != 0 { failure = "\(usageFile) went away (the cgroup was removed)" }
             return
         }
         let fraction = Double(usage) / Double(limit)
@@ -519,12 +589,18 @@ public enum MemInfo {
             guard isTotal || isAvailable else { continue }
             var v: UInt64 = 0
             var digits = 0
-            for c in line[line.index(after: colon)...] where c >= 0x30 && c <= 0x39 {
-                guard digits < 18 else { break }
+            // "   16318124 kB": spaces, at most 15 digits (so that kB * 1024 cannot overflow).
+            var valid = true
+            for c in line[line.index(after: colon)...].drop(while: { $0 == 0x20 || $0 == 0x09 }) {
+                guard c >= 0x30 && c <= 0x39 else { break }
+                guard digits < 15 else {
+                    valid = false
+                    break
+                }
                 v = v * 10 + UInt64(c - 0x30)
                 digits += 1
             }
-            guard digits > 0 else { continue }
+            guard valid, digits > 0 else { continue }
             if isTotal { total = v * 1024 } else { available = v * 1024 }
         }
         return (total, available)

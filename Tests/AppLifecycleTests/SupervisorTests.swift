@@ -36,6 +36,35 @@ func procStat(_ pid: Int32) throws -> ProcessStat {
     return try bytes.withUnsafeBytes { try ProcessStat.parse($0, pid: pid) }
 }
 
+/// A minimal client written against the protocol alone (Python): acknowledges callbacks,
+/// begins a background task that never ends on every didEnterBackground, answers expire,
+/// report-stack and notifications, and exits with status 3 on the callback named by its argument.
+let protocolClient = """
+    import os, socket, sys, threading
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(os.environ['MEMPRESSURE_SOCKET'])
+    def send(line): s.sendall((line + '\\n').encode())
+    send('hello 1 %s %s' % (os.environ['MEMPRESSURE_APP'], os.environ['MEMPRESSURE_TOKEN']))
+    die_on = sys.argv[1] if len(sys.argv) > 1 else ''
+    task = 0
+    for line in s.makefile('r'):
+        words = line.split()
+        if words[0] == 'callback':
+            if words[1] == die_on: os._exit(3)
+            if words[1] == 'didEnterBackground':
+                task += 1
+                send('task-begin %d %d upload' % (task, threading.get_native_id()))
+            send('ack ' + words[1])
+        elif words[0] == 'expire': send('expired ' + words[1])
+        elif words[0] == 'report-stack': send('stack-end')
+        elif words[0] == 'notification': send('notified ' + words[1])
+    """
+
+func protocolClientCommand(dieOn callback: String = "") -> [String] {
+    ["/usr/bin/env", "python3", "-c", protocolClient, callback]
+}
+
+
 @Suite("supervisor", .serialized)
 struct SupervisorTests {
     @Test("each transition produces exactly the expected callbacks, in order")
@@ -231,6 +260,114 @@ struct SupervisorTests {
         #expect(log.contains { $0.app == "flood" && $0.kind == "protocol" && $0.detail?.contains("flood") == true })
         #expect(log.contains { $0.kind == "impostor" && $0.pid == getpid() })
         #expect(callbacks(log, "good") == ["didFinishLaunching", "didBecomeActive", "willTerminate"])
+    }
+
+    @Test("an app that exits during a callback fails the command and is left not running", arguments: ["didFinishLaunching", "didBecomeActive", "willEnterForeground"])
+    func exitDuringCallback(callback: String) async throws {
+        let s = try Supervisor(configuration: configuration())
+        try await s.register(AppSpec(name: "A", command: protocolClientCommand(dieOn: callback)))
+        if callback == "willEnterForeground" {
+            // Foreground, then background with a task (so it stays backgroundRunning), then back.
+            try await s.activate("A")
+            let background = Task { try await s.background("A") }
+            try await s.waitForState("A", .backgroundRunning, timeout: 20)
+            await #expect(throws: SupervisorError.self) { try await s.activate("A") }
+            try await background.value
+        } else {
+            await #expect(throws: SupervisorError.self) { try await s.activate("A") }
+        }
+        #expect(try await s.state(of: "A") == .notRunning)
+        #expect(try await s.pid(of: "A") == nil)
+        let log = await s.log
+        await s.shutdown()
+        #expect(states(log).last == "notRunning", "\(states(log))")
+        #expect(!states(log).contains("active") || callback == "willEnterForeground")
+        #expect(log.contains { $0.app == "A" && $0.kind == "crash" && $0.detail?.contains("3") == true })
+    }
+
+    @Test("each stay in the background has its own task limit: a timer of an earlier stay does not apply")
+    func backgroundPeriods() async throws {
+        let limit = 3.0
+        let s = try Supervisor(configuration: configuration {
+            $0.backgroundTaskLimit = limit
+            $0.expirationWarning = 2.5  // expire 0.5 s after entering the background
+        })
+        try await s.register(AppSpec(name: "A", command: protocolClientCommand()))
+        try await s.activate("A")
+        let events = await s.logStream()
+        // First stay: wait for its expiration request (a real event), then come back.
+        let firstStay = Task { try await s.background("A") }
+        let expired = await first(of: events, within: 20) { $0.app == "A" && $0.kind == "expire" }
+        #expect(expired != nil)
+        try await s.activate("A")
+        try await firstStay.value
+        #expect(try await s.state(of: "A") == .active)
+        // Second stay: the task never ends, so the limit takes the app down, counted from now.
+        try await s.background("A")
+        #expect(try await s.state(of: "A") == .notRunning)
+        let log = await s.log
+        await s.shutdown()
+        let entries = log.filter { $0.app == "A" && $0.kind == "state" && $0.to == "backgroundRunning" }
+        #expect(entries.count == 2)
+        let report = try #require(log.first { $0.app == "A" && $0.kind == "crash-report" })
+        let secondEntry = try #require(entries.last)
+        #expect(report.t - secondEntry.t >= limit, "killed \(report.t - secondEntry.t) s into the second stay")
+        #expect(report.stack == [], "the client answered report-stack with no frames")
+    }
+
+    @Test("notification values are made safe for the line protocol: no control bytes, at most 1 KiB")
+    func notificationValues() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let s = try Supervisor(configuration: configuration())
+        try await s.register(AppSpec(name: "A", command: workloadCommand(dir)))
+        try await s.activate("A")
+        let value = "fr_FR\u{0}\n\r\u{7}" + String(repeating: "é", count: 3000)
+        try await s.notify(.app("A"), kind: "localeChanged", value: value)
+        try await s.notify(.app("A"), kind: "timeZoneChanged", value: "Europe/Paris")
+        let log = await s.log
+        #expect(callbacks(log).filter { $0 == "notification" }.count == 2, "the app took both and kept its channel")
+        #expect(!log.contains { $0.kind == "protocol" || $0.kind == "error" }, "\(log.filter { $0.kind == "protocol" || $0.kind == "error" })")
+        try await s.terminate("A")
+        await s.shutdown()
+    }
+
+    @Test("the admin socket answers pipelined requests in order, and after the client stops sending")
+    func adminPipelining() async throws {
+        let s = try Supervisor(configuration: configuration())
+        try await s.serveAdmin()
+        let path = try #require(await s.adminSocketPath)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in for (i, b) in path.utf8.enumerated() { raw[i] = b } }
+        let rc = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+        try #require(rc == 0)
+        var timeout = timeval(tv_sec: 30, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let requests = #"{"command":"status"}"# + "\nnot json\n" + #"{"command":"activate","app":"nobody"}"# + "\n" + #"{"command":"apps"}"# + "\n"
+        _ = requests.withCString { send(fd, $0, strlen($0), 0) }
+        shutdown(fd, Int32(SHUT_WR))  // done sending: the answers must still come
+        let answers = await withCheckedContinuation { continuation in
+            TestThread.detached {
+                var bytes: [UInt8] = []
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                while true {
+                    let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+                    if n <= 0 { break }
+                    bytes += buffer[0..<n]
+                }
+                continuation.resume(returning: String(decoding: bytes, as: UTF8.self))
+            }
+        }
+        await s.shutdown()
+        let lines = answers.split(separator: "\n")
+        try #require(lines.count == 4, "\(answers)")
+        #expect(lines[0].hasPrefix(#"{"ok":true"#) && lines[0].contains("runtimeDirectory"))
+        #expect(lines[1].hasPrefix(#"{"error":"not a request"#))
+        #expect(lines[2] == #"{"error":"no app named nobody","ok":false}"#)
+        #expect(lines[3] == #"{"ok":true,"result":[]}"#)
     }
 
     @Test("a cgroup the machine does not let us create is a clear error")

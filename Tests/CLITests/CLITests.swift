@@ -228,7 +228,7 @@ struct CacheCLITests {
         #expect(bad.status == 1)
         try writeText("a,1\nb,x\n", to: "\(dir.path)/bad.csv")
         let malformed = try await runMempressure(["cache", "simulate", "--trace", "\(dir.path)/bad.csv", "--capacity", "5"])
-        #expect(malformed.standardError == "mempressure: \(dir.path)/bad.csv: line 2: size is not a non-negative integer\n")
+        #expect(malformed.standardError == "mempressure: \(dir.path)/bad.csv: line 2: size is not a non-negative integer of at most 1099511627776 bytes\n")
     }
 
     @Test("a purgeable cache in another process shows as its own type, with the stack that made it")

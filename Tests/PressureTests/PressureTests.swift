@@ -87,4 +87,33 @@ struct PressureTests {
         #expect(heard.withLock { Array($0.prefix(2)) } == [.warning, .critical])
     }
 
+    @Test("a watched cgroup that is removed stops its sources, without a false alarm", .enabled(if: memoryCgroupsAvailable, "needs root and the cgroup v1 memory controller"))
+    func removedCgroup() async throws {
+        let group = "/sys/fs/cgroup/memory/mempressure-test-gone-\(getpid())"
+        #expect(mkdir(group, 0o755) == 0)
+        var configuration = PressureConfiguration(cgroup: group)
+        configuration.pollInterval = 0.02
+        configuration.usePSI = false
+        let monitor = PressureMonitor(configuration: configuration)
+        defer { monitor.stop() }
+        let watched: Set<String> = ["cgroup v1 memory.pressure_level", "cgroup usage against its limit"]
+        #expect(watched.allSatisfy { name in monitor.sources.contains { $0.name == name && $0.available } })
+        let changes = monitor.sourceChanges()
+        #expect(rmdir(group) == 0)
+        // The kernel signals the pressure_level eventfds as the cgroup goes: not pressure.
+        let stoppedNames = Mutex<Set<String>>([])
+        let all = await first(of: changes, within: 20) { status in
+            stoppedNames.withLock { names in
+                if !status.available { names.insert(status.name) }
+                return names == watched
+            }
+        }
+        #expect(all != nil, "stopped: \(stoppedNames.withLock { $0 })")
+        for name in watched {
+            let status = try #require(monitor.sources.first { $0.name == name })
+            #expect(!status.available && status.detail.hasPrefix("stopped:"), "\(status)")
+        }
+        #expect(monitor.history.isEmpty, "no level change: \(monitor.history)")
+        #expect(monitor.level == .normal)
+    }
 }

@@ -26,7 +26,8 @@ int mp_thread_stack_install(int signo);
 /// Sends `signo` to thread `tid` of this process and waits up to `timeout_ms` for its handler to
 /// walk that thread's stack; copies the frames below the signal (the interrupted code first)
 /// into `frames`. Returns the count, 0 if the thread did not answer in time, or -1 with errno.
-/// Not reentrant: one capture at a time.
+/// One capture at a time: -1 with EBUSY while another runs (or while the handler of an
+/// abandoned capture is still walking). A thread blocking `signo` never answers (0).
 int mp_thread_stack_capture(int tid, int signo, mp_frame *frames, int max, int timeout_ms);
 
 /// The shared object containing `ip` (dladdr), or NULL.
