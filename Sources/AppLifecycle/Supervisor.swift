@@ -906,7 +906,9 @@ public actor Supervisor {
         case .sigstop:
             do {
                 let bytes = try ProcFS.readBytes("/proc/\(process.pid)/stat")
-                return try bytes.withUnsafeBytes { try ProcessStat.parse($0, pid: process.pid) }.isStopped
+                let stat = try bytes.withUnsafeBytes { try ProcessStat.parse($0, pid: process.pid) }
+                if stat.state == UInt8(ascii: "Z") || stat.state == UInt8(ascii: "X") { return nil }  // exiting
+                return stat.isStopped
             } catch {
                 return nil  // exited: the reaper thread will report it
             }
@@ -994,6 +996,13 @@ public actor Supervisor {
         }
     }
 
+    private func forgetTasksIfAlive(_ name: String, _ generation: Int) async {
+        let exited = await waitFor(name, timeout: 1) { !$0.alive || $0.generation != generation }
+        guard !exited, let a = apps[name], a.generation == generation, a.connection == nil else { return }
+        forgetTasks(a)
+        checkWaiters(name)
+    }
+
     /// Without its control channel an app cannot end its background tasks: they are forgotten
     /// (it is supervised like any program from then on).
     private func forgetTasks(_ a: AppRecord) {
@@ -1016,8 +1025,15 @@ public actor Supervisor {
             if let name = connections.removeValue(forKey: fd), let a = apps[name], a.connection == fd {
                 a.connection = nil
                 a.hello = false
-                if reason != nil { a.channelFailures += 1 }
-                forgetTasks(a)
+                if reason != nil {
+                    a.channelFailures += 1
+                    forgetTasks(a)
+                } else if !a.tasks.isEmpty {
+                    // The app closed its end: usually because it is exiting (its files close
+                    // before its exit is reported). Forget its tasks only if it lives on.
+                    let generation = a.generation
+                    Task { await self.forgetTasksIfAlive(name, generation) }
+                }
                 if let reason {
                     record(SupervisorEvent(t: now(), app: name, pid: a.process?.pid, kind: "protocol", detail: "\(reason): control channel closed; the app keeps running without callbacks"))
                 }
