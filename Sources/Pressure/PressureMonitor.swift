@@ -145,16 +145,21 @@ public final class PressureMonitor: Sendable {
     public var history: [PressureEvent] { state.withLock { $0.history } }
 
     /// Every change of level from now on, in order.
-    public func events() -> AsyncStream<PressureEvent> {
-        let (stream, continuation) = AsyncStream<PressureEvent>.makeStream(bufferingPolicy: .unbounded)
+    public func events() -> AsyncStream<PressureEvent> { makeSubscription(\.subscribers) }
+
+    /// A new unbounded stream registered in `subscribers` until its consumer goes away.
+    private func makeSubscription<Element>(_ subscribers: WritableKeyPath<State, [UInt64: AsyncStream<Element>.Continuation]>) -> AsyncStream<Element> {
+        // A key path literal to a stored property: immutable, safe to use from any thread.
+        nonisolated(unsafe) let subscribers = subscribers
+        let (stream, continuation) = AsyncStream<Element>.makeStream(bufferingPolicy: .unbounded)
         let id = state.withLock { s -> UInt64 in
             let id = s.nextSubscriber
             s.nextSubscriber += 1
-            s.subscribers[id] = continuation
+            s[keyPath: subscribers][id] = continuation
             return id
         }
         continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
+            _ = self?.state.withLock { $0[keyPath: subscribers].removeValue(forKey: id) }
         }
         return stream
     }
@@ -268,19 +273,7 @@ public final class PressureMonitor: Sendable {
 
     /// Every change of a source's status from now on (a source stopping because its file went
     /// away or poll reported an error on it).
-    public func sourceChanges() -> AsyncStream<PressureSourceStatus> {
-        let (stream, continuation) = AsyncStream<PressureSourceStatus>.makeStream(bufferingPolicy: .unbounded)
-        let id = state.withLock { s -> UInt64 in
-            let id = s.nextSubscriber
-            s.nextSubscriber += 1
-            s.sourceSubscribers[id] = continuation
-            return id
-        }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.sourceSubscribers.removeValue(forKey: id) }
-        }
-        return stream
-    }
+    public func sourceChanges() -> AsyncStream<PressureSourceStatus> { makeSubscription(\.sourceSubscribers) }
 
     static func describe(_ revents: Int32) -> String {
         var names: [String] = []

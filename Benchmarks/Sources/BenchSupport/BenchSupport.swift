@@ -1,5 +1,6 @@
 // Shared by the benchmark harnesses: timing, reports, plots.
 
+import Foundation
 import VMTracker
 
 #if canImport(Glibc)
@@ -101,3 +102,26 @@ public func kernelRelease() -> String {
 }
 
 public var onlineCPUs: Int { Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))) }
+
+/// A benchmark's report: the JSON holds every sample; the Markdown and the SVG are rendered
+/// from it (so `--render-only` can rebuild them without measuring).
+public protocol RenderedReport: Codable {
+    func markdown() -> String
+    func svg() -> String
+}
+
+/// Writes `OUTPUT/NAME.json`, `.md` and `.svg`, and prints the Markdown.
+public func writeReport(_ report: some RenderedReport, to output: String, named name: String, tool: String) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    try writeText(String(decoding: try encoder.encode(report), as: UTF8.self) + "\n", to: "\(output)/\(name).json")
+    try writeText(report.markdown(), to: "\(output)/\(name).md")
+    try writeText(report.svg(), to: "\(output)/\(name).svg")
+    log(tool, "wrote \(output)/\(name).{md,json,svg}")
+    print(report.markdown())
+}
+
+/// The report a previous run wrote to `OUTPUT/NAME.json`.
+public func readReport<Report: RenderedReport>(_ type: Report.Type, from output: String, named name: String) throws -> Report {
+    try JSONDecoder().decode(type, from: Data(try ProcFS.readBytes("\(output)/\(name).json")))
+}

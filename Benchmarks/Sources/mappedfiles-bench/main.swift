@@ -24,8 +24,7 @@ struct MappedFilesBench: AsyncParsableCommand {
 
     func run() async throws {
         if renderOnly {
-            let json = try ProcFS.readBytes("\(output)/mapped-files.json")
-            try write(try JSONDecoder().decode(Report.self, from: Data(json)))
+            try write(try readReport(Report.self, from: output, named: "mapped-files"))
             return
         }
         let dir = "\(scratch)/mappedfiles-bench-\(getpid())"
@@ -153,13 +152,7 @@ struct MappedFilesBench: AsyncParsableCommand {
     }
 
     func write(_ report: Report) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        try writeText(String(decoding: try encoder.encode(report), as: UTF8.self) + "\n", to: "\(output)/mapped-files.json")
-        try writeText(report.markdown(), to: "\(output)/mapped-files.md")
-        try writeText(report.svg(), to: "\(output)/mapped-files.svg")
-        log("mappedfiles-bench", "wrote \(output)/mapped-files.{md,json,svg}")
-        print(report.markdown())
+        try writeReport(report, to: output, named: "mapped-files", tool: "mappedfiles-bench")
     }
 }
 
@@ -176,7 +169,7 @@ struct Refault: Codable {
     var nanosecondsPerPage: Double
 }
 
-struct Report: Codable {
+struct Report: RenderedReport {
     var kernel: String
     var cpus: Int
     var rounds: Int

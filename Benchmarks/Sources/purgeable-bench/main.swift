@@ -26,8 +26,7 @@ struct PurgeableBench: AsyncParsableCommand {
 
     func run() async throws {
         if renderOnly {
-            let json = try ProcFS.readBytes("\(output)/purgeable-cache.json")
-            try write(try JSONDecoder().decode(Report.self, from: Data(json)))
+            try write(try readReport(Report.self, from: output, named: "purgeable-cache"))
             return
         }
         var report = Report(kernel: kernelRelease(), cpus: onlineCPUs, keys: keys, operations: operations, rounds: rounds, requests: requests, objects: objects)
@@ -212,13 +211,7 @@ struct PurgeableBench: AsyncParsableCommand {
     // MARK: Report
 
     func write(_ report: Report) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        try writeText(String(decoding: try encoder.encode(report), as: UTF8.self) + "\n", to: "\(output)/purgeable-cache.json")
-        try writeText(report.markdown(), to: "\(output)/purgeable-cache.md")
-        try writeText(report.svg(), to: "\(output)/purgeable-cache.svg")
-        log("purgeable-bench", "wrote \(output)/purgeable-cache.{md,json,svg}")
-        print(report.markdown())
+        try writeReport(report, to: output, named: "purgeable-cache", tool: "purgeable-bench")
     }
 }
 
@@ -253,7 +246,7 @@ struct MissRatioRow: Codable {
     var missRatios: [String: Double]
 }
 
-struct Report: Codable {
+struct Report: RenderedReport {
     var kernel: String
     var cpus: Int
     var keys: Int

@@ -30,8 +30,7 @@ struct VMTrackerBench: AsyncParsableCommand {
 
     func run() async throws {
         if renderOnly {
-            let json = try ProcFS.readBytes("\(output)/vmtracker.json")
-            try write(try JSONDecoder().decode(BenchReport.self, from: Data(json)))
+            try write(try readReport(BenchReport.self, from: output, named: "vmtracker"))
             return
         }
         raiseFileLimit()
@@ -42,27 +41,42 @@ struct VMTrackerBench: AsyncParsableCommand {
         defer { removeFiles(in: scratch) }
 
         let gate = Gate()
-        let ready = Counter()
+        let ready = Arrivals()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for i in 0..<processes {
                 let args = Self.hogArguments(i, scratch: scratch)
                 group.addTask {
-                    try await Hog.with(args, executable: hog) { _ in
-                        await ready.increment()
-                        await gate.wait()
+                    do {
+                        try await Hog.with(args, executable: hog) { _ in
+                            await ready.arrive()
+                            await gate.wait()
+                        }
+                    } catch {
+                        await ready.fail(error)
+                        throw error
                     }
                 }
             }
             // One process with tens of thousands of regions for the per-process comparison.
             let big = BigProcess()
             group.addTask {
-                try await Hog.with(["--regions", "\(bigRegions)", "--dirty", "1m"], executable: hog) { info in
-                    await big.set(info.pid)
-                    await ready.increment()
-                    await gate.wait()
+                do {
+                    try await Hog.with(["--regions", "\(bigRegions)", "--dirty", "1m"], executable: hog) { info in
+                        await big.set(info.pid)
+                        await ready.arrive()
+                        await gate.wait()
+                    }
+                } catch {
+                    await ready.fail(error)
+                    throw error
                 }
             }
-            while await ready.value < processes + 1 { try await Task.sleep(for: .milliseconds(20)) }
+            do {
+                try await ready.wait(for: processes + 1)
+            } catch {
+                await gate.open()  // let the hogs that did start end
+                throw error
+            }
             let bigPID = await big.pid!
             log("started \(processes + 1) processes")
             do {
@@ -182,13 +196,7 @@ struct VMTrackerBench: AsyncParsableCommand {
     }
 
     func write(_ report: BenchReport) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        try writeText(String(decoding: try encoder.encode(report), as: UTF8.self) + "\n", to: "\(output)/vmtracker.json")
-        try writeText(report.markdown(), to: "\(output)/vmtracker.md")
-        try writeText(report.svg(), to: "\(output)/vmtracker.svg")
-        log("wrote \(output)/vmtracker.{md,json,svg}")
-        print(report.markdown())
+        try writeReport(report, to: output, named: "vmtracker", tool: "vmtracker-bench")
     }
 }
 
@@ -208,9 +216,39 @@ actor Gate {
     }
 }
 
-actor Counter {
-    private(set) var value = 0
-    func increment() { value += 1 }
+/// Counts processes that came up; `wait(for:)` returns once `n` have, or throws the first
+/// failure to start one (the event itself, not a poll).
+actor Arrivals {
+    private var count = 0
+    private var failure: (any Error)?
+    private var waiter: (target: Int, continuation: CheckedContinuation<Void, any Error>)?
+
+    func arrive() {
+        count += 1
+        settle()
+    }
+
+    func fail(_ error: any Error) {
+        if failure == nil { failure = error }
+        settle()
+    }
+
+    func wait(for target: Int) async throws {
+        if let failure { throw failure }
+        if count >= target { return }
+        try await withCheckedThrowingContinuation { waiter = (target, $0) }
+    }
+
+    private func settle() {
+        guard let w = waiter else { return }
+        if let failure {
+            waiter = nil
+            w.continuation.resume(throwing: failure)
+        } else if count >= w.target {
+            waiter = nil
+            w.continuation.resume()
+        }
+    }
 }
 
 actor BigProcess {
@@ -218,7 +256,7 @@ actor BigProcess {
     func set(_ pid: Int32) { self.pid = pid }
 }
 
-struct BenchReport: Codable {
+struct BenchReport: RenderedReport {
     struct Ratio: Codable {
         var name: String
         var numerator: String
