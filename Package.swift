@@ -23,7 +23,10 @@ let package = Package(
         .library(name: "Purgeable", targets: ["Purgeable"]),
         .library(name: "MappedFiles", targets: ["MappedFiles"]),
         .library(name: "Pressure", targets: ["Pressure"]),
+        .library(name: "LifecycleProtocol", targets: ["LifecycleProtocol"]),
+        .library(name: "SupervisedApp", targets: ["SupervisedApp"]),
         .library(name: "AppLifecycle", targets: ["AppLifecycle"]),
+        .library(name: "Scenarios", targets: ["Scenarios"]),
         .library(name: "MemHogClient", targets: ["MemHogClient"]),
     ],
     dependencies: [
@@ -33,6 +36,7 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.0", traits: []),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
     ],
     targets: [
         // System libraries, found through pkg-config; the apt provider names the Debian package.
@@ -60,13 +64,28 @@ let package = Package(
             dependencies: ["VMTracker", "CMemoryPressure", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: strict
         ),
-        // The supervisor of app processes, the control channel, and the client library apps link.
+        // The control channel's wire protocol and the lifecycle vocabulary (apps and supervisor).
+        .target(name: "LifecycleProtocol", swiftSettings: strict),
+        // The client library a supervised app links: callbacks, background tasks, readiness.
+        .target(
+            name: "SupervisedApp",
+            dependencies: ["LifecycleProtocol", "Backtrace", "CMemoryPressure", "VMTracker"],
+            swiftSettings: strict
+        ),
+        // The supervisor of app processes: the mechanism core with seams for policies.
         .target(
             name: "AppLifecycle",
             dependencies: [
-                "Pressure", "VMTracker", "Backtrace", "CMemoryPressure",
+                "LifecycleProtocol", "Pressure", "VMTracker", "CMemoryPressure",
                 .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "DequeModule", package: "swift-collections"),
             ],
+            swiftSettings: strict
+        ),
+        // Scripted experiments: a device, its apps, the steps; run under a supervisor of their own.
+        .target(
+            name: "Scenarios",
+            dependencies: ["AppLifecycle", "LifecycleProtocol", "VMTracker"],
             swiftSettings: strict
         ),
         // Read-only file mappings: residency, hints, eviction; the map-or-read loader.
@@ -100,6 +119,8 @@ let package = Package(
                 "Purgeable",
                 "MappedFiles",
                 "AppLifecycle",
+                "LifecycleProtocol",
+                "Scenarios",
                 "CMemoryPressure",
                 "MemHogClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -132,7 +153,10 @@ let package = Package(
         // The model app: state, a decoded-image cache, purgeable backing stores, mapped assets.
         .executableTarget(
             name: "WorkloadApp",
-            dependencies: ["AppLifecycle", "Purgeable", "MappedFiles", "CachePolicies", "Pressure"],
+            dependencies: [
+                "SupervisedApp", "LifecycleProtocol", "Purgeable", "MappedFiles", "CachePolicies", "Pressure", "VMTracker",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             swiftSettings: strict
         ),
 
@@ -151,7 +175,7 @@ let package = Package(
         .testTarget(
             name: "CLITests",
             dependencies: [
-                "TestSupport", "VMTracker", "MemHogClient", "AppLifecycle", "mempressure", "MemHog", "WorkloadApp",
+                "TestSupport", "VMTracker", "MemHogClient", "AppLifecycle", "LifecycleProtocol", "mempressure", "MemHog", "WorkloadApp",
                 "mempressure-exec", .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
@@ -169,7 +193,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AppLifecycleTests",
-            dependencies: ["AppLifecycle", "VMTracker", "TestSupport", "WorkloadApp", "mempressure-exec"],
+            dependencies: ["AppLifecycle", "LifecycleProtocol", "Scenarios", "VMTracker", "TestSupport", "WorkloadApp", "mempressure-exec"],
             swiftSettings: strict
         ),
         .testTarget(

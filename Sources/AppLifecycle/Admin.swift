@@ -1,42 +1,57 @@
 import FoundationEssentials
+import Glibc
+import LifecycleProtocol
 import Pressure
 import SystemPackage
 import VMTracker
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// A request on the supervisor's admin socket (`admin.sock` in its runtime directory): one JSON
-/// object per line; the answer is one JSON object per line, `{"ok": true, "result": ...}` or
-/// `{"ok": false, "error": "..."}`. Only the supervisor's user (or root) may connect.
+/// object per line; the answer is one JSON object per line (`AdminResponse`). Only the
+/// supervisor's user (or root) may connect.
 ///
-///     {"command": "register", "app": "A", "argv": ["/path/prog", "arg"], "client": true}
-///     {"command": "launch" | "activate" | "deactivate" | "background" | "terminate" | "relaunch", "app": "A"}
-///     {"command": "warn", "app": "A"}                  (no app: every running app)
-///     {"command": "notify", "app": "A", "kind": "localeChanged", "value": "fr_FR"}
-///     {"command": "apps"}                              result: [AppReport]
-///     {"command": "log"}                               result: [SupervisorEvent]
-///     {"command": "status"}                            result: AdminStatus
-public struct AdminRequest: Sendable, Codable, Hashable {
-    public var command: String
-    public var app: String?
-    public var argv: [String]?
-    public var client: Bool?
-    public var environment: [String: String]?
-    public var kind: String?
-    public var value: String?
+///     any `Command`, in either of its forms        result: the state of the app it names (or null)
+///     {"command": "apps"}                          result: [AppReport]
+///     {"command": "log"}                           result: [SupervisorEvent]
+///     {"command": "status"}                        result: AdminStatus
+public enum AdminRequest: Sendable, Hashable, Codable {
+    case perform(Command)
+    case apps
+    case log
+    case status
 
-    public init(command: String, app: String? = nil, argv: [String]? = nil, client: Bool? = nil, environment: [String: String]? = nil, kind: String? = nil, value: String? = nil) {
-        self.command = command
-        self.app = app
-        self.argv = argv
-        self.client = client
-        self.environment = environment
-        self.kind = kind
-        self.value = value
+    private enum Key: String, CodingKey { case command }
+    private static let queries: [String: AdminRequest] = ["apps": .apps, "log": .log, "status": .status]
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Key.self)
+        if let name = try c.decodeIfPresent(String.self, forKey: .command), let query = Self.queries[name] {
+            self = query
+        } else {
+            self = .perform(try Command(from: decoder))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        switch self {
+        case .perform(let command):
+            try command.encode(to: encoder)
+        case .apps, .log, .status:
+            var c = encoder.container(keyedBy: Key.self)
+            try c.encode(Self.queries.first { $0.value == self }?.key, forKey: .command)
+        }
+    }
+}
+
+/// One answer: `{"ok": true, "result": ...}` or `{"ok": false, "error": "..."}`.
+public struct AdminResponse<Result: Codable & Sendable>: Codable, Sendable {
+    public var ok: Bool
+    public var result: Result?
+    public var error: String?
+
+    public init(ok: Bool, result: Result? = nil, error: String? = nil) {
+        self.ok = ok
+        self.result = result
+        self.error = error
     }
 }
 
@@ -51,19 +66,16 @@ public struct AdminStatus: Sendable, Codable, Hashable {
     public var apps: [App]
 }
 
-/// One answer. `result` is the JSON of the command's result.
-struct AdminResponse<Result: Encodable>: Encodable {
-    var ok: Bool
-    var result: Result?
-    var error: String?
-}
-
 extension Supervisor {
     /// Opens the admin socket; the supervisor serves requests on it until shutdown.
-    public func serveAdmin() throws {
+    public func serveAdmin() throws(SupervisorError) {
         guard admin == nil else { return }
         let events = self.adminEvents
-        admin = try ControlSocket(directory: runtimeDirectory, name: "admin.sock") { events.yield($0) }
+        do {
+            admin = try ControlSocket(directory: runtimeDirectory, name: "admin.sock") { events.yield($0) }
+        } catch {
+            throw .launch(app: "", error)
+        }
     }
 
     /// The admin socket's path (nil until `serveAdmin()`).
@@ -80,7 +92,7 @@ extension Supervisor {
                 return
             }
             guard peer.uid == getuid() || peer.uid == 0 else {
-                record(SupervisorEvent(t: now(), pid: peer.pid, kind: "impostor", detail: "admin connection from uid \(peer.uid) refused"))
+                record(SupervisorEvent(t: now(), pid: peer.pid, kind: .impostor, detail: "admin connection from uid \(peer.uid) refused"))
                 close(fd)
                 return
             }
@@ -89,7 +101,7 @@ extension Supervisor {
         case .lines(let fd, let lines):
             guard var c = adminConnections[fd], !c.closed else { return }
             guard c.pending.count + lines.count <= Self.maximumPendingAdminRequests else {
-                record(SupervisorEvent(t: now(), kind: "protocol", detail: "admin client sent more than \(Self.maximumPendingAdminRequests) requests without waiting for answers: disconnected"))
+                record(SupervisorEvent(t: now(), kind: .protocol, detail: "admin client sent more than \(Self.maximumPendingAdminRequests) requests without waiting for answers: disconnected"))
                 adminConnections[fd]?.pending = []
                 ControlSocket.disconnect(fd)
                 return
@@ -135,6 +147,7 @@ extension Supervisor {
         }
     }
 
+    /// The answer to one request line.
     func answer(_ line: String) async -> String {
         func encode(_ value: some Encodable) -> String {
             let encoder = JSONEncoder()
@@ -145,51 +158,29 @@ extension Supervisor {
                 return #"{"ok":false,"error":"cannot encode the answer"}"#
             }
         }
-        func fail(_ message: String) -> String { encode(AdminResponse<String>(ok: false, result: nil, error: message)) }
         let request: AdminRequest
         do {
             request = try JSONDecoder().decode(AdminRequest.self, from: Data(line.utf8))
         } catch {
-            return fail("not a request: \(error)")
+            return encode(AdminResponse<String>(ok: false, error: "not a request: \(error)"))
         }
-        func app() throws -> String {
-            guard let a = request.app else { throw SupervisorError("'\(request.command)' needs an app") }
-            return a
-        }
-        do {
-            switch request.command {
-            case "register":
-                guard let argv = request.argv, !argv.isEmpty else { throw SupervisorError("register needs argv") }
-                try register(AppSpec(name: try app(), command: argv, environment: request.environment, client: request.client))
-            case "launch":
-                if let argv = request.argv, !argv.isEmpty, knownState(try app()) == nil {
-                    try register(AppSpec(name: try app(), command: argv, environment: request.environment, client: request.client))
-                }
-                try await launch(try app())
-            case "activate": try await activate(try app())
-            case "deactivate": try await deactivate(try app())
-            case "background": try await background(try app())
-            case "terminate": try await terminate(try app())
-            case "relaunch": try await relaunch(try app())
-            case "warn": await warn(request.app.map { .app($0) } ?? .all)
-            case "notify":
-                try await notify(request.app.map { .app($0) } ?? .all, kind: request.kind ?? "", value: request.value ?? "")
-            case "apps":
-                return encode(AdminResponse(ok: true, result: reports(), error: nil))
-            case "log":
-                return encode(AdminResponse(ok: true, result: log, error: nil))
-            case "status":
-                let status = AdminStatus(
-                    runtimeDirectory: runtimeDirectory, pressureSources: pressureSources,
-                    apps: orderedNames.compactMap { name in knownState(name).map { AdminStatus.App(name: name, state: $0, pid: knownPID(name)) } })
-                return encode(AdminResponse(ok: true, result: status, error: nil))
-            default:
-                throw SupervisorError("unknown command '\(request.command.prefix(40))'")
+        switch request {
+        case .apps:
+            return encode(AdminResponse(ok: true, result: reports()))
+        case .log:
+            return encode(AdminResponse(ok: true, result: log))
+        case .status:
+            let status = AdminStatus(
+                runtimeDirectory: runtimeDirectory, pressureSources: pressureSources,
+                apps: order.compactMap { name in records[name].map { AdminStatus.App(name: name, state: $0.state, pid: $0.pid) } })
+            return encode(AdminResponse(ok: true, result: status))
+        case .perform(let command):
+            do {
+                let state = try await perform(command)
+                return encode(AdminResponse(ok: true, result: state))
+            } catch {
+                return encode(AdminResponse<LifecycleState>(ok: false, error: "\(error)"))
             }
-            let state = request.app.flatMap { knownState($0) }
-            return encode(AdminResponse(ok: true, result: state, error: nil))
-        } catch {
-            return fail("\(error)")
         }
     }
 }
@@ -203,25 +194,51 @@ public enum AdminClient {
         return "/tmp/mempressure-\(getuid())"
     }
 
+    /// Why a request got no answer.
+    public enum Failure: Error, Sendable, Hashable, CustomStringConvertible {
+        case noSupervisor(path: String, Errno)
+        case system(SystemCallError)
+        case pathTooLong(String)
+        case sendFailed(path: String)
+        case noAnswer
+        case refused(String)
+        case notAnAnswer(String)
+
+        public var description: String {
+            switch self {
+            case .noSupervisor(let path, let e): "no supervisor at \(path) (\(e.symbolicName)): start one with `mempressure supervise`"
+            case .system(let e): "\(e)"
+            case .pathTooLong(let p): "path too long: \(p)"
+            case .sendFailed(let p): "could not send to \(p)"
+            case .noAnswer: "the supervisor closed the connection without answering"
+            case .refused(let reason): reason
+            case .notAnAnswer(let reason): "the supervisor's answer is not understood: \(reason)"
+            }
+        }
+    }
+
     /// Sends one request and returns the answer's JSON (`{"ok": ..., ...}`).
-    public static func send(_ request: AdminRequest, directory: String = defaultDirectory) throws -> [UInt8] {
+    public static func send(_ request: AdminRequest, directory: String = defaultDirectory) throws(Failure) -> [UInt8] {
         let path = "\(directory)/admin.sock"
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw SupervisorError("socket: \(Errno(rawValue: errno).symbolicName)") }
+        guard fd >= 0 else { throw .system(SystemCallError("socket", errno: Errno(rawValue: errno))) }
         defer { close(fd) }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw SupervisorError("path too long: \(path)") }
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw .pathTooLong(path) }
         withUnsafeMutableBytes(of: &address.sun_path) { raw in for (i, b) in bytes.enumerated() { raw[i] = b } }
         let rc = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
-        guard rc == 0 else {
-            throw SupervisorError("no supervisor at \(path) (\(Errno(rawValue: errno).symbolicName)): start one with `mempressure supervise`")
-        }
+        guard rc == 0 else { throw .noSupervisor(path: path, Errno(rawValue: errno)) }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let line = String(decoding: try encoder.encode(request), as: UTF8.self)
-        guard ControlSocket.sendBlocking(line, to: fd) else { throw SupervisorError("could not send to \(path)") }
+        let line: String
+        do {
+            line = String(decoding: try encoder.encode(request), as: UTF8.self)
+        } catch {
+            throw .notAnAnswer("cannot encode the request: \(error)")
+        }
+        guard ControlSocket.sendBlocking(line, to: fd) else { throw .sendFailed(path: path) }
         var answer: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
@@ -231,8 +248,21 @@ public enum AdminClient {
             answer += buffer[0..<n]
             if answer.last == 0x0a { break }
         }
-        guard !answer.isEmpty else { throw SupervisorError("the supervisor closed the connection without answering") }
+        guard !answer.isEmpty else { throw .noAnswer }
         return answer
+    }
+
+    /// Sends one request and decodes its result (nil when the command has none).
+    public static func call<Result: Codable & Sendable>(_ request: AdminRequest, as: Result.Type, directory: String = defaultDirectory) throws(Failure) -> Result? {
+        let answer = try send(request, directory: directory)
+        let response: AdminResponse<Result>
+        do {
+            response = try JSONDecoder().decode(AdminResponse<Result>.self, from: Data(answer))
+        } catch {
+            throw .notAnAnswer("\(error)")
+        }
+        guard response.ok else { throw .refused(response.error ?? "the supervisor refused") }
+        return response.result
     }
 }
 

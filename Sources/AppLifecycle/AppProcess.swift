@@ -1,19 +1,7 @@
 import CMemoryPressure
+import Glibc
 import SystemPackage
 import VMTracker
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
-/// Why an app could not be started.
-public struct LaunchError: Error, Sendable, Hashable, CustomStringConvertible {
-    public var reason: String
-    public init(_ reason: String) { self.reason = reason }
-    public var description: String { reason }
-}
 
 /// How a process ended.
 public enum ExitStatus: Sendable, Hashable, Codable, CustomStringConvertible {
@@ -64,10 +52,10 @@ final class AppProcess: @unchecked Sendable {
     static func spawn(
         launcher: String, cgroups: [String], command: [String], environment: [String: String], outputPath: String
     ) throws(LaunchError) -> AppProcess {
-        guard let program = command.first, !program.isEmpty else { throw LaunchError("the app has no command") }
+        guard let program = command.first, !program.isEmpty else { throw .noCommand }
         if program.contains("/") {
-            if access(program, F_OK) != 0 { throw LaunchError("cannot launch \(program): no such file") }
-            if access(program, X_OK) != 0 { throw LaunchError("cannot launch \(program): not executable (permission denied)") }
+            if access(program, F_OK) != 0 { throw .programNotFound(program) }
+            if access(program, X_OK) != 0 { throw .notExecutable(program) }
         }
         var args = [launcher]
         for g in cgroups { args += ["--cgroup", g] }
@@ -104,9 +92,7 @@ final class AppProcess: @unchecked Sendable {
         }
         var pid: pid_t = 0
         let rc = posix_spawn(&pid, launcher, &actions, &attributes, argv, envp)
-        guard rc == 0 else {
-            throw LaunchError("cannot start \(launcher): \(Errno(rawValue: rc).symbolicName) (\(Errno(rawValue: rc)))")
-        }
+        guard rc == 0 else { throw .spawn(launcher: launcher, Errno(rawValue: rc)) }
         // Our own unreaped child: pidfd_open cannot race with a reuse of its PID.
         let fd = mp_pidfd_open(pid, 0)
         guard fd >= 0 else {
@@ -114,7 +100,7 @@ final class AppProcess: @unchecked Sendable {
             kill(pid, SIGKILL)  // our child, not yet reaped: the PID is still its
             var status: Int32 = 0
             waitpid(pid, &status, 0)
-            throw LaunchError("pidfd_open(\(pid)) failed: \(Errno(rawValue: e).symbolicName) (pidfds need Linux 5.3)")
+            throw .pidfd(pid: pid, Errno(rawValue: e))
         }
         return AppProcess(pid: pid, pidfd: fd)
     }
@@ -123,6 +109,39 @@ final class AppProcess: @unchecked Sendable {
     @discardableResult
     func signal(_ sig: Int32) -> Bool {
         mp_pidfd_send_signal(pidfd, sig) == 0
+    }
+
+    /// Blocks until the process has stopped (`stopped`) or continued: the kernel reports both
+    /// to the parent (waitid WSTOPPED, WCONTINUED), which the supervisor is. False if the
+    /// process exited (or was reaped) instead. Run on a thread of its own.
+    func waitForStopChange(stopped: Bool) -> Bool {
+        var info = siginfo_t()
+        let options = stopped ? WSTOPPED : WCONTINUED
+        while waitid(idtype_t(rawValue: 3) /* P_PIDFD */, id_t(pidfd), &info, options) != 0 {
+            if errno != EINTR { return false }  // ECHILD: reaped meanwhile
+        }
+        return true
+    }
+
+    /// Frees the memory of this process, which is being killed, at once (process_mrelease,
+    /// Linux 5.15), rather than when it gets to run its exit.
+    func releaseMemory() throws(SystemCallError) {
+        guard mp_process_mrelease(pidfd, 0) == 0 else {
+            let e = Errno(rawValue: errno)
+            if e == .noSuchProcess { return }  // already gone: nothing left to free
+            throw SystemCallError("process_mrelease", errno: e, subject: "pid \(pid)")
+        }
+    }
+
+    /// process_madvise(MADV_PAGEOUT) over the ranges: their anonymous pages are written to
+    /// swap (and clean pages dropped). Returns the bytes advised.
+    func pageOut(_ ranges: [(start: UInt64, end: UInt64)]) throws(SupervisorError) -> UInt64 {
+        guard !ranges.isEmpty else { return 0 }
+        let starts = ranges.map(\.start)
+        let lengths = ranges.map { $0.end &- $0.start }
+        let n = mp_process_madvise_ranges(pidfd, starts, lengths, ranges.count, mp_MADV_PAGEOUT)
+        guard n >= 0 else { throw .system(SystemCallError("process_madvise(MADV_PAGEOUT)", errno: Errno(rawValue: errno), subject: "pid \(pid)")) }
+        return UInt64(n)
     }
 
     /// Blocks until the process exits and reaps it (run on a thread of its own).
@@ -148,46 +167,4 @@ func currentEnvironment() -> [String: String] {
         p += 1
     }
     return out
-}
-
-/// CPU, faults and I/O of a process now.
-struct UsageSample: Sendable {
-    var time: Double
-    var cpuSeconds: Double
-    var minorFaults: UInt64
-    var majorFaults: UInt64
-    var ioReadBytes: UInt64
-    var ioWriteBytes: UInt64
-
-    static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
-
-    /// Reads /proc/PID/stat and /proc/PID/io; nil once the process is gone.
-    static func read(pid: Int32, procfs: ProcFS = ProcFS()) -> UsageSample? {
-        var buffer = ReadBuffer(capacity: 4096)
-        do {
-            let dir = try procfs.open(pid)
-            try dir.read("stat", into: &buffer)
-            let stat = try buffer.withBytes { (b) throws(ProcError) in try ProcessStat.parse(b, pid: pid) }
-            var read: UInt64 = 0, written: UInt64 = 0
-            do {
-                try dir.read("io", into: &buffer)
-                buffer.withBytes { b in
-                    for line in b.split(separator: 0x0a) {
-                        let parts = line.split(separator: 0x3a)
-                        guard parts.count == 2 else { continue }
-                        let value = UInt64(String(decoding: parts[1].drop { $0 == 0x20 }, as: UTF8.self)) ?? 0
-                        if parts[0].elementsEqual("read_bytes".utf8) { read = value }
-                        if parts[0].elementsEqual("write_bytes".utf8) { written = value }
-                    }
-                }
-            } catch {
-                // /proc/PID/io needs ptrace access: without it, I/O is counted as zero.
-            }
-            return UsageSample(
-                time: monotonicSeconds(), cpuSeconds: Double(stat.userTicks + stat.systemTicks) / ticksPerSecond,
-                minorFaults: stat.minorFaults, majorFaults: stat.majorFaults, ioReadBytes: read, ioWriteBytes: written)
-        } catch {
-            return nil
-        }
-    }
 }

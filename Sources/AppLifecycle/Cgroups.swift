@@ -1,18 +1,6 @@
+import Glibc
 import SystemPackage
 import VMTracker
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
-/// Why a cgroup could not be set up or used.
-public struct CgroupError: Error, Sendable, Hashable, CustomStringConvertible {
-    public var reason: String
-    public init(_ reason: String) { self.reason = reason }
-    public var description: String { reason }
-}
 
 /// The cgroups of one supervisor: the "device" memory cgroup with the RAM budget, and one
 /// cgroup per app for the freezer. Created by the supervisor and removed by it.
@@ -66,7 +54,7 @@ final class DeviceCgroups: @unchecked Sendable {
         if let budgetBytes {
             let base = "\(root)/memory"
             guard ProcFS.isFile("\(base)/cgroup.procs") else {
-                throw CgroupError("no cgroup v1 memory controller at \(base): cannot give the device a RAM budget")
+                throw .noController("memory controller", path: base, consequence: "cannot give the device a RAM budget")
             }
             let group = "\(base)/\(name)"
             try makeDirectory(group)
@@ -77,7 +65,7 @@ final class DeviceCgroups: @unchecked Sendable {
         if freezer {
             let base = "\(root)/freezer"
             guard ProcFS.isFile("\(base)/cgroup.procs") else {
-                throw CgroupError("no cgroup v1 freezer at \(base): suspend with SIGSTOP instead")
+                throw .noController("freezer", path: base, consequence: "suspend with SIGSTOP instead")
             }
             let group = "\(base)/\(name)"
             try makeDirectory(group)
@@ -135,9 +123,27 @@ final class DeviceCgroups: @unchecked Sendable {
         }
     }
 
+    /// How many times the kernel's memory-cgroup OOM killer has killed a process in the device
+    /// cgroup (v1 `memory.oom_control`, v2 `memory.events`: `oom_kill N`); nil without one.
+    func kernelOOMKills() -> UInt64? {
+        guard let memoryGroup else { return nil }
+        let file = isV2 ? "\(memoryGroup)/memory.events" : "\(memoryGroup)/memory.oom_control"
+        let bytes: [UInt8]
+        do {
+            bytes = try ProcFS.readBytes(file)
+        } catch {
+            return nil
+        }
+        for line in bytes.split(separator: 0x0a) {
+            let words = line.split(separator: 0x20)
+            if words.count == 2, words[0].elementsEqual("oom_kill".utf8), let n = UInt64(String(decoding: words[1], as: UTF8.self)) { return n }
+        }
+        return nil
+    }
+
     /// Removes an app's own cgroup (after its process is gone); returns why it could not.
     @discardableResult
-    func removeApp(_ app: String) -> String? {
+    func removeApp(_ app: String) -> CgroupError? {
         guard isV2 || usesFreezer else { return nil }
         return Self.remove([freezerGroup(app)]).first
     }
@@ -146,7 +152,7 @@ final class DeviceCgroups: @unchecked Sendable {
     /// (a group still holding a process: one an app forked and left behind, which the supervisor
     /// did not launch and so does not signal).
     @discardableResult
-    func removeAll() -> [String] {
+    func removeAll() -> [CgroupError] {
         let failures = Self.remove(created.reversed().flatMap { group -> [String] in
             let entries: [[UInt8]]
             do {
@@ -162,17 +168,17 @@ final class DeviceCgroups: @unchecked Sendable {
     }
 
     /// rmdir each path (a missing one is fine); the failures, described.
-    static func remove(_ groups: [String]) -> [String] {
-        var failures: [String] = []
+    static func remove(_ groups: [String]) -> [CgroupError] {
+        var failures: [CgroupError] = []
         for group in groups where rmdir(group) != 0 && errno != ENOENT {
-            failures.append("cannot remove cgroup \(group): \(Errno(rawValue: errno).symbolicName)")
+            failures.append(.remove(path: group, Errno(rawValue: errno)))
         }
         return failures
     }
 
     static func makeDirectory(_ path: String) throws(CgroupError) {
         if mkdir(path, 0o755) != 0 && errno != EEXIST {
-            throw CgroupError("cannot create cgroup \(path): \(Errno(rawValue: errno).symbolicName) (\(Errno(rawValue: errno)))")
+            throw .create(path: path, Errno(rawValue: errno))
         }
     }
 
@@ -181,7 +187,7 @@ final class DeviceCgroups: @unchecked Sendable {
             try ProcFS.writeFileInPlace(path, Array(text.utf8))
         } catch {
             if optional { return }
-            throw CgroupError("cannot write '\(text)' to \(path): \(error.errno.symbolicName) (\(error.errno))")
+            throw .write(text: text, path: path, error.errno)
         }
     }
 }

@@ -1,12 +1,8 @@
 import CMemoryPressure
+import Glibc
+import LifecycleProtocol
 import SystemPackage
 import VMTracker
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// The credentials of the process at the other end of a UNIX socket (SO_PEERCRED), taken by
 /// the kernel at connect time: they cannot be forged by the peer.
@@ -42,24 +38,24 @@ final class ControlSocket: @unchecked Sendable {
         path = "\(directory)/\(name)"
         self.emit = emit
         if mkdir(directory, 0o700) != 0 && errno != EEXIST {
-            throw LaunchError("cannot create \(directory): \(Errno(rawValue: errno).symbolicName)")
+            throw .setup(SystemCallError("mkdir", errno: Errno(rawValue: errno), subject: directory))
         }
         // Only this user may enter: whatever the umask did, and whoever made it before.
         var st = stat()
         guard stat(directory, &st) == 0, st.st_uid == getuid(), (st.st_mode & S_IFMT) == S_IFDIR else {
-            throw LaunchError("\(directory) is not a directory of this user")
+            throw .notADirectoryOfThisUser(directory)
         }
         chmod(directory, 0o700)
         unlink(path)
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw LaunchError("socket: \(Errno(rawValue: errno).symbolicName)") }
+        guard fd >= 0 else { throw .setup(SystemCallError("socket", errno: Errno(rawValue: errno))) }
         func closeSocket() { Glibc.close(fd) }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
         guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
             closeSocket()
-            throw LaunchError("socket path too long: \(path)")
+            throw .socketPathTooLong(path)
         }
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             for (i, b) in bytes.enumerated() { raw[i] = b }
@@ -70,7 +66,7 @@ final class ControlSocket: @unchecked Sendable {
         guard bound == 0, listen(fd, 64) == 0 else {
             let e = errno
             closeSocket()
-            throw LaunchError("cannot listen on \(path): \(Errno(rawValue: e).symbolicName)")
+            throw .setup(SystemCallError("listen", errno: Errno(rawValue: e), subject: path))
         }
         listener = fd
         startThread { [self] in acceptLoop() }

@@ -27,6 +27,13 @@
 #ifndef SYS_process_madvise
 #define SYS_process_madvise 440
 #endif
+#ifndef SYS_process_mrelease
+#define SYS_process_mrelease 448
+#endif
+#include <limits.h>
+#ifndef IOV_MAX
+#define IOV_MAX 1024
+#endif
 
 int mp_set_vma_anon_name(void *start, size_t length, const char *name) {
     return prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)start, (unsigned long)length,
@@ -92,4 +99,27 @@ int mp_pidfd_send_signal(int pidfd, int sig) {
 long mp_process_madvise(int pidfd, void *start, size_t length, int advice) {
     struct iovec iov = { .iov_base = start, .iov_len = length };
     return syscall(SYS_process_madvise, pidfd, &iov, 1, advice, 0);
+}
+
+long mp_process_madvise_ranges(int pidfd, const uint64_t *starts, const uint64_t *lengths, size_t count, int advice) {
+    struct iovec iov[64];
+    long total = 0;
+    size_t i = 0;
+    while (i < count) {
+        size_t n = 0;
+        while (n < 64 && i + n < count) {
+            iov[n].iov_base = (void *)(uintptr_t)starts[i + n];
+            iov[n].iov_len = (size_t)lengths[i + n];
+            n++;
+        }
+        long r = syscall(SYS_process_madvise, pidfd, iov, n, advice, 0);
+        if (r < 0) return -1;
+        total += r;
+        i += n;
+    }
+    return total;
+}
+
+int mp_process_mrelease(int pidfd, unsigned int flags) {
+    return (int)syscall(SYS_process_mrelease, pidfd, flags);
 }

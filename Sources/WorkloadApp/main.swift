@@ -21,36 +21,71 @@
 // It reports ready after launch (once active) and after each resume. Without a supervisor it
 // runs once through launch and waits for end of file on its standard input.
 
-import AppLifecycle
+// mempressure-workload: the model app the demo, the tests and the benchmarks run under the
+// supervisor. It holds what a real app holds, in sizes set by its options (`--help` lists them):
+// saved state, a decoded-image cache in a PurgeableCache, view backing stores in purgeable
+// buffers, mmap'd asset files, and plain dirty memory it can be told to grow and shrink while it
+// runs (`allocate N` / `release N`, from a scenario step or `mempressure app allocate`).
+//
+// It reports ready after launch (once active) and after each resume. Without a supervisor it
+// runs once through launch and waits for end of file on its standard input.
+
+import ArgumentParser
 import CachePolicies
+import Glibc
+import LifecycleProtocol
 import MappedFiles
 import Pressure
 import Purgeable
+import SupervisedApp
 import Synchronization
 import VMTracker
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+enum Restore: String, ExpressibleByArgument, Sendable {
+    case lazy, eager
+}
 
-struct Options: Sendable {
-    var name = "workload"
-    var dataDirectory: String?
-    var stateMB = 8
-    var imageCacheMB = 16
-    var imageKB = 256
-    var backingMB = 8
-    var assetsMB = 8
-    var decodeCost = 64
-    var trim = 0.5
-    var eagerRestore = false
-    var backgroundTaskSeconds = 0.0
-    var ignoreExpiration = false
-    var ignoreWarnings = false
-    var spin = false
-    var watchPressure = false
+struct Options: ParsableCommand, Sendable {
+    static let configuration = CommandConfiguration(
+        commandName: "mempressure-workload",
+        abstract: "The model app: state, an image cache, backing stores, assets and dirty memory, supervised through its lifecycle.")
+
+    @Option(help: "The app's name (default: $MEMPRESSURE_APP, else workload).") var name: String?
+    @Option(name: .customLong("data-dir"), help: "Where its state and assets live (default: /tmp/mempressure-workload-NAME).") var dataDirectory: String?
+    @Option(name: .customLong("state-mb"), help: "App state (MiB): saved on didEnterBackground and willTerminate, restored when relaunched.") var stateMB = 8
+    @Option(name: .customLong("image-cache-mb"), help: "Decoded images in a PurgeableCache (MiB).") var imageCacheMB = 16
+    @Option(name: .customLong("image-kb"), help: "The size of one image (KiB, at least 4).") var imageKB = 256
+    @Option(name: .customLong("backing-mb"), help: "View backing stores in purgeable buffers (MiB, 1 MiB each).") var backingMB = 8
+    @Option(name: .customLong("assets-mb"), help: "Asset files, mmap'd read-only (MiB).") var assetsMB = 8
+    @Option(name: .customLong("dirty-mb"), help: "Plain dirty memory allocated at launch (MiB); grows and shrinks with allocate and release.") var dirtyMB = 0
+    @Option(name: .customLong("decode-cost"), help: "Rounds of mixing per KiB when decoding an image (real CPU).") var decodeCost = 64
+    @Option(help: "Fraction (0...1) of the rebuildable memory (images, backing stores) released on didEnterBackground.") var trim = 0.5
+    @Option(help: "On resume, rebuild what was released before reporting ready (eager) or after (lazy).") var restore: Restore = .lazy
+    @Option(name: .customLong("background-task"), help: "On didEnterBackground, run a task (uploadPhotos) for this many seconds.") var backgroundTaskSeconds = 0.0
+    @Option(name: .customLong("warning-frees"), help: "Fraction (0...1) of its plain dirty memory freed on a memory warning (a cache it can rebuild).") var warningFrees = 0.0
+    @Flag(name: .customLong("ignore-expiration"), help: "The background task ignores its expiration handler (and overruns).") var ignoreExpiration = false
+    @Flag(name: .customLong("ignore-warnings"), help: "Memory warnings release nothing.") var ignoreWarnings = false
+    @Flag(help: "Burn CPU on a thread while running.") var spin = false
+    @Flag(name: .customLong("watch-pressure"), help: "Watch memory pressure in-process and shrink its caches at warning.") var watchPressure = false
+
+    mutating func validate() throws {
+        guard stateMB >= 0, imageCacheMB >= 0, backingMB >= 0, assetsMB >= 0, dirtyMB >= 0, decodeCost >= 0 else {
+            throw ValidationError("sizes and costs are non-negative integers")
+        }
+        guard stateMB <= 1 << 20, imageCacheMB <= 1 << 20, backingMB <= 1 << 20, assetsMB <= 1 << 20, dirtyMB <= 1 << 20 else {
+            throw ValidationError("sizes are at most 1048576 MiB")
+        }
+        imageKB = max(4, imageKB)
+        guard (0...1).contains(trim) else { throw ValidationError("--trim takes a fraction between 0 and 1") }
+        guard (0...1).contains(warningFrees) else { throw ValidationError("--warning-frees takes a fraction between 0 and 1") }
+        guard backgroundTaskSeconds >= 0, backgroundTaskSeconds.isFinite, backgroundTaskSeconds <= 86_400 else {
+            throw ValidationError("--background-task takes a number of seconds from 0 to 86400")
+        }
+        if name == nil { name = getenv(ControlProtocol.appVariable).map { String(cString: $0) } ?? "workload" }
+    }
+
+    var appName: String { name ?? "workload" }
+    var eagerRestore: Bool { restore == .eager }
 }
 
 func fail(_ message: String) -> Never {
@@ -59,56 +94,58 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 
-func parseOptions() -> Options {
-    var o = Options()
-    if let env = getenv("MEMPRESSURE_APP") { o.name = String(cString: env) }
-    var args = CommandLine.arguments.dropFirst()
-    func value(_ flag: String) -> String {
-        guard let v = args.popFirst() else { fail("\(flag) needs a value") }
-        return v
-    }
-    func int(_ flag: String) -> Int {
-        guard let v = Int(value(flag)), v >= 0 else { fail("\(flag) takes a non-negative integer") }
-        return v
-    }
-    func double(_ flag: String) -> Double {
-        guard let v = Double(value(flag)), v >= 0, v.isFinite else { fail("\(flag) takes a non-negative number") }
-        return v
-    }
-    while let arg = args.popFirst() {
-        switch arg {
-        case "--name": o.name = value(arg)
-        case "--data-dir": o.dataDirectory = value(arg)
-        case "--state-mb": o.stateMB = int(arg)
-        case "--image-cache-mb": o.imageCacheMB = int(arg)
-        case "--image-kb": o.imageKB = max(4, int(arg))
-        case "--backing-mb": o.backingMB = int(arg)
-        case "--assets-mb": o.assetsMB = int(arg)
-        case "--decode-cost": o.decodeCost = int(arg)
-        case "--trim":
-            o.trim = double(arg)
-            guard o.trim <= 1 else { fail("--trim takes a fraction between 0 and 1") }
-        case "--restore":
-            switch value(arg) {
-            case "lazy": o.eagerRestore = false
-            case "eager": o.eagerRestore = true
-            case let other: fail("--restore takes lazy or eager, not '\(other)'")
-            }
-        case "--background-task": o.backgroundTaskSeconds = double(arg)
-        case "--ignore-expiration": o.ignoreExpiration = true
-        case "--ignore-warnings": o.ignoreWarnings = true
-        case "--spin": o.spin = true
-        case "--watch-pressure": o.watchPressure = true
-        default: fail("unknown argument '\(arg)'")
-        }
-    }
-    return o
-}
-
 func monotonic() -> Double {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+/// Plain dirty memory in anonymous mappings of its own, every page written: what `allocate`
+/// grows and `release` shrinks (munmap: the pages go back to the kernel at once).
+final class DirtyMemory: @unchecked Sendable {
+    private let chunks = Mutex<[(address: UInt, bytes: Int)]>([])  // addresses as integers: Sendable
+    static let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+
+    var bytes: Int { chunks.withLock { $0.reduce(0) { $0 + $1.bytes } } }
+
+    /// Maps and writes `count` bytes (rounded up to pages); false if the kernel refused.
+    func allocate(_ count: Int) -> Bool {
+        let size = (count + Self.page - 1) / Self.page * Self.page
+        guard size > 0 else { return true }
+        let p = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        guard let p, p != MAP_FAILED else { return false }
+        // A distinct non-zero word per page: dirty, and nothing the kernel could share or merge.
+        var offset = 0
+        while offset < size {
+            p.storeBytes(of: UInt64(truncatingIfNeeded: offset) &* 0x9E37_79B9_7F4A_7C15 | 1, toByteOffset: offset, as: UInt64.self)
+            offset += Self.page
+        }
+        let address = UInt(bitPattern: p)
+        chunks.withLock { $0.append((address, size)) }
+        return true
+    }
+
+    /// Unmaps `count` bytes (the newest first, whole pages); returns the bytes released.
+    @discardableResult
+    func release(_ count: Int) -> Int {
+        chunks.withLock { list in
+            var released = 0
+            while released < count, let last = list.last {
+                let want = (count - released + Self.page - 1) / Self.page * Self.page
+                let base = UnsafeMutableRawPointer(bitPattern: last.address)
+                if want >= last.bytes {
+                    munmap(base, last.bytes)
+                    released += last.bytes
+                    list.removeLast()
+                } else {
+                    munmap(base.map { $0 + (last.bytes - want) }, want)
+                    list[list.count - 1].bytes -= want
+                    released += want
+                }
+            }
+            return released
+        }
+    }
 }
 
 /// The app's model: everything it holds, and how it builds, trims and restores it.
@@ -128,10 +165,12 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
     let taskBegun = Atomic<Bool>(false)
     var restoredFromDisk = false
 
+    let dirty = DirtyMemory()
+
     init(_ o: Options) {
         self.o = o
-        directory = o.dataDirectory ?? "/tmp/mempressure-workload-\(o.name)"
-        images = PurgeableCache(name: "images-\(o.name)", policy: .sieve)
+        directory = o.dataDirectory ?? "/tmp/mempressure-workload-\(o.appName)"
+        images = PurgeableCache(name: "images-\(o.appName)", policy: .sieve)
         if mkdir(directory, 0o755) != 0 && errno != EEXIST { fail("cannot create \(directory): errno \(errno)") }
     }
 
@@ -169,7 +208,7 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
 
     func buildBackingStore() -> PurgeableBuffer {
         do {
-            let b = try PurgeableBuffer(count: 1 << 20, arena: PurgeableArena.named("backing stores: \(o.name)"))
+            let b = try PurgeableBuffer(count: 1 << 20, arena: PurgeableArena.named("backing stores: \(o.appName)"))
             try b.withUnsafeMutableBytes { raw in
                 raw.bindMemory(to: UInt64.self).update(repeating: 0x00FF_00FF_00FF_00FF)
             }
@@ -279,6 +318,7 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
         mapAssets()
         for id in 0..<imageCount { buildImage(id) }
         lock.withLock { _ in backingStores = (0..<backingCount).map { _ in buildBackingStore() } }
+        if o.dirtyMB > 0, !dirty.allocate(o.dirtyMB << 20) { fail("cannot allocate \(o.dirtyMB) MiB") }
     }
 
     // MARK: LifecycleDelegate
@@ -330,6 +370,23 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
     func didReceiveMemoryWarning(_ client: LifecycleClient) {
         guard !o.ignoreWarnings else { return }
         MemoryEvents.shared.post(.memoryWarning)
+        if o.warningFrees > 0 { dirty.release(Int(Double(dirty.bytes) * o.warningFrees)) }
+    }
+
+    /// `allocate N`: map and write N more bytes of dirty memory; `release N`: unmap N bytes.
+    /// The answer names the bytes now held.
+    func didReceiveCommand(_ client: LifecycleClient, _ text: String) -> String {
+        let words = text.split(separator: " ")
+        guard words.count == 2, let n = Int(words[1]), n > 0, n <= 1 << 40 else { return "error: expected 'allocate N' or 'release N'" }
+        switch words[0] {
+        case "allocate":
+            guard dirty.allocate(n) else { return "error: mmap of \(n) bytes refused" }
+        case "release":
+            dirty.release(n)
+        default:
+            return "error: unknown command '\(words[0])'"
+        }
+        return "dirty \(dirty.bytes)"
     }
 }
 
@@ -343,7 +400,7 @@ func uploadPhotos(seconds: Double, shouldStop: () -> Bool) {
     }
 }
 
-let options = parseOptions()
+let options = Options.parseOrExit()
 let workload = Workload(options)
 let counter = Atomic<UInt64>(0)
 if options.spin {

@@ -1,14 +1,11 @@
 import AppLifecycle
 import ArgumentParser
 import FoundationEssentials
-import MemHogClient
-import VMTracker
-
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+import LifecycleProtocol
+import MemHogClient
+import Scenarios
+import VMTracker
 
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -87,15 +84,15 @@ struct Demo: AsyncParsableCommand {
                 workload("Maps", ["--trim", "0.75", "--restore", "eager"]),
             ],
             steps: [
-                .init(launch: "Photos"), .init(activate: "Photos"), .init(waitReady: "Photos"),
-                .init(background: "Photos"),
-                .init(activate: "Maps"), .init(waitReady: "Maps"),
-                .init(notify: "all", kind: "localeChanged", value: "fr_FR"),
-                .init(notify: "all", kind: "localeChanged", value: "de_DE"),
-                .init(warn: "running"),
-                .init(background: "Maps"),
-                .init(activate: "Photos"), .init(waitReady: "Photos", count: 2),
-                .init(terminate: "Photos"), .init(terminate: "Maps"),
+                .launch("Photos", registering: nil), .activate("Photos"), .waitReady("Photos", count: nil, timeout: nil),
+                .background("Photos", waitForSuspension: true),
+                .activate("Maps"), .waitReady("Maps", count: nil, timeout: nil),
+                .notify(.all, kind: "localeChanged", value: "fr_FR"),
+                .notify(.all, kind: "localeChanged", value: "de_DE"),
+                .warn(.all),
+                .background("Maps", waitForSuspension: true),
+                .activate("Photos"), .waitReady("Photos", count: 2, timeout: nil),
+                .terminate("Photos"), .terminate("Maps"),
             ])
         if !json {
             output("\nPart 2: two apps through their lifecycle on a \(canBudget ? "512 MiB device (a memory cgroup holding both)" : "machine without a RAM budget (creating a memory cgroup needs root and the memory controller)")\n\n")
@@ -118,9 +115,9 @@ struct Demo: AsyncParsableCommand {
         var out = "\n"
         for app in ["Photos"] {
             let events = log.events.filter { $0.app == app }
-            let readies = events.filter { $0.kind == "ready" }.map(\.t)
-            guard readies.count >= 2, let launch = events.first(where: { $0.kind == "launch" })?.t,
-                let resume = events.first(where: { $0.kind == "state" && $0.from == "suspended" })?.t
+            let readies = events.filter { $0.kind == .ready }.map(\.t)
+            guard readies.count >= 2, let launch = events.first(where: { $0.kind == .launch })?.t,
+                let resume = events.first(where: { $0.kind == .state && $0.from == .suspended })?.t
             else { continue }
             out += "\(app): ready \(ByteFormat.fixed((readies[0] - launch) * 1000, 0)) ms after launch, "
             out += "\(ByteFormat.fixed((readies[1] - resume) * 1000, 0)) ms after resume from suspension.\n"

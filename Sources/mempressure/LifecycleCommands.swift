@@ -1,16 +1,13 @@
 import AppLifecycle
 import ArgumentParser
 import FoundationEssentials
+import Glibc
+import LifecycleProtocol
 import Logging
+import Scenarios
 import ServiceLifecycle
 import UnixSignals
 import VMTracker
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 extension SuspendMethod: ExpressibleByArgument {}
 
@@ -55,10 +52,10 @@ func renderEvent(_ e: SupervisorEvent) -> String {
     let time: String = ByteFormat.fixed(e.t, 3).padded(to: 9)
     let app: String = (e.app ?? "-").padded(to: 10, left: true)
     let pid: String = (e.pid.map { String($0) } ?? "").padded(to: 7)
-    let kind: String = e.kind.padded(to: 12, left: true)
+    let kind: String = e.kind.rawValue.padded(to: 12, left: true)
     var line = time + "  " + app + "  " + pid + "  " + kind
     switch e.kind {
-    case "state": line += "  \(e.from ?? "?") -> \(e.to ?? "?")"
+    case .state: line += "  \(e.from?.rawValue ?? "?") -> \(e.to?.rawValue ?? "?")"
     default:
         if let n = e.name { line += "  \(n)" }
         if let d = e.detail { line += "  \(d)" }
@@ -122,7 +119,7 @@ struct Supervise: AsyncParsableCommand {
         c.suspendMethod = suspend
         c.backgroundTaskLimit = backgroundTaskLimit
         c.expirationWarning = min(5, backgroundTaskLimit / 2)
-        c.warnOnPressure = warnOnPressure
+        if warnOnPressure { c.policies.append(WarnOnPressure()) }
         do {
             if let budget { c.budgetBytes = try parseBytes(budget, flag: "--budget") }
             let logger = Logger(label: "mempressure.supervise")
@@ -172,14 +169,7 @@ struct Apps: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            let answer = try AdminClient.send(AdminRequest(command: "apps"), directory: dir)
-            struct Response: Decodable {
-                var ok: Bool
-                var result: [AppReport]?
-                var error: String?
-            }
-            let response = try JSONDecoder().decode(Response.self, from: Data(answer))
-            guard response.ok, let apps = response.result else { throw CLIError(response.error ?? "the supervisor refused") }
+            let apps = try AdminClient.call(.apps, as: [AppReport].self, directory: dir) ?? []
             output(json ? try encodeJSON(apps) : renderAccounting(apps))
         } catch {
             throw fail(error)
@@ -187,59 +177,75 @@ struct Apps: AsyncParsableCommand {
     }
 }
 
+extension Command.Verb: ExpressibleByArgument {}
+
 struct AppCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "app",
         abstract: "Drive an app of the running supervisor.",
         discussion: """
-            VERB is launch, activate, deactivate, background, terminate, relaunch, warn or notify. \
+            VERB is one of \(AppCommand.verbs.map(\.rawValue).joined(separator: ", ")). \
             `launch NAME -- PROGRAM ARGS...` registers the app on first use. `warn` without a name \
-            warns every running app; `notify NAME|all --kind KIND --value VALUE` posts a system change.
+            warns every running app; `notify NAME|all --kind KIND --value VALUE` posts a system change; \
+            `allocate NAME --bytes N` and `release NAME --bytes N` make the model app grow or shrink \
+            its dirty memory; `background NAME --no-wait` returns once didEnterBackground was delivered.
             """
     )
 
-    @Argument(help: "launch, activate, deactivate, background, terminate, relaunch, warn, notify.") var verb: String
+    /// What `app` takes: every command but the scenario's waits.
+    static let verbs = Command.Verb.allCases.filter { ![.wait, .waitReady, .waitState, .register].contains($0) }
+
+    @Argument(help: "The command.") var verb: Command.Verb
     @Argument(help: "The app (or \"all\" for warn and notify).") var name: String?
     @Argument(parsing: .postTerminator, help: "For launch: the program and its arguments, after --.") var command: [String] = []
     @Flag(name: .customLong("no-client"), help: "The program does not link the client library.") var noClient = false
     @Option(help: "For notify: the kind of change.") var kind: String?
     @Option(help: "For notify: the new value.") var value: String?
+    @Option(help: "For allocate and release: bytes (k, m, g suffixes).") var bytes: String?
+    @Flag(name: .customLong("no-wait"), help: "For background: return once didEnterBackground was delivered.") var noWait = false
     @Option(help: "The supervisor's runtime directory.") var dir = AdminClient.defaultDirectory
 
     func validate() throws {
-        let verbs = ["launch", "activate", "deactivate", "background", "terminate", "relaunch", "warn", "notify"]
-        guard verbs.contains(verb) else { throw ValidationError("VERB must be one of \(verbs.joined(separator: ", "))") }
-        if verb != "warn" && verb != "notify" && name == nil { throw ValidationError("\(verb) needs an app name") }
-        if verb == "notify" && kind == nil { throw ValidationError("notify needs --kind") }
+        guard Self.verbs.contains(verb) else { throw ValidationError("VERB must be one of \(Self.verbs.map(\.rawValue).joined(separator: ", "))") }
+        if verb != .warn && verb != .notify && name == nil { throw ValidationError("\(verb.rawValue) needs an app name") }
+        if verb == .notify && kind == nil { throw ValidationError("notify needs --kind") }
+        if (verb == .allocate || verb == .release) && bytes == nil { throw ValidationError("\(verb.rawValue) needs --bytes") }
+    }
+
+    /// The command this invocation asks for.
+    func makeCommand() throws -> Command {
+        let app = name == "all" ? nil : name
+        let target: Supervisor.Target = app.map { .app($0) } ?? .all
+        func named() -> String { name ?? "" }
+        switch verb {
+        case .launch:
+            var spec: AppSpec?
+            if !command.isEmpty {
+                var argv = command
+                argv[0] = Programs.resolve(command[0])
+                spec = AppSpec(name: named(), command: argv, client: noClient ? false : nil)
+            }
+            return .launch(named(), registering: spec)
+        case .activate: return .activate(named())
+        case .deactivate: return .deactivate(named())
+        case .background: return .background(named(), waitForSuspension: !noWait)
+        case .terminate: return .terminate(named())
+        case .relaunch: return .relaunch(named())
+        case .warn: return .warn(target)
+        case .notify: return .notify(target, kind: kind ?? "", value: value ?? "")
+        case .allocate: return .allocate(named(), bytes: try parseBytes(bytes ?? "", flag: "--bytes"))
+        case .release: return .release(named(), bytes: try parseBytes(bytes ?? "", flag: "--bytes"))
+        case .register, .wait, .waitReady, .waitState:
+            throw ValidationError("\(verb.rawValue) is a scenario step, not an app command")
+        }
     }
 
     func run() async throws {
         do {
-            let app = name == "all" ? nil : name
-            var argv: [String]?
-            if !command.isEmpty {
-                argv = command
-                argv![0] = resolveProgram(command[0])
-            }
-            let request = AdminRequest(command: verb, app: app, argv: argv, client: noClient ? false : nil, kind: kind, value: value)
-            let answer = try AdminClient.send(request, directory: dir)
-            struct Response: Decodable {
-                var ok: Bool
-                var result: LifecycleState?
-                var error: String?
-            }
-            let response = try JSONDecoder().decode(Response.self, from: Data(answer))
-            guard response.ok else { throw CLIError(response.error ?? "the supervisor refused") }
-            output("\(name ?? "all"): \(response.result?.rawValue ?? "done")\n")
+            let state = try AdminClient.call(.perform(try makeCommand()), as: LifecycleState.self, directory: dir)
+            output("\(name ?? "all"): \(state?.rawValue ?? "done")\n")
         } catch {
             throw fail(error)
         }
-    }
-
-    /// A bare name of one of this package's executables resolves next to mempressure.
-    func resolveProgram(_ program: String) -> String {
-        guard !program.contains("/") else { return program }
-        let candidate = "\(Supervisor.ownDirectory())/\(program == "WorkloadApp" ? "mempressure-workload" : program)"
-        return access(candidate, X_OK) == 0 ? candidate : program
     }
 }

@@ -1,4 +1,5 @@
 import AppLifecycle
+import LifecycleProtocol
 import TestSupport
 import Testing
 import VMTracker
@@ -23,11 +24,11 @@ func configuration(_ change: (inout SupervisorConfiguration) -> Void = { _ in })
 }
 
 func callbacks(_ log: [SupervisorEvent], _ app: String = "A") -> [String] {
-    log.filter { $0.app == app && $0.kind == "callback" }.compactMap(\.name)
+    log.filter { $0.app == app && $0.kind == .callback }.compactMap(\.name)
 }
 
 func states(_ log: [SupervisorEvent], _ app: String = "A") -> [String] {
-    log.filter { $0.app == app && $0.kind == "state" }.compactMap(\.to)
+    log.filter { $0.app == app && $0.kind == .state }.compactMap(\.to?.rawValue)
 }
 
 /// Reads /proc/PID/stat: the state letter and CPU ticks.
@@ -95,9 +96,9 @@ struct SupervisorTests {
             "inactive", "active", "inactive", "active", "inactive", "backgroundRunning", "suspended", "backgroundRunning",
             "inactive", "active", "notRunning",
         ])
-        #expect(log.filter { $0.app == "A" && $0.kind == "ready" }.count == 2)
-        #expect(log.contains { $0.app == "A" && $0.kind == "exit" })
-        #expect(!log.contains { $0.kind == "crash" || $0.kind == "error" }, "\(log.filter { $0.kind == "error" })")
+        #expect(log.filter { $0.app == "A" && $0.kind == .ready }.count == 2)
+        #expect(log.contains { $0.app == "A" && $0.kind == .exit })
+        #expect(!log.contains { $0.kind == .crash || $0.kind == .error }, "\(log.filter { $0.kind == .error })")
     }
 
     @Test("a suspended app is stopped and uses no CPU; on resume it gets one coalesced notification per kind", arguments: [SuspendMethod.sigstop, .freezer])
@@ -136,11 +137,11 @@ struct SupervisorTests {
         try await s.activate("A")
         let log = await s.log
         await s.shutdown()
-        let delivered = log.filter { $0.app == "A" && $0.kind == "callback" && $0.name == "notification" }.compactMap(\.detail)
+        let delivered = log.filter { $0.app == "A" && $0.kind == .callback && $0.name == "notification" }.compactMap(\.detail)
         #expect(delivered == ["localeChanged", "timeZoneChanged"], "one per kind, in the order they first happened")
         let afterResume = Array(callbacks(log).drop { $0 != "didEnterBackground" }.dropFirst())
         #expect(afterResume == ["notification", "notification", "willEnterForeground", "didBecomeActive"])
-        #expect(log.filter { $0.app == "A" && $0.kind == "notification" }.count == 3, "each queued while suspended")
+        #expect(log.filter { $0.app == "A" && $0.kind == .notification }.count == 3, "each queued while suspended")
     }
 
     @Test("a background task that overruns: expiration handler first, then termination with a crash report naming the function")
@@ -157,15 +158,15 @@ struct SupervisorTests {
         #expect(try await s.state(of: "A") == .notRunning)
         let log = await s.log
         await s.shutdown()
-        let kinds = log.filter { $0.app == "A" }.map { $0.kind == "callback" ? "callback:\($0.name ?? "")" : $0.kind }
+        let kinds = log.filter { $0.app == "A" }.map { $0.kind == .callback ? "callback:\($0.name ?? "")" : $0.kind.rawValue }
         let expire = try #require(kinds.firstIndex(of: "expire"))
         let handler = try #require(kinds.firstIndex(of: "callback:expirationHandler"))
         let report = try #require(kinds.firstIndex(of: "crash-report"))
         #expect(expire < handler && handler < report, "\(kinds)")
-        let crash = try #require(log.first { $0.kind == "crash-report" })
+        let crash = try #require(log.first { $0.kind == .crashReport })
         let stack = try #require(crash.stack, "the crash report carries the task thread's stack")
         #expect(stack.contains { $0.contains("uploadPhotos") }, "\(stack)")
-        #expect(log.contains { $0.app == "A" && $0.kind == "crash" })
+        #expect(log.contains { $0.app == "A" && $0.kind == .crash })
     }
 
     @Test("a background task that ends in time lets the app suspend")
@@ -179,8 +180,8 @@ struct SupervisorTests {
         #expect(try await s.state(of: "A") == .suspended)
         let log = await s.log
         await s.shutdown()
-        #expect(log.contains { $0.kind == "task" && $0.detail?.hasPrefix("ended") == true })
-        #expect(!log.contains { $0.kind == "crash-report" })
+        #expect(log.contains { $0.kind == .task && $0.detail?.hasPrefix("ended") == true })
+        #expect(!log.contains { $0.kind == .crashReport })
     }
 
     @Test("memory warnings reach running apps and never suspended ones")
@@ -199,7 +200,7 @@ struct SupervisorTests {
         await s.shutdown()
         #expect(callbacks(log, "A").filter { $0 == "didReceiveMemoryWarning" }.count == 1)
         #expect(!callbacks(log, "B").contains("didReceiveMemoryWarning"), "not while suspended, nor queued for resume")
-        #expect(log.contains { $0.app == "B" && $0.kind == "warning" && $0.detail == "not sent: suspended" })
+        #expect(log.contains { $0.app == "B" && $0.kind == .warning && $0.detail == "not sent: suspended" })
     }
 
     @Test("programs without the client library are supervised without callbacks")
@@ -254,11 +255,11 @@ struct SupervisorTests {
         try await s.terminate("good")
         let log = await s.log
         await s.shutdown()
-        #expect(log.contains { $0.app == "missing" && $0.kind == "error" && $0.detail?.contains("no such file") == true })
-        #expect(log.contains { $0.app == "crasher" && $0.kind == "crash" && $0.detail?.contains("SIGSEGV") == true })
-        #expect(log.contains { $0.app == "garbage" && $0.kind == "protocol" && $0.detail?.contains("protocol error") == true })
-        #expect(log.contains { $0.app == "flood" && $0.kind == "protocol" && $0.detail?.contains("flood") == true })
-        #expect(log.contains { $0.kind == "impostor" && $0.pid == getpid() })
+        #expect(log.contains { $0.app == "missing" && $0.kind == .error && $0.detail?.contains("no such file") == true })
+        #expect(log.contains { $0.app == "crasher" && $0.kind == .crash && $0.detail?.contains("SIGSEGV") == true })
+        #expect(log.contains { $0.app == "garbage" && $0.kind == .`protocol` && $0.detail?.contains("protocol error") == true })
+        #expect(log.contains { $0.app == "flood" && $0.kind == .`protocol` && $0.detail?.contains("flood") == true })
+        #expect(log.contains { $0.kind == .impostor && $0.pid == getpid() })
         #expect(callbacks(log, "good") == ["didFinishLaunching", "didBecomeActive", "willTerminate"])
     }
 
@@ -282,7 +283,7 @@ struct SupervisorTests {
         await s.shutdown()
         #expect(states(log).last == "notRunning", "\(states(log))")
         #expect(!states(log).contains("active") || callback == "willEnterForeground")
-        #expect(log.contains { $0.app == "A" && $0.kind == "crash" && $0.detail?.contains("3") == true })
+        #expect(log.contains { $0.app == "A" && $0.kind == .crash && $0.detail?.contains("3") == true })
     }
 
     @Test("each stay in the background has its own task limit: a timer of an earlier stay does not apply")
@@ -297,7 +298,7 @@ struct SupervisorTests {
         let events = await s.logStream()
         // First stay: wait for its expiration request (a real event), then come back.
         let firstStay = Task { try await s.background("A") }
-        let expired = await first(of: events, within: 20) { $0.app == "A" && $0.kind == "expire" }
+        let expired = await first(of: events, within: 20) { $0.app == "A" && $0.kind == .expire }
         #expect(expired != nil)
         try await s.activate("A")
         try await firstStay.value
@@ -307,9 +308,9 @@ struct SupervisorTests {
         #expect(try await s.state(of: "A") == .notRunning)
         let log = await s.log
         await s.shutdown()
-        let entries = log.filter { $0.app == "A" && $0.kind == "state" && $0.to == "backgroundRunning" }
+        let entries = log.filter { $0.app == "A" && $0.kind == .state && $0.to == .backgroundRunning }
         #expect(entries.count == 2)
-        let report = try #require(log.first { $0.app == "A" && $0.kind == "crash-report" })
+        let report = try #require(log.first { $0.app == "A" && $0.kind == .crashReport })
         let secondEntry = try #require(entries.last)
         #expect(report.t - secondEntry.t >= limit, "killed \(report.t - secondEntry.t) s into the second stay")
         #expect(report.stack == [], "the client answered report-stack with no frames")
@@ -327,7 +328,7 @@ struct SupervisorTests {
         try await s.notify(.app("A"), kind: "timeZoneChanged", value: "Europe/Paris")
         let log = await s.log
         #expect(callbacks(log).filter { $0 == "notification" }.count == 2, "the app took both and kept its channel")
-        #expect(!log.contains { $0.kind == "protocol" || $0.kind == "error" }, "\(log.filter { $0.kind == "protocol" || $0.kind == "error" })")
+        #expect(!log.contains { $0.kind == .`protocol` || $0.kind == .error }, "\(log.filter { $0.kind == .`protocol` || $0.kind == .error })")
         try await s.terminate("A")
         await s.shutdown()
     }

@@ -1,5 +1,6 @@
 import AppLifecycle
 import FoundationEssentials
+import LifecycleProtocol
 import MemHogClient
 import Subprocess
 import SystemPackage

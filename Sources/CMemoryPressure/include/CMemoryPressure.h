@@ -46,6 +46,11 @@ int mp_eventfd(unsigned int initial);
 int mp_pidfd_open(pid_t pid, unsigned int flags);
 int mp_pidfd_send_signal(int pidfd, int sig);
 long mp_process_madvise(int pidfd, void *start, size_t length, int advice);
+// process_madvise(2) over `count` ranges (start, length) of the process, in batches of at most
+// IOV_MAX; returns the bytes advised, or -1 with errno (after a partial success: -1 too).
+long mp_process_madvise_ranges(int pidfd, const uint64_t *starts, const uint64_t *lengths, size_t count, int advice);
+// process_mrelease(2) (Linux 5.15): frees the memory of a process that is being killed now.
+int mp_process_mrelease(int pidfd, unsigned int flags);
 
 #ifdef __cplusplus
 }

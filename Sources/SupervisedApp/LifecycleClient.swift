@@ -1,12 +1,9 @@
 import Backtrace
 import CMemoryPressure
+import LifecycleProtocol
 import Synchronization
-
-#if canImport(Glibc)
+import VMTracker
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// What an app does at each point of its lifecycle (UIApplicationDelegate for Linux). Every
 /// method has an empty default; they run one at a time on the client's thread, and the
@@ -22,6 +19,10 @@ public protocol LifecycleDelegate: AnyObject, Sendable {
     /// A system change, once per kind: `count` changes happened (while the app was suspended, or
     /// one now), `value` is the latest.
     func didReceiveNotification(_ client: LifecycleClient, kind: String, value: String, count: Int)
+    /// An app-defined command from the supervisor (`mempressure app allocate`, a scenario's
+    /// `allocate` step: the model app's `allocate N` and `release N`); the returned text is the
+    /// answer (one line). The default answers that the app does not support commands.
+    func didReceiveCommand(_ client: LifecycleClient, _ text: String) -> String
 }
 
 extension LifecycleDelegate {
@@ -33,6 +34,7 @@ extension LifecycleDelegate {
     public func willTerminate(_ client: LifecycleClient) {}
     public func didReceiveMemoryWarning(_ client: LifecycleClient) {}
     public func didReceiveNotification(_ client: LifecycleClient, kind: String, value: String, count: Int) {}
+    public func didReceiveCommand(_ client: LifecycleClient, _ text: String) -> String { "error: commands not supported" }
 }
 
 /// A background task: finish it with `LifecycleClient.endBackgroundTask`.
@@ -58,9 +60,9 @@ public final class LifecycleClient: Sendable {
     /// and MEMPRESSURE_TOKEN set) and starts the client's thread; nil otherwise, or if the
     /// supervisor cannot be reached (the app then runs unsupervised).
     public static func start(delegate: any LifecycleDelegate) -> LifecycleClient? {
-        guard let socketPath = getenv("MEMPRESSURE_SOCKET").map({ String(cString: $0) }),
-            let app = getenv("MEMPRESSURE_APP").map({ String(cString: $0) }),
-            let token = getenv("MEMPRESSURE_TOKEN").map({ String(cString: $0) })
+        guard let socketPath = getenv(ControlProtocol.socketVariable).map({ String(cString: $0) }),
+            let app = getenv(ControlProtocol.appVariable).map({ String(cString: $0) }),
+            let token = getenv(ControlProtocol.tokenVariable).map({ String(cString: $0) })
         else { return nil }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return nil }
@@ -84,7 +86,7 @@ public final class LifecycleClient: Sendable {
         _ = Backtrace.installThreadCapture(signal: stackSignal)
         let client = LifecycleClient(fd: fd, appName: app, delegate: delegate)
         client.send(.hello(version: ControlProtocol.version, app: app, token: token))
-        startThread { client.run() }
+        OSThread.detached { client.run() }
         return client
     }
 
@@ -178,6 +180,10 @@ public final class LifecycleClient: Sendable {
             let frames = Backtrace.captureThread(tid: tid, signal: Self.stackSignal, timeout: 1) ?? []
             for f in frames { send(.stackFrame(String(f.description.prefix(300)))) }
             send(.stackEnd)
+        case .command(let id, let text):
+            let answer = delegate.didReceiveCommand(self, text)
+            let oneLine = String(answer.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? " " : Character($0) }.prefix(1000))
+            send(.done(id: id, result: oneLine))
         }
     }
 }

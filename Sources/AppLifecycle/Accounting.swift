@@ -1,0 +1,122 @@
+import Glibc
+import LifecycleProtocol
+import VMTracker
+
+// MARK: Accounting per state, and footprint sampling
+
+extension Supervisor {
+    /// Moves the app to `state`: its usage so far is charged to the state it leaves, and a
+    /// footprint sample marks the transition.
+    func transition(_ a: AppRecord, to state: LifecycleState) {
+        guard a.state != state else { return }
+        account(a)
+        let from = a.state
+        let time = monotonicSeconds()
+        if from == .active { a.lastActiveAt = time }
+        if state == .active {
+            a.activations += 1
+            a.lastActiveAt = time
+        }
+        a.state = state
+        a.stateSince = time
+        record(SupervisorEvent(t: now(), app: a.name, pid: a.pid, kind: .state, from: from, to: state))
+        sample(a)
+        checkWaiters(a.name)
+    }
+
+    /// Adds the usage since the last sample to the state the app is in.
+    func account(_ a: AppRecord) {
+        guard a.state != .notRunning else { return }
+        let nowTime = monotonicSeconds()
+        var acc = a.accounting[a.state] ?? StateAccounting()
+        if let process = a.process, let sample = UsageSample.read(pid: process.pid), let last = a.lastSample {
+            Self.add(&acc, from: last, to: sample)
+            a.lastSample = sample
+        } else {
+            acc.seconds += nowTime - (a.lastSample?.time ?? nowTime)
+            a.lastSample = a.lastSample.map { var s = $0; s.time = nowTime; return s }
+        }
+        a.accounting[a.state] = acc
+    }
+
+    static func add(_ acc: inout StateAccounting, from a: UsageSample, to b: UsageSample) {
+        acc.seconds += max(0, b.time - a.time)
+        acc.cpuSeconds += max(0, b.cpuSeconds - a.cpuSeconds)
+        acc.minorFaults &+= b.minorFaults &- min(a.minorFaults, b.minorFaults)
+        acc.majorFaults &+= b.majorFaults &- min(a.majorFaults, b.majorFaults)
+        acc.ioReadBytes &+= b.ioReadBytes &- min(a.ioReadBytes, b.ioReadBytes)
+        acc.ioWriteBytes &+= b.ioWriteBytes &- min(a.ioWriteBytes, b.ioWriteBytes)
+    }
+
+    func sampleAll() {
+        for name in order { if let a = records[name], a.process != nil { sample(a) } }
+    }
+
+    /// Reads the app's footprint now (smaps_rollup) into its timeline and its latest reading;
+    /// nil once it has exited.
+    @discardableResult
+    func sample(_ a: AppRecord) -> FootprintSample? {
+        guard let process = a.process else { return nil }
+        do {
+            let snapshot = try Snapshotter().process(process.pid, options: .totalsOnly)
+            let c = snapshot.totals
+            let s = FootprintSample(
+                t: now(), state: a.state, footprintBytes: c.footprint, residentBytes: c.resident, dirtyBytes: c.dirty,
+                purgeableBytes: c.purgeable, swappedBytes: c.swapped)
+            a.timeline.append(s)
+            a.latest = (s, monotonicSeconds())
+            a.lifetimeMaxFootprint = max(a.lifetimeMaxFootprint, c.footprint)
+            return s
+        } catch {
+            return nil  // exited or exiting: the timeline ends with its last sample
+        }
+    }
+
+    /// Launch to first ready of a run: what relaunching the app costs.
+    func noteLaunchToReady(_ a: AppRecord, seconds: Double) {
+        a.launchToReady.append(seconds)
+        if a.launchToReady.count > 16 { a.launchToReady.removeFirst() }
+    }
+}
+
+/// CPU, faults and I/O of a process now.
+struct UsageSample: Sendable {
+    var time: Double
+    var cpuSeconds: Double
+    var minorFaults: UInt64
+    var majorFaults: UInt64
+    var ioReadBytes: UInt64
+    var ioWriteBytes: UInt64
+
+    static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
+
+    /// Reads /proc/PID/stat and /proc/PID/io; nil once the process is gone.
+    static func read(pid: Int32, procfs: ProcFS = ProcFS()) -> UsageSample? {
+        var buffer = ReadBuffer(capacity: 4096)
+        do {
+            let dir = try procfs.open(pid)
+            try dir.read("stat", into: &buffer)
+            let stat = try buffer.withBytes { (b) throws(ProcError) in try ProcessStat.parse(b, pid: pid) }
+            var read: UInt64 = 0, written: UInt64 = 0
+            do {
+                try dir.read("io", into: &buffer)
+                buffer.withBytes { b in
+                    for line in b.split(separator: 0x0a) {
+                        let parts = line.split(separator: 0x3a)
+                        guard parts.count == 2 else { continue }
+                        let value = UInt64(String(decoding: parts[1].drop { $0 == 0x20 }, as: UTF8.self)) ?? 0
+                        if parts[0].elementsEqual("read_bytes".utf8) { read = value }
+                        if parts[0].elementsEqual("write_bytes".utf8) { written = value }
+                    }
+                }
+            } catch {
+                // /proc/PID/io needs ptrace access: without it, I/O is counted as zero.
+            }
+            return UsageSample(
+                time: monotonicSeconds(), cpuSeconds: Double(stat.userTicks + stat.systemTicks) / ticksPerSecond,
+                minorFaults: stat.minorFaults, majorFaults: stat.majorFaults, ioReadBytes: read, ioWriteBytes: written)
+        } catch {
+            return nil
+        }
+    }
+}

@@ -1,0 +1,126 @@
+import DequeModule
+import LifecycleProtocol
+
+/// Everything the supervisor knows about one app. Owned by the supervisor actor: only its
+/// methods read or change it.
+final class AppRecord {
+    var spec: AppSpec
+    var state: LifecycleState = .notRunning
+    /// Which run of the app: incremented at every launch. Every wait and timer names the run it
+    /// belongs to, so that nothing meant for an earlier run touches a later one.
+    var generation = 0
+    var process: AppProcess?
+    var token = ""
+    var outputPath = ""
+    var exitStatus: ExitStatus?
+    /// Set once a teardown began: its SIGTERM or SIGKILL is an exit, not a crash.
+    var terminating = false
+    /// Set by a kill with a reason (jetsam): logged with the exit.
+    var killReason: KillReason?
+
+    // The control channel.
+    var connection: Int32?
+    var hello = false
+    var acks: [LifecycleCallback: Int] = [:]
+    var readyCount = 0
+    /// Control connections closed for a protocol error, a flood or a bad hello.
+    var channelFailures = 0
+    /// Answers to app commands, by command id.
+    var commandAnswers: [Int: String] = [:]
+
+    // The background.
+    var tasks: [Int: BackgroundTaskRecord] = [:]
+    var expiredTasks: Set<Int> = []
+    /// Counts the app's stays in the background: a timer or a wait belongs to one of them.
+    var backgroundPeriod = 0
+    var backgroundEnteredAt: Double?
+    var queued: [QueuedNotification] = []
+    var notifiedCount = 0
+    var stack: [String] = []
+    var stackComplete = false
+
+    // Accounting.
+    var accounting: [LifecycleState: StateAccounting] = [:]
+    var lastSample: UsageSample?
+    var stateSince = 0.0
+    var timeline = BoundedLog<FootprintSample>(limit: 10_000)
+    /// The latest footprint reading of the current run, and when it was taken (monotonic).
+    var latest: (sample: FootprintSample, at: Double)?
+    var lifetimeMaxFootprint: UInt64 = 0
+    var activations = 0
+    var lastActiveAt: Double?
+    /// Launch to first ready of recent runs (the relaunch cost), oldest first, at most 16.
+    var launchToReady: [Double] = []
+
+    init(spec: AppSpec, timelineLimit: Int) {
+        self.spec = spec
+        timeline = BoundedLog(limit: timelineLimit)
+    }
+
+    var isClient: Bool { spec.client ?? true }
+    var name: String { spec.name }
+    var pid: Int32? { process?.pid }
+
+    /// Whether `generation` is still the run alive now.
+    func isAlive(_ generation: Int) -> Bool { self.generation == generation && process != nil }
+
+    /// What waiters look at: a copy of the fields a wait condition may test.
+    var condition: AppCondition {
+        AppCondition(
+            state: state, generation: generation, hello: hello, acks: acks, readyCount: readyCount, tasks: tasks.count,
+            alive: process != nil, notifiedCount: notifiedCount, stackComplete: stackComplete,
+            channelFailures: channelFailures, backgroundPeriod: backgroundPeriod, answeredCommands: Set(commandAnswers.keys))
+    }
+}
+
+struct BackgroundTaskRecord {
+    var tid: Int32
+    var name: String
+}
+
+struct QueuedNotification {
+    var kind: String
+    var value: String
+    var count: Int
+}
+
+/// A copy of the record's fields that a wait condition may test (taken after every event).
+struct AppCondition: Sendable {
+    var state: LifecycleState
+    var generation: Int
+    var hello: Bool
+    var acks: [LifecycleCallback: Int]
+    var readyCount: Int
+    var tasks: Int
+    var alive: Bool
+    var notifiedCount: Int
+    var stackComplete: Bool
+    var channelFailures: Int
+    var backgroundPeriod: Int
+    var answeredCommands: Set<Int>
+}
+
+/// The newest `limit` elements of a sequence, oldest first, counting what it dropped: what a
+/// long-running service keeps of its histories.
+struct BoundedLog<Element> {
+    let limit: Int
+    private(set) var elements = Deque<Element>()
+    private(set) var dropped = 0
+
+    init(limit: Int) {
+        self.limit = max(1, limit)
+    }
+
+    mutating func append(_ e: Element) {
+        elements.append(e)
+        if elements.count > limit {
+            elements.removeFirst()
+            dropped += 1
+        }
+    }
+
+    /// Oldest first.
+    var all: [Element] { Array(elements) }
+    var last: Element? { elements.last }
+    var count: Int { elements.count }
+}

@@ -1,0 +1,207 @@
+import Glibc
+import LifecycleProtocol
+import VMTracker
+
+// MARK: The control channel: who may speak for an app, and what it says
+
+extension Supervisor {
+    func handleChannel(_ event: SocketEvent) {
+        switch event {
+        case .accepted(let fd, let peer):
+            accept(fd, peer)
+        case .lines(let fd, let lines):
+            for line in lines { handleLine(fd, line) }
+        case .closed(let fd, let reason):
+            if let name = connections.removeValue(forKey: fd), let a = records[name], a.connection == fd {
+                a.connection = nil
+                a.hello = false
+                if reason != nil {
+                    a.channelFailures += 1
+                    forgetTasks(a)
+                } else if !a.tasks.isEmpty {
+                    // The app closed its end: usually because it is exiting (its files close
+                    // before its exit is reported). Forget its tasks only if it lives on.
+                    let generation = a.generation
+                    Task { await self.forgetTasksIfAlive(name, generation) }
+                }
+                if let reason {
+                    record(.protocol, a, detail: "\(reason): control channel closed; the app keeps running without callbacks")
+                }
+                checkWaiters(name)
+            }
+            close(fd)
+            connectionClosed()
+        }
+    }
+
+    private func accept(_ fd: Int32, _ peer: PeerCredentials) {
+        guard !shuttingDown else {
+            close(fd)
+            return
+        }
+        // Only the process this supervisor launched may speak for an app.
+        guard let (name, a) = records.first(where: { $0.value.process?.pid == peer.pid && $0.value.state != .notRunning }),
+            peer.uid == getuid() || getuid() == 0
+        else {
+            record(SupervisorEvent(t: now(), pid: peer.pid, kind: .impostor, detail: "connection from pid \(peer.pid) (uid \(peer.uid)), which this supervisor did not launch: refused"))
+            close(fd)
+            return
+        }
+        if let old = a.connection {
+            record(.protocol, a, detail: "a second connection replaces the first")
+            ControlSocket.disconnect(old)
+        }
+        a.connection = fd
+        a.hello = false
+        connections[fd] = name
+        socket.startReading(fd)
+    }
+
+    private func handleLine(_ fd: Int32, _ line: String) {
+        guard let name = connections[fd], let a = records[name], a.connection == fd else { return }
+        let message: AppMessage
+        do {
+            message = try AppMessage.parse(Substring(line))
+        } catch {
+            dropConnection(fd, reason: "protocol error: \(error)")
+            return
+        }
+        if !a.hello {
+            guard case .hello(let version, let app, let token) = message, version == ControlProtocol.version, app == name, token == a.token else {
+                record(.impostor, a, detail: "first message was not a valid hello for \(name)")
+                dropConnection(fd, reason: "bad hello")
+                return
+            }
+            a.hello = true
+            _ = ControlSocket.send(SupervisorMessage.welcome(version: ControlProtocol.version).line, to: fd)
+            record(.connected, a)
+            checkWaiters(name)
+            return
+        }
+        switch message {
+        case .hello:
+            dropConnection(fd, reason: "protocol error: a second hello")
+            return
+        case .ack(let callback):
+            a.acks[callback, default: 0] += 1
+            record(.callback, a, name: callback.rawValue)
+        case .ready:
+            a.readyCount += 1
+            if a.readyCount == 1, let process = a.process {
+                noteLaunchToReady(a, seconds: monotonicSeconds() - process.launchedAt)
+            }
+            record(.ready, a, detail: a.state.rawValue)
+        case .taskBegin(let id, let tid, let taskName):
+            a.tasks[id] = BackgroundTaskRecord(tid: tid, name: taskName)
+            record(.task, a, name: taskName, detail: "began (id \(id), thread \(tid))")
+        case .taskEnd(let id):
+            if let t = a.tasks.removeValue(forKey: id) {
+                record(.task, a, name: t.name, detail: "ended (id \(id))")
+            }
+        case .expired(let id):
+            record(.callback, a, name: "expirationHandler", detail: "task \(id)")
+        case .notified(let kind):
+            a.notifiedCount += 1
+            record(.callback, a, name: "notification", detail: kind)
+        case .stackFrame(let frame):
+            if a.stack.count < 128 { a.stack.append(frame) }
+        case .stackEnd:
+            a.stackComplete = true
+        case .done(let id, let result):
+            // Only answers to commands still waited for are kept.
+            if a.commandAnswers[id] == nil, id <= nextCommandID { a.commandAnswers[id] = result }
+        }
+        checkWaiters(name)
+    }
+
+    /// Closes an app's control connection for a protocol error, a flood or a bad hello; the
+    /// app keeps running, without callbacks.
+    func dropConnection(_ fd: Int32, reason: String) {
+        ControlSocket.disconnect(fd)
+        if let name = connections[fd], let a = records[name], a.connection == fd {
+            a.connection = nil
+            a.hello = false
+            a.channelFailures += 1
+            forgetTasks(a)
+            record(.protocol, a, detail: "control channel closed: \(reason)")
+            checkWaiters(name)
+        }
+    }
+
+    private func forgetTasksIfAlive(_ name: String, _ generation: Int) async {
+        let exited = await waitFor(name, timeout: 1) { !$0.alive || $0.generation != generation }
+        guard !exited, let a = records[name], a.generation == generation, a.connection == nil else { return }
+        forgetTasks(a)
+        checkWaiters(name)
+    }
+
+    /// Without its control channel an app cannot end its background tasks: they are forgotten
+    /// (it is supervised like any program from then on).
+    private func forgetTasks(_ a: AppRecord) {
+        guard !a.tasks.isEmpty else { return }
+        record(.task, a, detail: "\(a.tasks.count) background task(s) forgotten with the control channel")
+        a.tasks = [:]
+    }
+
+    /// Sends a message to a connected client; a client that does not read loses its channel.
+    /// False when nothing was sent.
+    func send(_ message: SupervisorMessage, to a: AppRecord, what: String) -> Bool {
+        guard let fd = a.connection, a.hello else { return false }
+        guard ControlSocket.send(message.line, to: fd) else {
+            record(.error, a, detail: "could not send \(what): the app is not reading its control channel")
+            dropConnection(fd, reason: "not reading")
+            return false
+        }
+        return true
+    }
+
+    /// Sends a callback and waits for its ack (clients only; other programs get none).
+    func deliver(_ callback: LifecycleCallback, to a: AppRecord) async {
+        let timeout = callback == .didFinishLaunching ? configuration.launchTimeout : configuration.callbackTimeout
+        let generation = a.generation
+        let before = a.acks[callback] ?? 0
+        guard send(.callback(callback), to: a, what: callback.rawValue) else { return }
+        let acked = await waitFor(a.name, timeout: timeout) {
+            ($0.acks[callback] ?? 0) > before || !$0.alive || $0.generation != generation
+        }
+        if !acked {
+            record(.error, a, detail: "\(callback.rawValue) not acknowledged within \(timeout) s")
+        }
+    }
+
+    func sendNotification(_ a: AppRecord, kind: String, value: String, count: Int) async {
+        let before = a.notifiedCount
+        let generation = a.generation
+        guard send(.notification(kind: kind, count: count, value: value), to: a, what: "notification \(kind)") else { return }
+        _ = await waitFor(a.name, timeout: configuration.callbackTimeout) {
+            $0.notifiedCount > before || !$0.alive || $0.generation != generation
+        }
+    }
+
+    func deliverQueuedNotifications(_ a: AppRecord) async {
+        let queued = a.queued
+        a.queued = []
+        for q in queued { await sendNotification(a, kind: q.kind, value: q.value, count: q.count) }
+    }
+
+    /// Sends an app-defined command and waits for its answer (`callbackTimeout`).
+    func sendCommand(_ text: String, to a: AppRecord) async throws(SupervisorError) -> String {
+        guard a.state.isRunning, a.process != nil else { throw .wrongState(app: a.name, state: a.state, command: text) }
+        guard a.hello else { throw .commandFailed(app: a.name, command: text, answer: "it has no control channel") }
+        nextCommandID += 1
+        let id = nextCommandID
+        let generation = a.generation
+        guard send(.command(id: id, text: text), to: a, what: "command \(text)") else {
+            throw .commandFailed(app: a.name, command: text, answer: "its control channel failed")
+        }
+        let timeout = configuration.callbackTimeout
+        let answered = await waitFor(a.name, timeout: timeout) { $0.answeredCommands.contains(id) || !$0.alive || $0.generation != generation }
+        guard answered, a.generation == generation, let answer = a.commandAnswers.removeValue(forKey: id) else {
+            if !a.isAlive(generation) { throw .exited(app: a.name, during: text, status: a.exitStatus) }
+            throw .timedOut(app: a.name, waitingFor: "answer '\(text)'", seconds: timeout)
+        }
+        record(.command, a, name: text, detail: answer)
+        guard !answer.hasPrefix("error") else { throw .commandFailed(app: a.name, command: text, answer: answer) }
+        return answer
+    }
+}

@@ -1,0 +1,264 @@
+import LifecycleProtocol
+
+/// One thing to do with the supervisor's apps: what the CLI (`mempressure app VERB`), the admin
+/// socket and scenario steps all decode, and `Supervisor.perform` carries out.
+///
+/// It decodes from either of two JSON forms, the same command either way:
+///
+///     {"launch": "A"}                                     a scenario step: the verb names the app
+///     {"command": "launch", "app": "A"}                   an admin request
+///
+/// Steps and their arguments (admin form: `"command": VERB`, the app in `"app"`):
+///
+///     {"register": "A", "argv": [...], "client": false, "environment": {...}}
+///     {"launch": "A"}        (admin: with "argv", registers the app on first use)
+///     {"activate": "A"}  {"deactivate": "A"}  {"terminate": "A"}  {"relaunch": "A"}
+///     {"background": "A"}    {"background": "A", "wait": false}: return once didEnterBackground
+///                            was delivered; the app suspends when its background tasks end
+///     {"warn": "running" | "all" | "A"}                  (admin: no app warns every running app)
+///     {"notify": "all" | "A", "kind": "localeChanged", "value": "fr_FR"}
+///     {"wait": 1.5}                                       seconds (admin: "seconds")
+///     {"waitReady": "A", "count": 2, "timeout": 60}
+///     {"waitState": "A", "state": "suspended", "timeout": 60}
+///     {"allocate": "A", "bytes": 33554432}                the model app grows its dirty memory
+///     {"release": "A", "bytes": 33554432}                 ... or shrinks it
+public enum Command: Sendable, Hashable {
+    case register(AppSpec)
+    /// `registering`: the spec to register first when no app of that name exists (admin `launch`
+    /// with argv).
+    case launch(String, registering: AppSpec?)
+    case activate(String)
+    case deactivate(String)
+    case background(String, waitForSuspension: Bool)
+    case terminate(String)
+    case relaunch(String)
+    case warn(Supervisor.Target)
+    case notify(Supervisor.Target, kind: String, value: String)
+    case wait(seconds: Double)
+    case waitReady(String, count: Int?, timeout: Double?)
+    case waitState(String, LifecycleState, timeout: Double?)
+    case allocate(String, bytes: Int)
+    case release(String, bytes: Int)
+
+    /// The verbs, as JSON and the CLI spell them.
+    public enum Verb: String, Sendable, Hashable, Codable, CaseIterable {
+        case register, launch, activate, deactivate, background, terminate, relaunch, warn, notify, wait, waitReady, waitState, allocate, release
+
+        /// The verbs whose argument is the app they act on (every one but wait; warn and notify
+        /// may name all apps).
+        public var takesApp: Bool { self != .wait }
+    }
+
+    public var verb: Verb {
+        switch self {
+        case .register: .register
+        case .launch: .launch
+        case .activate: .activate
+        case .deactivate: .deactivate
+        case .background: .background
+        case .terminate: .terminate
+        case .relaunch: .relaunch
+        case .warn: .warn
+        case .notify: .notify
+        case .wait: .wait
+        case .waitReady: .waitReady
+        case .waitState: .waitState
+        case .allocate: .allocate
+        case .release: .release
+        }
+    }
+
+    /// The app the command names (nil: none, or all apps).
+    public var app: String? {
+        switch self {
+        case .register(let spec): spec.name
+        case .launch(let a, _), .activate(let a), .deactivate(let a), .background(let a, _), .terminate(let a), .relaunch(let a),
+            .waitReady(let a, _, _), .waitState(let a, _, _), .allocate(let a, _), .release(let a, _):
+            a
+        case .warn(let t), .notify(let t, _, _):
+            if case .app(let a) = t { a } else { nil }
+        case .wait:
+            nil
+        }
+    }
+
+    /// Checks what decoding cannot: numbers in range. (Whether the app exists is checked when the
+    /// command is performed, or by a scenario against its apps.)
+    public func validate() throws(CommandError) {
+        switch self {
+        case .wait(let s):
+            guard s >= 0, s.isFinite, s <= Self.maximumSeconds else { throw CommandError("wait must be a non-negative number of seconds") }
+        case .waitReady(_, let count, let timeout):
+            if let count, count < 1 { throw CommandError("waitReady's count must be at least 1") }
+            try Self.check(timeout)
+        case .waitState(_, _, let timeout):
+            try Self.check(timeout)
+        case .allocate(_, let bytes), .release(_, let bytes):
+            guard bytes > 0 else { throw CommandError("\(verb.rawValue) needs a positive number of bytes") }
+        case .register(let spec), .launch(_, registering: .some(let spec)):
+            guard !spec.command.isEmpty, !spec.command[0].isEmpty else { throw CommandError("app \(spec.name) has an empty command") }
+        default:
+            break
+        }
+    }
+
+    /// The longest wait or timeout a command may ask for (a day).
+    public static let maximumSeconds = 86_400.0
+
+    private static func check(_ timeout: Double?) throws(CommandError) {
+        if let t = timeout, !(t > 0 && t <= maximumSeconds) {
+            throw CommandError("timeout must be a number of seconds above 0 and at most \(Int(maximumSeconds))")
+        }
+    }
+}
+
+/// Why a command could not be decoded or is invalid as given.
+public struct CommandError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var reason: String
+    public init(_ reason: String) { self.reason = reason }
+    public var description: String { reason }
+}
+
+extension Command: Codable {
+    private enum Key: String, CodingKey {
+        case command, app, argv, client, environment, kind, value, seconds, count, timeout, state, wait, bytes
+        case register, launch, activate, deactivate, background, terminate, relaunch, warn, notify, waitReady, waitState, allocate, release
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Key.self)
+        func target(_ text: String?) -> Supervisor.Target {
+            guard let text, text != "all", text != "running" else { return .all }
+            return .app(text)
+        }
+        let verb: Verb
+        var app: String?
+        if c.contains(.command) {
+            // The admin form.
+            let name = try c.decode(String.self, forKey: .command)
+            guard let v = Verb(rawValue: name) else { throw CommandError("unknown command '\(name.prefix(40))'") }
+            verb = v
+            app = try c.decodeIfPresent(String.self, forKey: .app)
+        } else {
+            // The step form: exactly one verb key. ("wait" is a verb unless it qualifies background.)
+            var present = Verb.allCases.filter { v in
+                guard let key = Key(rawValue: v.rawValue) else { return false }
+                return c.contains(key)
+            }
+            if present.contains(.background) { present.removeAll { $0 == .wait } }
+            guard present.count == 1, let v = present.first else {
+                let names = Verb.allCases.filter { $0 != .register }.map(\.rawValue).joined(separator: ", ")
+                throw CommandError("needs exactly one action (\(names)), has \(present.isEmpty ? "none" : present.map(\.rawValue).joined(separator: ", "))")
+            }
+            verb = v
+            if v != .wait { app = try c.decode(String.self, forKey: Key(rawValue: v.rawValue)!) }
+        }
+        func named() throws -> String {
+            guard let app else { throw CommandError("'\(verb.rawValue)' needs an app") }
+            return app
+        }
+        func spec() throws -> AppSpec? {
+            guard let argv = try c.decodeIfPresent([String].self, forKey: .argv), !argv.isEmpty else { return nil }
+            return AppSpec(
+                name: try named(), command: argv, environment: try c.decodeIfPresent([String: String].self, forKey: .environment),
+                client: try c.decodeIfPresent(Bool.self, forKey: .client))
+        }
+        switch verb {
+        case .register:
+            guard let s = try spec() else { throw CommandError("register needs argv") }
+            self = .register(s)
+        case .launch: self = .launch(try named(), registering: try spec())
+        case .activate: self = .activate(try named())
+        case .deactivate: self = .deactivate(try named())
+        case .background: self = .background(try named(), waitForSuspension: try c.decodeIfPresent(Bool.self, forKey: .wait) ?? true)
+        case .terminate: self = .terminate(try named())
+        case .relaunch: self = .relaunch(try named())
+        case .warn: self = .warn(target(app))
+        case .notify:
+            self = .notify(target(app), kind: try c.decodeIfPresent(String.self, forKey: .kind) ?? "", value: try c.decodeIfPresent(String.self, forKey: .value) ?? "")
+        case .wait:
+            let key: Key = c.contains(.seconds) ? .seconds : .wait
+            self = .wait(seconds: try c.decode(Double.self, forKey: key))
+        case .waitReady:
+            self = .waitReady(try named(), count: try c.decodeIfPresent(Int.self, forKey: .count), timeout: try c.decodeIfPresent(Double.self, forKey: .timeout))
+        case .waitState:
+            guard let state = try c.decodeIfPresent(LifecycleState.self, forKey: .state) else { throw CommandError("waitState needs a state") }
+            self = .waitState(try named(), state, timeout: try c.decodeIfPresent(Double.self, forKey: .timeout))
+        case .allocate, .release:
+            guard let bytes = try c.decodeIfPresent(Int.self, forKey: .bytes) else { throw CommandError("\(verb.rawValue) needs bytes") }
+            self = verb == .allocate ? .allocate(try named(), bytes: bytes) : .release(try named(), bytes: bytes)
+        }
+    }
+
+    /// Encodes the admin form.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Key.self)
+        try c.encode(verb.rawValue, forKey: .command)
+        try c.encodeIfPresent(app, forKey: .app)
+        switch self {
+        case .register(let s), .launch(_, registering: .some(let s)):
+            try c.encode(s.command, forKey: .argv)
+            try c.encodeIfPresent(s.client, forKey: .client)
+            try c.encodeIfPresent(s.environment, forKey: .environment)
+        case .background(_, let wait):
+            if !wait { try c.encode(false, forKey: .wait) }
+        case .notify(_, let kind, let value):
+            try c.encode(kind, forKey: .kind)
+            try c.encode(value, forKey: .value)
+        case .wait(let s):
+            try c.encode(s, forKey: .seconds)
+        case .waitReady(_, let count, let timeout):
+            try c.encodeIfPresent(count, forKey: .count)
+            try c.encodeIfPresent(timeout, forKey: .timeout)
+        case .waitState(_, let state, let timeout):
+            try c.encode(state, forKey: .state)
+            try c.encodeIfPresent(timeout, forKey: .timeout)
+        case .allocate(_, let bytes), .release(_, let bytes):
+            try c.encode(bytes, forKey: .bytes)
+        case .launch, .activate, .deactivate, .terminate, .relaunch, .warn:
+            break
+        }
+    }
+}
+
+extension Supervisor {
+    /// Carries out one command. Returns the state of the app it names afterwards (nil when it
+    /// names none, or all apps).
+    @discardableResult
+    public func perform(_ command: Command) async throws(SupervisorError) -> LifecycleState? {
+        do {
+            try command.validate()
+        } catch {
+            throw .invalidCommand(error.reason)
+        }
+        switch command {
+        case .register(let spec):
+            try register(spec)
+        case .launch(let name, let spec):
+            if let spec, !isRegistered(name) { try register(spec) }
+            try await launch(name)
+        case .activate(let name): try await activate(name)
+        case .deactivate(let name): try await deactivate(name)
+        case .background(let name, let wait): try await background(name, waitForSuspension: wait)
+        case .terminate(let name): try await terminate(name)
+        case .relaunch(let name): try await relaunch(name)
+        case .warn(let target): await warn(target)
+        case .notify(let target, let kind, let value): try await notify(target, kind: kind, value: value)
+        case .wait(let seconds):
+            do {
+                try await Task.sleep(for: .seconds(seconds))
+            } catch {
+                return nil  // cancelled (the supervisor is shutting down): the wait is over
+            }
+        case .waitReady(let name, let count, let timeout):
+            try await waitForReady(name, count: count ?? 1, timeout: timeout ?? 60)
+        case .waitState(let name, let state, let timeout):
+            try await waitForState(name, state, timeout: timeout ?? 60)
+        case .allocate(let name, let bytes):
+            _ = try await self.command(name, "allocate \(bytes)")
+        case .release(let name, let bytes):
+            _ = try await self.command(name, "release \(bytes)")
+        }
+        return command.app.flatMap { records[$0]?.state }
+    }
+}

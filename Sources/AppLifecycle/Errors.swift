@@ -1,0 +1,112 @@
+import LifecycleProtocol
+import SystemPackage
+import VMTracker
+
+/// Why a command of the supervisor failed (the supervisor itself keeps running). Each case is
+/// one situation a caller can act on: an app that is gone is `.exited`, one that is in the wrong
+/// state for the command is `.wrongState`, a decision made on an older run of the app is
+/// `.staleTarget`.
+public enum SupervisorError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// App names are words: letters, digits, '.', '-', '_' (they become file and cgroup names).
+    case invalidAppName(String)
+    case alreadyRegistered(String)
+    case noSuchApp(String)
+    /// The command does not apply in the app's state (`launch` of a running app, `deactivate`
+    /// of one that is not active, a kill of one not running).
+    case wrongState(app: String, state: LifecycleState, command: String)
+    /// The app exited (or crashed) while the command was under way.
+    case exited(app: String, during: String, status: ExitStatus?)
+    /// A victim still alive after SIGKILL (the kernel has it stuck: D state, or a frozen cgroup).
+    case didNotExit(app: String, pid: Int32, seconds: Double)
+    /// The app did not reach what was waited for in time.
+    case timedOut(app: String, waitingFor: String, seconds: Double)
+    /// A kill was decided for one run of the app (this PID), but the app now runs as another
+    /// (it was relaunched meanwhile), or not at all: nothing is signalled.
+    case staleTarget(app: String, expectedPID: Int32, currentPID: Int32?)
+    /// The app's process could not be started.
+    case launch(app: String, LaunchError)
+    /// A cgroup could not be created, written or removed.
+    case cgroup(CgroupError)
+    /// A system call failed.
+    case system(SystemCallError)
+    /// mempressure-exec is missing next to the executable.
+    case launcherMissing(path: String)
+    /// A notification kind that is not a word.
+    case invalidNotificationKind(String)
+    /// The app did not answer an app command, or answered with an error.
+    case commandFailed(app: String, command: String, answer: String)
+    /// A command that cannot be carried out as given (missing or invalid arguments).
+    case invalidCommand(String)
+
+    public var description: String {
+        switch self {
+        case .invalidAppName(let name): "app name '\(name)' must be letters, digits, '.', '-' or '_'"
+        case .alreadyRegistered(let name): "an app named \(name) is already registered"
+        case .noSuchApp(let name): "no app named \(name)"
+        case .wrongState(let app, let state, let command):
+            switch command {
+            case "launch": "\(app) is already running (\(state.rawValue))"
+            case "deactivate": "\(app) is not active (\(state.rawValue))"
+            default: "\(app) is \(state.rawValue): cannot \(command) it"
+            }
+        case .exited(let app, let during, let status): "\(app) exited during \(during): \(status.map(\.description) ?? "?")"
+        case .didNotExit(let app, let pid, let seconds): "\(app) (pid \(pid)) still has not exited \(ByteFormat.fixed(seconds, 0)) s after SIGKILL"
+        case .timedOut(let app, let what, let seconds): "\(app) did not \(what) within \(ByteFormat.fixed(seconds, seconds < 1 ? 1 : 0)) s"
+        case .staleTarget(let app, let expected, let current):
+            "\(app) is no longer pid \(expected) (\(current.map { "now pid \($0)" } ?? "not running")): nothing signalled"
+        case .launch(_, let error): "\(error)"
+        case .cgroup(let error): "\(error)"
+        case .system(let error): "\(error)"
+        case .launcherMissing(let path): "mempressure-exec not found at \(path) (build the package; it is started next to mempressure)"
+        case .invalidNotificationKind(let kind): "notification kind must be a word: '\(kind)'"
+        case .commandFailed(let app, let command, let answer): "\(app) could not \(command): \(answer)"
+        case .invalidCommand(let reason): reason
+        }
+    }
+}
+
+/// Why an app could not be started.
+public enum LaunchError: Error, Sendable, Hashable, CustomStringConvertible {
+    case noCommand
+    case programNotFound(String)
+    case notExecutable(String)
+    /// posix_spawn of the launcher failed.
+    case spawn(launcher: String, Errno)
+    /// pidfd_open failed (pidfds need Linux 5.3).
+    case pidfd(pid: Int32, Errno)
+    /// The runtime directory or a socket could not be set up.
+    case setup(SystemCallError)
+    case notADirectoryOfThisUser(String)
+    case socketPathTooLong(String)
+
+    public var description: String {
+        switch self {
+        case .noCommand: "the app has no command"
+        case .programNotFound(let p): "cannot launch \(p): no such file"
+        case .notExecutable(let p): "cannot launch \(p): not executable (permission denied)"
+        case .spawn(let launcher, let e): "cannot start \(launcher): \(e.symbolicName) (\(e))"
+        case .pidfd(let pid, let e): "pidfd_open(\(pid)) failed: \(e.symbolicName) (pidfds need Linux 5.3)"
+        case .setup(let e): "\(e)"
+        case .notADirectoryOfThisUser(let d): "\(d) is not a directory of this user"
+        case .socketPathTooLong(let p): "socket path too long: \(p)"
+        }
+    }
+}
+
+/// Why a cgroup could not be set up or used.
+public enum CgroupError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The controller is not mounted where the supervisor looked.
+    case noController(String, path: String, consequence: String)
+    case create(path: String, Errno)
+    case write(text: String, path: String, Errno)
+    case remove(path: String, Errno)
+
+    public var description: String {
+        switch self {
+        case .noController(let name, let path, let consequence): "no cgroup v1 \(name) at \(path): \(consequence)"
+        case .create(let path, let e): "cannot create cgroup \(path): \(e.symbolicName) (\(e))"
+        case .write(let text, let path, let e): "cannot write '\(text)' to \(path): \(e.symbolicName) (\(e))"
+        case .remove(let path, let e): "cannot remove cgroup \(path): \(e.symbolicName)"
+        }
+    }
+}

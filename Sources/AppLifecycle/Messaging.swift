@@ -1,0 +1,70 @@
+import LifecycleProtocol
+
+// MARK: Memory warnings and system notifications
+
+extension Supervisor {
+    /// Sends memory warnings to the running apps among `target`; suspended apps are never sent
+    /// anything (and memory warnings are not queued for them). Returns the apps warned.
+    @discardableResult
+    public func warn(_ target: Target = .all) async -> [String] {
+        var warned: [String] = []
+        for name in targets(target) {
+            guard let a = records[name] else { continue }
+            if a.state == .suspended {
+                record(.warning, a, detail: "not sent: suspended")
+                continue
+            }
+            guard a.state.isRunning else { continue }
+            record(.warning, a, detail: "sent")
+            warned.append(name)
+            await deliver(.didReceiveMemoryWarning, to: a)
+        }
+        return warned
+    }
+
+    /// A system change: delivered now to running apps, queued and coalesced (one per kind,
+    /// latest value) for suspended ones.
+    public func notify(_ target: Target = .all, kind: String, value: String) async throws(SupervisorError) {
+        guard ControlProtocol.isToken(Substring(kind)) else { throw .invalidNotificationKind(kind) }
+        let value = Self.sanitizedValue(value)
+        for name in targets(target) {
+            guard let a = records[name], a.state != .notRunning else { continue }
+            if a.state == .suspended {
+                if let i = a.queued.firstIndex(where: { $0.kind == kind }) {
+                    a.queued[i].value = value
+                    a.queued[i].count += 1
+                } else {
+                    a.queued.append(QueuedNotification(kind: kind, value: value, count: 1))
+                }
+                record(.notification, a, name: kind, detail: "queued: suspended")
+            } else {
+                await sendNotification(a, kind: kind, value: value, count: 1)
+            }
+        }
+    }
+
+    /// The longest notification value sent (UTF-8 bytes); longer ones are cut.
+    public static let maximumNotificationValueBytes = 1024
+
+    /// A notification value as it goes on the wire: control characters (line feeds, NUL, ...)
+    /// become spaces, and it is cut to `maximumNotificationValueBytes` on a character boundary.
+    static func sanitizedValue(_ value: String) -> String {
+        var out = ""
+        var bytes = 0
+        for scalar in value.unicodeScalars {
+            let s: Unicode.Scalar = scalar.value < 0x20 || scalar.value == 0x7f || (0x80...0x9f).contains(scalar.value) ? " " : scalar
+            let n = String(s).utf8.count
+            guard bytes + n <= maximumNotificationValueBytes else { break }
+            out.unicodeScalars.append(s)
+            bytes += n
+        }
+        return out
+    }
+
+    private func targets(_ target: Target) -> [String] {
+        switch target {
+        case .all: order
+        case .app(let n): [n]
+        }
+    }
+}

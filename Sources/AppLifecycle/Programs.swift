@@ -1,0 +1,24 @@
+import Glibc
+
+/// Where this package's executables are, and how a program named in a command is found.
+public enum Programs {
+    /// The directory of the running executable (for a test bundle, the build directory).
+    public static func ownDirectory() -> String {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        let exe = n > 0 ? String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "."
+        var dir = Substring(exe[..<(exe.lastIndex(of: "/") ?? exe.endIndex)])
+        if dir.hasSuffix(".xctest") { dir = dir[..<(dir.lastIndex(of: "/") ?? dir.endIndex)] }
+        return String(dir)
+    }
+
+    /// A bare program name that is one of this package's executables ("mempressure-workload",
+    /// or its target name "WorkloadApp") is taken from `directory` (default: next to this
+    /// executable); anything else is left as it is (to PATH when it has no slash).
+    public static func resolve(_ program: String, in directory: String = ownDirectory()) -> String {
+        guard !program.contains("/") else { return program }
+        let name = program == "WorkloadApp" ? "mempressure-workload" : program
+        let candidate = "\(directory)/\(name)"
+        return access(candidate, X_OK) == 0 ? candidate : program
+    }
+}

@@ -1,0 +1,171 @@
+import Glibc
+import LifecycleProtocol
+import Pressure
+import VMTracker
+
+/// What runs beside the supervisor's core and decides: memory warnings on pressure, jetsam.
+/// Started with the supervisor, cancelled (and awaited) first thing at its shutdown.
+public protocol SupervisorPolicy: Sendable {
+    /// Whether the supervisor must watch memory pressure for it (`pressureEvents()`).
+    var watchesPressure: Bool { get }
+    /// Runs until cancelled.
+    func run(_ supervisor: Supervisor) async
+}
+
+/// Memory warnings to every running app whenever pressure reaches warning (`--warn-on-pressure`).
+public struct WarnOnPressure: SupervisorPolicy {
+    public init() {}
+    public var watchesPressure: Bool { true }
+    public func run(_ supervisor: Supervisor) async {
+        for await e in supervisor.pressureEvents() where e.level >= .warning {
+            await supervisor.warn(.all)
+        }
+    }
+}
+
+/// What a kill did, at once (the exit comes later: `waitForExit`).
+public struct KillReceipt: Sendable, Hashable {
+    public var app: String
+    public var pid: Int32
+    /// Monotonic seconds when SIGKILL was sent.
+    public var signalledAt: Double
+    /// Whether process_mrelease freed its memory at once (false: the kernel lacks it, or the
+    /// process was already gone; its memory comes back as it exits).
+    public var memoryReleased: Bool
+}
+
+/// What a page-out (freeze-dry) did.
+public struct PageOutResult: Sendable, Hashable {
+    /// Address space advised (the anonymous regions' sizes).
+    public var advisedBytes: UInt64
+    /// Its swapped pages before and after (smaps_rollup `Swap`), and resident before and after.
+    public var swappedBefore: UInt64
+    public var swappedAfter: UInt64
+    public var residentBefore: UInt64
+    public var residentAfter: UInt64
+    /// Bytes written out to swap by this page-out.
+    public var writtenBytes: UInt64 { swappedAfter &- min(swappedBefore, swappedAfter) }
+}
+
+// MARK: The seams policies use
+
+extension Supervisor {
+    /// Every app as policies see it, in registration order: cheap (no timeline is copied).
+    public func apps() -> [AppView] {
+        order.compactMap { records[$0].map(view) }
+    }
+
+    /// One app's view (nil if no such app).
+    public func view(of name: String) -> AppView? { records[name].map(view) }
+
+    func view(_ a: AppRecord) -> AppView {
+        let t = monotonicSeconds()
+        let alive = a.process != nil
+        return AppView(
+            name: a.name, pid: a.pid, generation: a.generation, state: a.state, secondsInState: alive ? t - a.stateSince : 0,
+            secondsSinceBackgrounded: a.backgroundEnteredAt.map { t - $0 },
+            secondsSinceActive: a.state == .active ? 0 : a.lastActiveAt.map { t - $0 },
+            activations: a.activations, launches: a.generation, latest: a.latest?.sample, sampleAgeSeconds: a.latest.map { t - $0.at },
+            lifetimeMaxFootprintBytes: a.lifetimeMaxFootprint, launchToReadySeconds: a.launchToReady, isClient: a.isClient)
+    }
+
+    /// Reads the app's footprint now (when a policy will not decide on an old reading).
+    @discardableResult
+    public func refreshSample(_ name: String) -> AppView? {
+        guard let a = records[name] else { return nil }
+        sample(a)
+        return view(a)
+    }
+
+    /// Kills the app at once: SIGKILL through its pidfd (a suspended app is let run so that it
+    /// can die), then its memory is freed with process_mrelease where the kernel has it. No
+    /// callback, no grace period, and no waiting behind a command that holds the app's lock (a
+    /// launch waiting for didFinishLaunching fails instead). The exit is logged as an exit with
+    /// the reason, not as a crash.
+    ///
+    /// `pid` names the run the decision was made for: if the app now runs as another process
+    /// (relaunched meanwhile) or not at all, nothing is signalled (`.staleTarget`).
+    public func kill(_ name: String, pid: Int32, reason: KillReason) throws(SupervisorError) -> KillReceipt {
+        let a = try app(name)
+        guard let process = a.process, process.pid == pid, a.state != .notRunning else {
+            throw .staleTarget(app: name, expectedPID: pid, currentPID: a.pid)
+        }
+        a.terminating = true
+        a.killReason = reason
+        var released = false
+        var signalledAt = 0.0
+        for step in Teardown.jetsam {
+            switch step {
+            case .signal(let sig):
+                signalledAt = monotonicSeconds()
+                guard process.signal(sig) else {
+                    throw .staleTarget(app: name, expectedPID: pid, currentPID: nil)  // already exited
+                }
+            case .thaw:
+                if a.state == .suspended { letRun(a, process) }
+            case .releaseMemory:
+                do {
+                    try process.releaseMemory()
+                    released = true
+                } catch {
+                    record(.error, a, detail: "\(error)")
+                }
+            case .callback, .awaitExit:
+                break  // not part of a kill
+            }
+        }
+        return KillReceipt(app: name, pid: pid, signalledAt: signalledAt, memoryReleased: released)
+    }
+
+    /// Waits until the app's run with this PID has exited and been reaped; false on timeout.
+    public func waitForExit(_ name: String, pid: Int32, timeout: Double) async -> Bool {
+        guard let a = records[name] else { return true }
+        guard a.pid == pid else { return true }  // that run is already gone
+        let generation = a.generation
+        return await waitFor(name, timeout: timeout) { !$0.alive || $0.generation != generation }
+    }
+
+    /// Every change of the merged pressure level from now on (a finished stream when the
+    /// supervisor does not watch pressure). Subscribers get the monitor's events directly,
+    /// without a hop through the supervisor.
+    public nonisolated func pressureEvents() -> AsyncStream<PressureEvent> {
+        guard let pressureMonitor else { return AsyncStream { $0.finish() } }
+        return pressureMonitor.events()
+    }
+
+    /// The device's memory cgroup (nil without a budget).
+    public nonisolated var deviceMemoryCgroup: String? { cgroups?.memoryGroup }
+
+    /// Sends the app an app-defined command (the model app's `allocate N`, `release N`) and
+    /// returns its answer.
+    public func command(_ name: String, _ text: String) async throws(SupervisorError) -> String {
+        let a = try app(name)
+        return try await sendCommand(text, to: a)
+    }
+
+    /// Writes the app's anonymous memory out to swap (process_madvise MADV_PAGEOUT on every
+    /// region holding anonymous pages, through its pidfd): freeze-dry. The app's state does not
+    /// change; its pages come back as it touches them. Needs swap to have any effect.
+    public func pageOut(_ name: String, pid: Int32) throws(SupervisorError) -> PageOutResult {
+        let a = try app(name)
+        guard let process = a.process, process.pid == pid else { throw .staleTarget(app: name, expectedPID: pid, currentPID: a.pid) }
+        let before: ProcessSnapshot
+        do {
+            before = try Snapshotter().process(pid, options: SnapshotOptions(detail: .regions))
+        } catch {
+            throw .exited(app: name, during: "page-out", status: a.exitStatus)
+        }
+        let ranges = before.regions.filter { $0.counters.anonymous > 0 || $0.counters.swap > 0 }.map { ($0.start, $0.end) }
+        let advised = try process.pageOut(ranges)
+        let after: MemoryCounters
+        do {
+            after = try Snapshotter().process(pid, options: .totalsOnly).totals
+        } catch {
+            throw .exited(app: name, during: "page-out", status: a.exitStatus)
+        }
+        sample(a)
+        return PageOutResult(
+            advisedBytes: advised, swappedBefore: before.totals.swap, swappedAfter: after.swap,
+            residentBefore: before.totals.resident, residentAfter: after.resident)
+    }
+}

@@ -1,0 +1,220 @@
+import LifecycleProtocol
+import Pressure
+
+/// How apps are suspended.
+public enum SuspendMethod: String, Sendable, Hashable, Codable {
+    /// SIGSTOP (through the pidfd); SIGCONT to resume.
+    case sigstop
+    /// The cgroup freezer (v1 freezer.state, v2 cgroup.freeze): the app cannot tell.
+    case freezer
+}
+
+/// An app the supervisor knows: what to run.
+public struct AppSpec: Sendable, Hashable, Codable {
+    public var name: String
+    public var command: [String]
+    public var environment: [String: String]?
+    /// Whether the program links the client library (and so connects, gets callbacks and
+    /// reports ready). False for any other program: it is supervised without callbacks.
+    public var client: Bool?
+
+    public init(name: String, command: [String], environment: [String: String]? = nil, client: Bool? = nil) {
+        self.name = name
+        self.command = command
+        self.environment = environment
+        self.client = client
+    }
+}
+
+public struct SupervisorConfiguration: Sendable {
+    /// Where the control socket lives (a directory of this user, mode 0700). Default: a new
+    /// directory under $XDG_RUNTIME_DIR or /tmp.
+    public var runtimeDirectory: String?
+    public var suspendMethod: SuspendMethod = .sigstop
+    /// The device's RAM: a memory cgroup with this limit holds every app.
+    public var budgetBytes: Int?
+    /// How long a background task may run after the app entered the background.
+    public var backgroundTaskLimit: Double = 30
+    /// How long before the limit the expiration handler is asked to run.
+    public var expirationWarning: Double = 5
+    /// How long an app may take to acknowledge a callback.
+    public var callbackTimeout: Double = 5
+    /// How long didFinishLaunching may take (building state is slower than other callbacks).
+    public var launchTimeout: Double = 30
+    /// How long a client app may take to connect after it was started.
+    public var connectTimeout: Double = 10
+    /// How long a terminating app has between SIGTERM and SIGKILL.
+    public var terminateGrace: Double = 3
+    /// How often each app's footprint is sampled for its timeline (0: only at transitions).
+    public var sampleInterval: Double = 1
+    public var cgroupRoot = "/sys/fs/cgroup"
+    /// Where mempressure-exec is (default: next to this executable).
+    public var executableDirectory: String?
+    /// Watch memory pressure (on the device cgroup when there is a budget and `cgroup` is not
+    /// set, else as configured) and offer it to policies through `pressureEvents()`. Started
+    /// when set, or when a policy asks for it.
+    public var pressure: PressureConfiguration?
+    /// What runs beside the core and decides: memory warnings on pressure, jetsam.
+    public var policies: [any SupervisorPolicy] = []
+    /// The most events the log keeps (the oldest go first; `droppedLogEvents` counts them).
+    public var logLimit = 100_000
+    /// The most footprint samples one app's timeline keeps (the oldest go first).
+    public var timelineLimit = 10_000
+
+    public init() {}
+}
+
+/// What kind of thing a log event records.
+public enum SupervisorEventKind: String, Sendable, Hashable, Codable, CaseIterable {
+    /// A lifecycle transition (`from`, `to`).
+    case state
+    /// The app acknowledged a callback (`name`), ran an expiration handler or handled a notification.
+    case callback
+    /// The app reported it is interactive.
+    case ready
+    /// The app's process was started (`detail`: its command).
+    case launch
+    /// The app's client connected and said hello.
+    case connected
+    /// The app's process ended as expected (terminated, or exited 0).
+    case exit
+    /// The app's process ended unexpectedly.
+    case crash
+    /// A memory warning (`detail`: sent, or why not).
+    case warning
+    /// A system change queued for a suspended app.
+    case notification
+    /// A background task began, ended or was forgotten.
+    case task
+    /// A background task was asked to run its expiration handler.
+    case expire
+    /// An overrunning background task's app was terminated; `stack` is the task's call stack.
+    case crashReport = "crash-report"
+    /// Something went wrong that the supervisor survived.
+    case error
+    /// A connection from a process the supervisor did not launch, refused.
+    case impostor
+    /// A control channel closed for a protocol error, a flood or a bad hello.
+    case `protocol`
+    /// A pressure source's status, or a change of the merged level.
+    case pressure
+    /// An app command (allocate, release) and the app's answer.
+    case command
+    /// A jetsam kill (`reason`, `rank`, `policy`, `footprintBytes`, `reclaimedBytes`, `explanation`).
+    case jetsam
+    /// A freeze-dry: a small suspended app's anonymous memory written to swap (`bytes`).
+    case freeze
+}
+
+/// One line of the event log.
+public struct SupervisorEvent: Sendable, Hashable, Codable {
+    /// Seconds since the supervisor started.
+    public var t: Double
+    public var app: String?
+    public var pid: Int32?
+    public var kind: SupervisorEventKind
+    public var from: LifecycleState?
+    public var to: LifecycleState?
+    public var name: String?
+    public var detail: String?
+    public var stack: [String]?
+    // Jetsam's events (nil elsewhere).
+    public var reason: String?
+    public var rank: Int?
+    public var policy: String?
+    public var footprintBytes: UInt64?
+    public var reclaimedBytes: UInt64?
+    public var bytes: UInt64?
+    public var explanation: String?
+
+    public init(
+        t: Double, app: String? = nil, pid: Int32? = nil, kind: SupervisorEventKind, from: LifecycleState? = nil, to: LifecycleState? = nil,
+        name: String? = nil, detail: String? = nil, stack: [String]? = nil
+    ) {
+        self.t = t
+        self.app = app
+        self.pid = pid
+        self.kind = kind
+        self.from = from
+        self.to = to
+        self.name = name
+        self.detail = detail
+        self.stack = stack
+    }
+}
+
+/// Resource use of an app in one lifecycle state.
+public struct StateAccounting: Sendable, Hashable, Codable {
+    public var seconds: Double = 0
+    public var cpuSeconds: Double = 0
+    public var minorFaults: UInt64 = 0
+    public var majorFaults: UInt64 = 0
+    /// Bytes read from and written to storage (/proc/PID/io read_bytes, write_bytes).
+    public var ioReadBytes: UInt64 = 0
+    public var ioWriteBytes: UInt64 = 0
+}
+
+/// One point of an app's footprint timeline.
+public struct FootprintSample: Sendable, Hashable, Codable {
+    public var t: Double
+    public var state: LifecycleState
+    public var footprintBytes: UInt64
+    public var residentBytes: UInt64
+    public var dirtyBytes: UInt64
+    public var purgeableBytes: UInt64
+    public var swappedBytes: UInt64
+}
+
+/// An app's accounting: per state (keyed by state name), and its footprint timeline.
+public struct AppReport: Sendable, Hashable, Codable {
+    public var name: String
+    public var pid: Int32?
+    public var state: LifecycleState
+    public var launches: Int
+    public var accounting: [String: StateAccounting]
+    public var footprint: [FootprintSample]
+}
+
+/// What a policy sees of one app: cheap to take (no timelines), current to the last sample.
+public struct AppView: Sendable, Hashable {
+    public var name: String
+    /// The app's current process (nil when not running).
+    public var pid: Int32?
+    /// Which run of the app (1 for the first launch): a decision names the run it was made for.
+    public var generation: Int
+    public var state: LifecycleState
+    public var secondsInState: Double
+    /// Since it last entered the background (nil while in the foreground or not running).
+    public var secondsSinceBackgrounded: Double?
+    /// Since it was last active (0 while active; nil if never active in this supervisor).
+    public var secondsSinceActive: Double?
+    /// How many times it became active since the supervisor started.
+    public var activations: Int
+    public var launches: Int
+    /// The latest footprint reading of this run (nil before the first), and its age.
+    public var latest: FootprintSample?
+    public var sampleAgeSeconds: Double?
+    /// The largest footprint of any reading of this app, over all its runs.
+    public var lifetimeMaxFootprintBytes: UInt64
+    /// Launch to first ready of its most recent runs that reported ready, oldest first (the
+    /// relaunch cost a kill would impose); empty until one was seen.
+    public var launchToReadySeconds: [Double]
+    /// Whether the program links the client library (gets callbacks, reports ready).
+    public var isClient: Bool
+}
+
+/// Why the supervisor killed an app without notice (as XNU's JetsamEvent reasons name them).
+public enum KillReason: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Memory is short for the device: the jetsam ranking chose this app.
+    case vmPageShortage = "vm-pageshortage"
+    /// The app went over its own memory limit for its state.
+    case perProcessLimit = "per-process-limit"
+}
+
+extension Supervisor {
+    /// Which apps a memory warning or notification goes to.
+    public enum Target: Sendable, Hashable {
+        case all
+        case app(String)
+    }
+}

@@ -1,0 +1,195 @@
+import AppLifecycle
+import FoundationEssentials
+import Glibc
+import LifecycleProtocol
+import VMTracker
+
+/// A scripted experiment: a device, its apps, and the steps to put them through
+/// (`mempressure run SCENARIO.json`; the format is documented in the README). Each step is a
+/// `Command` in its step form (`{"launch": "A"}`, `{"wait": 0.5}`, ...).
+public struct Scenario: Sendable {
+    /// The device's RAM budget (a memory cgroup holding every app); none if absent.
+    public var budgetBytes: Int?
+    /// "sigstop" (default) or "freezer".
+    public var suspendWith: SuspendMethod?
+    /// Seconds a background task may run after the app entered the background (default 30).
+    public var backgroundTaskLimit: Double?
+    /// Seconds before the limit the expiration handler runs (default min(5, limit)).
+    public var expirationWarning: Double?
+    /// Seconds a callback may take (default 5), and didFinishLaunching (default 30).
+    public var callbackTimeout: Double?
+    public var launchTimeout: Double?
+    /// Send running apps memory warnings when memory pressure reaches warning.
+    public var warnOnPressure: Bool?
+    public var apps: [AppSpec]
+    public var steps: [Command]
+
+    public init(
+        budgetBytes: Int? = nil, suspendWith: SuspendMethod? = nil, backgroundTaskLimit: Double? = nil,
+        expirationWarning: Double? = nil, callbackTimeout: Double? = nil, launchTimeout: Double? = nil,
+        warnOnPressure: Bool? = nil, apps: [AppSpec], steps: [Command]
+    ) {
+        self.budgetBytes = budgetBytes
+        self.suspendWith = suspendWith
+        self.backgroundTaskLimit = backgroundTaskLimit
+        self.expirationWarning = expirationWarning
+        self.callbackTimeout = callbackTimeout
+        self.launchTimeout = launchTimeout
+        self.warnOnPressure = warnOnPressure
+        self.apps = apps
+        self.steps = steps
+    }
+
+    /// Checks the scenario and says what is wrong, with the step's number.
+    public func validate() throws(ScenarioError) {
+        guard !apps.isEmpty else { throw .invalid("the scenario has no apps") }
+        var names = Set<String>()
+        for app in apps {
+            guard names.insert(app.name).inserted else { throw .invalid("two apps are named \(app.name)") }
+            guard !app.command.isEmpty, !app.command[0].isEmpty else { throw .invalid("app \(app.name) has an empty command") }
+        }
+        if let b = budgetBytes, b <= 0 { throw .invalid("budgetBytes must be a positive number of bytes") }
+        for (i, step) in steps.enumerated() {
+            if let name = step.app, !names.contains(name) { throw .step(i + 1, "no app named \(name)") }
+            do {
+                try step.validate()
+            } catch {
+                throw .step(i + 1, error.reason)
+            }
+        }
+    }
+
+    /// The supervisor configuration this scenario asks for.
+    public func configuration(executableDirectory: String? = nil) -> SupervisorConfiguration {
+        var c = SupervisorConfiguration()
+        c.budgetBytes = budgetBytes
+        c.suspendMethod = suspendWith ?? .sigstop
+        if let l = backgroundTaskLimit { c.backgroundTaskLimit = l }
+        c.expirationWarning = expirationWarning ?? min(5, c.backgroundTaskLimit / 2)
+        if let t = callbackTimeout { c.callbackTimeout = t }
+        if let t = launchTimeout { c.launchTimeout = t }
+        if warnOnPressure == true { c.policies.append(WarnOnPressure()) }
+        c.executableDirectory = executableDirectory
+        return c
+    }
+}
+
+/// Why a scenario cannot be run.
+public enum ScenarioError: Error, Sendable, Hashable, CustomStringConvertible {
+    case invalid(String)
+    /// Step `number` (from 1) is wrong.
+    case step(Int, String)
+    case unreadable(path: String, SystemCallError)
+    case notAScenario(path: String, String)
+
+    public var description: String {
+        switch self {
+        case .invalid(let reason): reason
+        case .step(let n, let reason): "step \(n): \(reason)"
+        case .unreadable(let path, let e): "\(path): \(e.errno.symbolicName) (\(e.errno))"
+        case .notAScenario(let path, let reason): "\(path): not a scenario: \(reason)"
+        }
+    }
+}
+
+extension Scenario: Codable {
+    private enum Key: String, CodingKey {
+        case budgetBytes, suspendWith, backgroundTaskLimit, expirationWarning, callbackTimeout, launchTimeout, warnOnPressure, apps, steps
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Key.self)
+        budgetBytes = try c.decodeIfPresent(Int.self, forKey: .budgetBytes)
+        suspendWith = try c.decodeIfPresent(SuspendMethod.self, forKey: .suspendWith)
+        backgroundTaskLimit = try c.decodeIfPresent(Double.self, forKey: .backgroundTaskLimit)
+        expirationWarning = try c.decodeIfPresent(Double.self, forKey: .expirationWarning)
+        callbackTimeout = try c.decodeIfPresent(Double.self, forKey: .callbackTimeout)
+        launchTimeout = try c.decodeIfPresent(Double.self, forKey: .launchTimeout)
+        warnOnPressure = try c.decodeIfPresent(Bool.self, forKey: .warnOnPressure)
+        apps = try c.decode([AppSpec].self, forKey: .apps)
+        // Each step on its own, so that an error names the step.
+        var list = try c.nestedUnkeyedContainer(forKey: .steps)
+        var steps: [Command] = []
+        while !list.isAtEnd {
+            let number = steps.count + 1
+            do {
+                steps.append(try list.decode(Command.self))
+            } catch let e as CommandError {
+                throw ScenarioError.step(number, e.reason)
+            }
+        }
+        self.steps = steps
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Key.self)
+        try c.encodeIfPresent(budgetBytes, forKey: .budgetBytes)
+        try c.encodeIfPresent(suspendWith, forKey: .suspendWith)
+        try c.encodeIfPresent(backgroundTaskLimit, forKey: .backgroundTaskLimit)
+        try c.encodeIfPresent(expirationWarning, forKey: .expirationWarning)
+        try c.encodeIfPresent(callbackTimeout, forKey: .callbackTimeout)
+        try c.encodeIfPresent(launchTimeout, forKey: .launchTimeout)
+        try c.encodeIfPresent(warnOnPressure, forKey: .warnOnPressure)
+        try c.encode(apps, forKey: .apps)
+        try c.encode(steps, forKey: .steps)
+    }
+}
+
+/// What `mempressure run --json` prints.
+public struct ScenarioLog: Sendable, Codable {
+    public var formatVersion = 1
+    public var events: [SupervisorEvent]
+    public var apps: [AppReport]
+    public var errors: [String]
+}
+
+extension Scenario {
+    /// Runs the scenario with a supervisor of its own: registers the apps, performs the steps in
+    /// order (a failing step is logged and the run goes on), then terminates everything.
+    /// `onEvent` sees every log event as it happens.
+    public func run(executableDirectory: String? = nil, onEvent: (@Sendable (SupervisorEvent) -> Void)? = nil) async throws -> ScenarioLog {
+        try validate()
+        let directory = executableDirectory ?? Programs.ownDirectory()
+        let supervisor = try Supervisor(configuration: configuration(executableDirectory: directory))
+        let stream = await supervisor.logStream()
+        let printer = Task {
+            for await e in stream { onEvent?(e) }
+        }
+        var errors: [String] = []
+        for app in apps {
+            var spec = app
+            spec.command[0] = Programs.resolve(spec.command[0], in: directory)
+            try await supervisor.register(spec)
+        }
+        for (i, step) in steps.enumerated() {
+            do {
+                try await supervisor.perform(step)
+            } catch {
+                errors.append("step \(i + 1): \(error)")
+            }
+        }
+        let reports = await supervisor.reports()
+        await supervisor.shutdown()
+        _ = await printer.value
+        return ScenarioLog(events: await supervisor.log, apps: reports, errors: errors)
+    }
+
+    public static func load(_ path: String) throws(ScenarioError) -> Scenario {
+        let bytes: [UInt8]
+        do {
+            bytes = try ProcFS.readBytes(path)
+        } catch {
+            throw .unreadable(path: path, error)
+        }
+        let scenario: Scenario
+        do {
+            scenario = try JSONDecoder().decode(Scenario.self, from: Data(bytes))
+        } catch let e as ScenarioError {
+            throw e
+        } catch {
+            throw .notAScenario(path: path, "\(error)")
+        }
+        try scenario.validate()
+        return scenario
+    }
+}

@@ -1,0 +1,91 @@
+import AppLifecycle
+import FoundationEssentials
+import LifecycleProtocol
+import Scenarios
+import Testing
+
+/// One command vocabulary: the step form, the admin form and the CLI decode to the same thing.
+@Suite("commands")
+struct CommandTests {
+    func decode(_ json: String) throws -> Command {
+        try JSONDecoder().decode(Command.self, from: Data(json.utf8))
+    }
+
+    @Test("the step form and the admin form decode to the same command", arguments: [
+        (#"{"launch": "A"}"#, #"{"command": "launch", "app": "A"}"#),
+        (#"{"activate": "A"}"#, #"{"command": "activate", "app": "A"}"#),
+        (#"{"background": "A", "wait": false}"#, #"{"command": "background", "app": "A", "wait": false}"#),
+        (#"{"warn": "running"}"#, #"{"command": "warn"}"#),
+        (#"{"notify": "B", "kind": "localeChanged", "value": "fr"}"#, #"{"command": "notify", "app": "B", "kind": "localeChanged", "value": "fr"}"#),
+        (#"{"wait": 0.5}"#, #"{"command": "wait", "seconds": 0.5}"#),
+        (#"{"waitState": "A", "state": "suspended"}"#, #"{"command": "waitState", "app": "A", "state": "suspended"}"#),
+        (#"{"allocate": "A", "bytes": 1048576}"#, #"{"command": "allocate", "app": "A", "bytes": 1048576}"#),
+    ])
+    func forms(step: String, admin: String) throws {
+        let a = try decode(step)
+        #expect(a == (try decode(admin)))
+        // Encoding gives the admin form, which decodes back to the same command.
+        let encoded = try JSONEncoder().encode(a)
+        #expect(try JSONDecoder().decode(Command.self, from: encoded) == a)
+    }
+
+    @Test("what each decodes to")
+    func meanings() throws {
+        #expect(try decode(#"{"background": "A"}"#) == .background("A", waitForSuspension: true))
+        #expect(try decode(#"{"warn": "all"}"#) == .warn(.all))
+        #expect(try decode(#"{"warn": "A"}"#) == .warn(.app("A")))
+        #expect(try decode(#"{"command": "launch", "app": "W", "argv": ["/bin/true"], "client": false}"#)
+            == .launch("W", registering: AppSpec(name: "W", command: ["/bin/true"], client: false)))
+        #expect(try decode(#"{"release": "A", "bytes": 4096}"#).verb == .release)
+        #expect(try decode(#"{"waitReady": "A", "count": 2}"#) == .waitReady("A", count: 2, timeout: nil))
+    }
+
+    @Test("bad commands say what is wrong", arguments: [
+        (#"{"launch": "A", "activate": "B"}"#, "needs exactly one action"),
+        (#"{}"#, "needs exactly one action"),
+        (#"{"command": "explode", "app": "A"}"#, "unknown command 'explode'"),
+        (#"{"command": "activate"}"#, "'activate' needs an app"),
+        (#"{"waitState": "A"}"#, "waitState needs a state"),
+        (#"{"allocate": "A"}"#, "allocate needs bytes"),
+        (#"{"command": "register", "app": "A"}"#, "register needs argv"),
+    ])
+    func bad(json: String, message: String) throws {
+        do {
+            _ = try decode(json)
+            Issue.record("\(json) decoded")
+        } catch let e as CommandError {
+            #expect(e.reason.contains(message), "\(e.reason)")
+        }
+    }
+
+    @Test("numbers out of range are refused before anything runs")
+    func ranges() {
+        #expect(throws: CommandError.self) { try Command.wait(seconds: -1).validate() }
+        #expect(throws: CommandError.self) { try Command.wait(seconds: .infinity).validate() }
+        #expect(throws: CommandError.self) { try Command.wait(seconds: 1e300).validate() }
+        #expect(throws: CommandError.self) { try Command.allocate("A", bytes: 0).validate() }
+        #expect(throws: CommandError.self) { try Command.waitReady("A", count: 1, timeout: 0).validate() }
+        #expect(throws: Never.self) { try Command.wait(seconds: 0.25).validate() }
+    }
+
+    @Test("admin requests: queries beside commands")
+    func admin() throws {
+        #expect(try JSONDecoder().decode(AdminRequest.self, from: Data(#"{"command":"apps"}"#.utf8)) == .apps)
+        #expect(try JSONDecoder().decode(AdminRequest.self, from: Data(#"{"command":"status"}"#.utf8)) == .status)
+        #expect(try JSONDecoder().decode(AdminRequest.self, from: Data(#"{"command":"terminate","app":"A"}"#.utf8)) == .perform(.terminate("A")))
+        let encoded = String(decoding: try JSONEncoder().encode(AdminRequest.log), as: UTF8.self)
+        #expect(encoded == #"{"command":"log"}"#)
+        let response = try JSONDecoder().decode(AdminResponse<LifecycleState>.self, from: Data(#"{"ok":true,"result":"suspended"}"#.utf8))
+        #expect(response.ok && response.result == .suspended)
+    }
+
+    @Test("a scenario names the step that is wrong")
+    func scenarioSteps() throws {
+        let json = #"{"apps": [{"name": "A", "command": ["x"]}], "steps": [{"launch": "A"}, {"wait": 1}, {"launch": "A", "terminate": "A"}]}"#
+        #expect(throws: ScenarioError.step(3, "needs exactly one action (launch, activate, deactivate, background, terminate, relaunch, warn, notify, wait, waitReady, waitState, allocate, release), has launch, terminate")) {
+            try JSONDecoder().decode(Scenario.self, from: Data(json.utf8))
+        }
+        let unknown = try JSONDecoder().decode(Scenario.self, from: Data(#"{"apps": [{"name": "A", "command": ["x"]}], "steps": [{"activate": "B"}]}"#.utf8))
+        #expect(throws: ScenarioError.step(1, "no app named B")) { try unknown.validate() }
+    }
+}
