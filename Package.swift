@@ -26,6 +26,7 @@ let package = Package(
         .library(name: "LifecycleProtocol", targets: ["LifecycleProtocol"]),
         .library(name: "SupervisedApp", targets: ["SupervisedApp"]),
         .library(name: "AppLifecycle", targets: ["AppLifecycle"]),
+        .library(name: "Jetsam", targets: ["Jetsam"]),
         .library(name: "Scenarios", targets: ["Scenarios"]),
         .library(name: "MemHogClient", targets: ["MemHogClient"]),
     ],
@@ -82,10 +83,16 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Jetsam: the pure ranker (policies, explanations, replay) and the killer attached to a supervisor.
+        .target(
+            name: "Jetsam",
+            dependencies: ["AppLifecycle", "LifecycleProtocol", "Pressure", "VMTracker", "LinuxSystem"],
+            swiftSettings: strict
+        ),
         // Scripted experiments: a device, its apps, the steps; run under a supervisor of their own.
         .target(
             name: "Scenarios",
-            dependencies: ["AppLifecycle", "LifecycleProtocol", "VMTracker"],
+            dependencies: ["AppLifecycle", "Jetsam", "LifecycleProtocol", "Pressure", "VMTracker"],
             swiftSettings: strict
         ),
         // Read-only file mappings: residency, hints, eviction; the map-or-read loader.
@@ -121,6 +128,9 @@ let package = Package(
                 "AppLifecycle",
                 "LifecycleProtocol",
                 "Scenarios",
+                "Jetsam",
+                "Pressure",
+                "LinuxSystem",
                 "CMemoryPressure",
                 "MemHogClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -199,6 +209,11 @@ let package = Package(
         .testTarget(
             name: "PressureTests",
             dependencies: ["Pressure", "VMTracker", "TestSupport", "MemHogClient", "MemHog"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "JetsamTests",
+            dependencies: ["Jetsam", "LifecycleProtocol", "AppLifecycle", "Scenarios", "Pressure", "VMTracker", "LinuxSystem", "TestSupport", "WorkloadApp", "mempressure-exec"],
             swiftSettings: strict
         ),
         .testTarget(

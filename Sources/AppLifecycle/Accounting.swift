@@ -66,6 +66,10 @@ extension Supervisor {
             a.timeline.append(s)
             a.latest = (s, monotonicSeconds())
             a.lifetimeMaxFootprint = max(a.lifetimeMaxFootprint, c.footprint)
+            if !sampleSubscribers.isEmpty {
+                let v = view(a)
+                for subscriber in sampleSubscribers { subscriber.yield(v) }
+            }
             return s
         } catch {
             return nil  // exited or exiting: the timeline ends with its last sample

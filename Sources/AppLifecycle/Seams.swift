@@ -125,6 +125,22 @@ extension Supervisor {
         return await waitFor(name, timeout: timeout) { !$0.alive || $0.generation != generation }
     }
 
+    /// Every footprint reading from now on (the periodic samples and those at transitions), as
+    /// the app's view right after it. A consumer more than 1,000 readings behind loses the oldest.
+    public func samples() -> AsyncStream<AppView> {
+        let (stream, continuation) = AsyncStream<AppView>.makeStream(bufferingPolicy: .bufferingNewest(1000))
+        if shuttingDown {
+            continuation.finish()
+        } else {
+            sampleSubscribers.append(continuation)
+        }
+        return stream
+    }
+
+    /// How many processes the kernel's memory-cgroup OOM killer has killed in the device cgroup
+    /// since it was created (nil without a budget, or when the kernel does not say).
+    public func kernelOOMKills() -> UInt64? { cgroups?.kernelOOMKills() }
+
     /// Every change of the merged pressure level from now on (a finished stream when the
     /// supervisor does not watch pressure). Subscribers get the monitor's events directly,
     /// without a hop through the supervisor.

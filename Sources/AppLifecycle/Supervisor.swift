@@ -43,6 +43,7 @@ public actor Supervisor {
     var connections: [Int32: String] = [:]  // fd -> app
     var logEvents: BoundedLog<SupervisorEvent>
     var logSubscribers: [AsyncStream<SupervisorEvent>.Continuation] = []
+    var sampleSubscribers: [AsyncStream<AppView>.Continuation] = []
     var waiters: [Waiter] = []
     var nextWaiter = 0
     var lockedApps: Set<String> = []
@@ -321,6 +322,8 @@ public actor Supervisor {
         for failure in cgroups?.removeAll() ?? [] { record(SupervisorEvent(t: now(), kind: .error, detail: "\(failure)")) }
         for s in logSubscribers { s.finish() }
         logSubscribers.removeAll()
+        for s in sampleSubscribers { s.finish() }
+        sampleSubscribers.removeAll()
         events.finish()
         // The apps' output files (crash output is in the log already), then the directory.
         for name in order {

@@ -1,6 +1,8 @@
 import AppLifecycle
 import FoundationEssentials
 import Glibc
+import Jetsam
+import Pressure
 import LifecycleProtocol
 import VMTracker
 
@@ -21,14 +23,17 @@ public struct Scenario: Sendable {
     public var launchTimeout: Double?
     /// Send running apps memory warnings when memory pressure reaches warning.
     public var warnOnPressure: Bool?
+    /// Jetsam attached to the supervisor: its policy and thresholds (see `JetsamConfiguration`).
+    public var jetsam: JetsamConfiguration?
     public var apps: [AppSpec]
     public var steps: [Command]
 
     public init(
         budgetBytes: Int? = nil, suspendWith: SuspendMethod? = nil, backgroundTaskLimit: Double? = nil,
         expirationWarning: Double? = nil, callbackTimeout: Double? = nil, launchTimeout: Double? = nil,
-        warnOnPressure: Bool? = nil, apps: [AppSpec], steps: [Command]
+        warnOnPressure: Bool? = nil, jetsam: JetsamConfiguration? = nil, apps: [AppSpec], steps: [Command]
     ) {
+        self.jetsam = jetsam
         self.budgetBytes = budgetBytes
         self.suspendWith = suspendWith
         self.backgroundTaskLimit = backgroundTaskLimit
@@ -49,6 +54,16 @@ public struct Scenario: Sendable {
             guard !app.command.isEmpty, !app.command[0].isEmpty else { throw .invalid("app \(app.name) has an empty command") }
         }
         if let b = budgetBytes, b <= 0 { throw .invalid("budgetBytes must be a positive number of bytes") }
+        if let jetsam {
+            do {
+                try jetsam.validate()
+            } catch {
+                throw .invalid("\(error)")
+            }
+            for name in jetsam.protected + jetsam.limits.keys.sorted() where !names.contains(name) {
+                throw .invalid("jetsam: no app named \(name)")
+            }
+        }
         for (i, step) in steps.enumerated() {
             if let name = step.app, !names.contains(name) { throw .step(i + 1, "no app named \(name)") }
             do {
@@ -94,7 +109,7 @@ public enum ScenarioError: Error, Sendable, Hashable, CustomStringConvertible {
 
 extension Scenario: Codable {
     private enum Key: String, CodingKey {
-        case budgetBytes, suspendWith, backgroundTaskLimit, expirationWarning, callbackTimeout, launchTimeout, warnOnPressure, apps, steps
+        case budgetBytes, suspendWith, backgroundTaskLimit, expirationWarning, callbackTimeout, launchTimeout, warnOnPressure, jetsam, apps, steps
     }
 
     public init(from decoder: any Decoder) throws {
@@ -106,6 +121,7 @@ extension Scenario: Codable {
         callbackTimeout = try c.decodeIfPresent(Double.self, forKey: .callbackTimeout)
         launchTimeout = try c.decodeIfPresent(Double.self, forKey: .launchTimeout)
         warnOnPressure = try c.decodeIfPresent(Bool.self, forKey: .warnOnPressure)
+        jetsam = try c.decodeIfPresent(JetsamConfiguration.self, forKey: .jetsam)
         apps = try c.decode([AppSpec].self, forKey: .apps)
         // Each step on its own, so that an error names the step.
         var list = try c.nestedUnkeyedContainer(forKey: .steps)
@@ -130,6 +146,7 @@ extension Scenario: Codable {
         try c.encodeIfPresent(callbackTimeout, forKey: .callbackTimeout)
         try c.encodeIfPresent(launchTimeout, forKey: .launchTimeout)
         try c.encodeIfPresent(warnOnPressure, forKey: .warnOnPressure)
+        try c.encodeIfPresent(jetsam, forKey: .jetsam)
         try c.encode(apps, forKey: .apps)
         try c.encode(steps, forKey: .steps)
     }
@@ -141,6 +158,11 @@ public struct ScenarioLog: Sendable, Codable {
     public var events: [SupervisorEvent]
     public var apps: [AppReport]
     public var errors: [String]
+    /// Jetsam's episode reports (empty without a jetsam section).
+    public var episodes: [JetsamEpisode] = []
+    /// Processes the kernel's cgroup OOM killer killed in the device during the run (nil
+    /// without a budget): jetsam must keep it at zero.
+    public var kernelOOMKills: UInt64?
 }
 
 extension Scenario {
@@ -150,7 +172,17 @@ extension Scenario {
     public func run(executableDirectory: String? = nil, onEvent: (@Sendable (SupervisorEvent) -> Void)? = nil) async throws -> ScenarioLog {
         try validate()
         let directory = executableDirectory ?? Programs.ownDirectory()
-        let supervisor = try Supervisor(configuration: configuration(executableDirectory: directory))
+        var configuration = configuration(executableDirectory: directory)
+        let killer = jetsam.map { JetsamKiller(configuration: $0) }
+        if let killer {
+            configuration.policies.append(killer)
+            // Usage read every 50 ms: the killer must see a fast allocation before the kernel's
+            // OOM killer does.
+            var pressure = PressureConfiguration()
+            pressure.pollInterval = 0.05
+            configuration.pressure = pressure
+        }
+        let supervisor = try Supervisor(configuration: configuration)
         let stream = await supervisor.logStream()
         let printer = Task {
             for await e in stream { onEvent?(e) }
@@ -169,9 +201,10 @@ extension Scenario {
             }
         }
         let reports = await supervisor.reports()
+        let oomKills = await supervisor.kernelOOMKills()
         await supervisor.shutdown()
         _ = await printer.value
-        return ScenarioLog(events: await supervisor.log, apps: reports, errors: errors)
+        return ScenarioLog(events: await supervisor.log, apps: reports, errors: errors, episodes: killer?.episodes ?? [], kernelOOMKills: oomKills)
     }
 
     public static func load(_ path: String) throws(ScenarioError) -> Scenario {

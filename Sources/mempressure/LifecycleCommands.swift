@@ -2,8 +2,10 @@ import AppLifecycle
 import ArgumentParser
 import FoundationEssentials
 import Glibc
+import Jetsam
 import LifecycleProtocol
 import Logging
+import Pressure
 import Scenarios
 import ServiceLifecycle
 import UnixSignals
@@ -112,6 +114,11 @@ struct Supervise: AsyncParsableCommand {
     @Option(help: "sigstop or freezer.") var suspend: SuspendMethod = .sigstop
     @Option(name: .customLong("background-task-limit"), help: "Seconds a background task may run.") var backgroundTaskLimit = 30.0
     @Flag(name: .customLong("warn-on-pressure"), help: "Send running apps memory warnings when pressure reaches warning.") var warnOnPressure = false
+    @Flag(help: "Attach jetsam: warn, freeze-dry, then kill supervised apps by the policy when memory runs short.") var jetsam = false
+    @Option(name: .customLong("jetsam-policy"), help: "ios, xnu, lmkd, largest, lru or cost.") var jetsamPolicy: JetsamPolicyName = .ios
+    @Option(name: .customLong("high-memory"), help: "For jetsam: high memory in bytes (k, m, g) or a share of the budget (12.5%).") var highMemory: String?
+    @Option(name: .customLong("protect"), help: "For jetsam: an app never killed (repeatable).") var protect: [String] = []
+    @Option(name: .customLong("jetsam-reports"), help: "For jetsam: a directory for each episode's report (episode-N.json).") var jetsamReports: String?
 
     func run() async throws {
         var c = SupervisorConfiguration()
@@ -122,6 +129,22 @@ struct Supervise: AsyncParsableCommand {
         if warnOnPressure { c.policies.append(WarnOnPressure()) }
         do {
             if let budget { c.budgetBytes = try parseBytes(budget, flag: "--budget") }
+            if jetsam {
+                var j = JetsamConfiguration(policy: jetsamPolicy)
+                if let highMemory {
+                    switch try parseHighMemory(highMemory) {
+                    case .bytes(let b): j.highMemoryBytes = b
+                    case .shareOfBudget(let s): j.highMemoryShare = s
+                    }
+                }
+                j.protected = protect
+                j.reportDirectory = jetsamReports
+                try j.validate()
+                c.policies.append(JetsamKiller(configuration: j))
+                var pressure = PressureConfiguration()
+                pressure.pollInterval = 0.05
+                c.pressure = pressure
+            }
             let logger = Logger(label: "mempressure.supervise")
             let service = SupervisorService(configuration: c)
             let group = ServiceGroup(configuration: .init(

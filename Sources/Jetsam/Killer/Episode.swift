@@ -1,0 +1,107 @@
+import LifecycleProtocol
+import LinuxSystem
+
+/// One pressure episode, in the spirit of XNU's JetsamEvent report: what memory looked like,
+/// every app, and what the killer did about it — warnings, freeze-drys and kills on one
+/// timeline — with every decision's input recorded so that `mempressure jetsam replay` can run
+/// it again under any policy.
+public struct JetsamEpisode: Sendable, Hashable, Codable {
+    public static let currentFormatVersion = 1
+    public var formatVersion = JetsamEpisode.currentFormatVersion
+    /// Always "mempressure-jetsam-episode": tells this document from others.
+    public var kind = "mempressure-jetsam-episode"
+    /// Which episode of this killer (from 1).
+    public var number: Int
+    public var startedAt: Timestamp
+    /// Seconds on the supervisor's log clock.
+    public var start: Double
+    public var end: Double?
+    /// The pressure event that opened it.
+    public var trigger: Trigger
+    public var policy: JetsamPolicy
+    /// The memory status when it opened, and when it closed.
+    public var memoryBefore: MemoryStatus
+    public var memoryAfter: MemoryStatus?
+    /// What had to be free again.
+    public var targetAvailableBytes: UInt64
+    /// The app with the largest footprint when it opened.
+    public var largestApp: String?
+    /// Every app when it opened.
+    public var apps: [App]
+    /// Warnings, freeze-drys, kills and measurements, in order.
+    public var timeline: [Entry]
+    public var victims: [Victim]
+    public var freezes: [Freeze]
+    /// Every decision's input (the snapshots decided on), in order: what replay runs.
+    public var decisions: [RankingInput]
+    /// The kernel's cgroup OOM kills in the device before and after (nil without a cgroup).
+    public var kernelOOMKillsBefore: UInt64?
+    public var kernelOOMKillsAfter: UInt64?
+    /// "warnings sufficed", "recovered after 2 kill(s)", "nothing left to kill: still short by ...".
+    public var outcome: String
+
+    public struct Trigger: Sendable, Hashable, Codable {
+        public var level: PressureLevelValue
+        public var source: String
+        public var detail: String
+        /// Seconds on the supervisor's log clock.
+        public var t: Double
+    }
+
+    public struct App: Sendable, Hashable, Codable {
+        public var name: String
+        public var pid: Int32?
+        public var state: LifecycleState
+        public var footprintBytes: UInt64
+        public var purgeableBytes: UInt64
+        public var residentBytes: UInt64
+        public var lifetimeMaxFootprintBytes: UInt64
+        public var secondsInState: Double
+        public var isProtected: Bool
+    }
+
+    public struct Entry: Sendable, Hashable, Codable {
+        public var t: Double
+        /// "warning", "freeze", "kill", "exit", "measure", "note".
+        public var kind: String
+        public var app: String?
+        public var pid: Int32?
+        public var bytes: UInt64?
+        public var detail: String
+    }
+
+    public struct Victim: Sendable, Hashable, Codable {
+        public var name: String
+        public var pid: Int32
+        public var state: LifecycleState
+        /// `vm-pageshortage` or `per-process-limit`.
+        public var reason: String
+        public var rank: Int
+        public var band: String
+        public var policy: JetsamPolicyName
+        public var footprintBytes: UInt64
+        public var purgeableBytes: UInt64
+        /// From the pressure event to SIGKILL.
+        public var secondsFromEvent: Double
+        /// Available memory before the kill and once the victim had exited: what it gave back.
+        public var reclaimedBytes: UInt64
+        /// Whether process_mrelease freed its memory at once.
+        public var memoryReleased: Bool
+        /// Whether it exited within the cooldown.
+        public var exited: Bool
+        /// In hindsight: would available memory still have been under the target at the end of
+        /// the episode without this kill? (final available − what it gave back < target)
+        public var needed: Bool
+        public var explanation: String
+    }
+
+    public struct Freeze: Sendable, Hashable, Codable {
+        public var name: String
+        public var pid: Int32
+        public var footprintBytes: UInt64
+        /// Written out to swap.
+        public var bytes: UInt64
+        public var residentBefore: UInt64
+        public var residentAfter: UInt64
+    }
+}

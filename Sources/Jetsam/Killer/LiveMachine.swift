@@ -1,0 +1,107 @@
+import Glibc
+import LifecycleProtocol
+import LinuxSystem
+import VMTracker
+
+/// The live machine's apps as jetsam would see them, for `mempressure jetsam --dry-run`: apps
+/// as `top` groups them (a process and its descendants running the same program), each with
+/// its footprint from smaps_rollup. Nothing here was launched by a supervisor, so nothing is
+/// ever killed: the ranking only shows the order.
+///
+/// - State: an app whose processes are all stopped (state T) counts as suspended; the app
+///   holding `foreground` (a PID) is active; every other app is running in the background.
+/// - PID 1 and this process's own app are protected.
+/// - Recency and relaunch cost are unknown on a machine nobody supervised: policies that use
+///   them (xnu, lmkd, lru, cost) fall back to their tie-breakers (footprint, name, PID).
+/// - Two apps with the same name are told apart by their PID ("bash (pid 812)").
+public enum LiveMachine {
+    public static func snapshots(_ machine: MachineSnapshot, foreground: Int32? = nil) -> [JetsamAppSnapshot] {
+        var stopped: [Int32: Bool] = [:]
+        for p in machine.processes { stopped[p.pid] = p.stat.isStopped }
+        let apps = machine.apps(grouping: .app)
+        var counts: [String: Int] = [:]
+        for a in apps { counts[a.name, default: 0] += 1 }
+        let me = getpid()
+        return apps.compactMap { a in
+            guard let pid = a.rootPID ?? a.pids.min() else { return nil }
+            let state: LifecycleState
+            if let foreground, a.pids.contains(foreground) {
+                state = .active
+            } else if !a.pids.isEmpty, a.pids.allSatisfy({ stopped[$0] == true }) {
+                state = .suspended
+            } else {
+                state = .backgroundRunning
+            }
+            let name = (counts[a.name] ?? 0) > 1 ? "\(a.name) (pid \(pid))" : a.name
+            let c = a.totals
+            return JetsamAppSnapshot(
+                name: name, pid: pid, state: state, footprintBytes: c.footprint, purgeableBytes: c.purgeable,
+                residentBytes: c.resident, lifetimeMaxFootprintBytes: c.footprint, secondsInState: 0,
+                secondsSinceActive: state == .active ? 0 : nil, activations: state == .active ? 1 : 0,
+                isProtected: a.pids.contains(1) || a.pids.contains(me), relaunchSeconds: nil, sampleAgeSeconds: 0)
+        }
+    }
+}
+
+/// What `mempressure jetsam --dry-run --json` prints (formatVersion 1; fields may be added,
+/// never renamed): the apps in kill order, rank 1 first.
+public struct DryRunReport: Sendable, Hashable, Codable {
+    public var formatVersion = 1
+    public var policy: String
+    public var highMemoryBytes: UInt64
+    public var budgetBytes: UInt64
+    public var apps: [App]
+    /// Apps not ranked (protected, ...), with why.
+    public var spared: [SparedApp]
+
+    public struct App: Sendable, Hashable, Codable {
+        public var rank: Int
+        public var pid: Int32
+        public var name: String
+        public var state: LifecycleState
+        public var band: String
+        public var footprintBytes: UInt64
+        public var purgeableBytes: UInt64
+        public var explanation: String
+    }
+
+    public struct SparedApp: Sendable, Hashable, Codable {
+        public var pid: Int32
+        public var name: String
+        public var reason: String
+        public var explanation: String
+    }
+
+    public init(_ ranking: Ranking, budgetBytes: UInt64) {
+        policy = ranking.policy.name.rawValue
+        highMemoryBytes = ranking.highMemoryBytes
+        self.budgetBytes = budgetBytes
+        apps = ranking.order.map {
+            App(rank: $0.rank, pid: $0.snapshot.pid, name: $0.snapshot.name, state: $0.snapshot.state, band: $0.band,
+                footprintBytes: $0.snapshot.footprintBytes, purgeableBytes: $0.snapshot.purgeableBytes, explanation: $0.explanation)
+        }
+        spared = ranking.spared.map { SparedApp(pid: $0.snapshot.pid, name: $0.snapshot.name, reason: $0.reason.rawValue, explanation: $0.explanation) }
+    }
+
+    /// A table, then each app's explanation.
+    public func renderText(limit: Int? = nil) -> String {
+        var t = TextTable([
+            .init("Rank"), .init("PID"), .init("App", .left), .init("State", .left), .init("Band", .left),
+            .init("Footprint"), .init("Purgeable"),
+        ])
+        let shown = limit.map { Array(apps.prefix($0)) } ?? apps
+        for a in shown {
+            t.append(["\(a.rank)", "\(a.pid)", a.name, a.state.rawValue, a.band, ByteFormat.human(a.footprintBytes), ByteFormat.human(a.purgeableBytes)])
+        }
+        var out = "Kill order under the \(policy) policy (budget \(ByteFormat.human(budgetBytes)), high memory from \(ByteFormat.human(highMemoryBytes))); nothing is killed:\n"
+        out += t.render()
+        out += "\nWhy:\n"
+        for a in shown { out += "  \(a.explanation)\n" }
+        if let limit, apps.count > limit { out += "  ... and \(apps.count - limit) more (--limit)\n" }
+        if !spared.isEmpty {
+            out += "\nNot ranked:\n"
+            for s in spared { out += "  \(s.name) (pid \(s.pid)): \(s.explanation)\n" }
+        }
+        return out
+    }
+}

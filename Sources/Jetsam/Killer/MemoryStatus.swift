@@ -1,0 +1,122 @@
+import Glibc
+import LinuxSystem
+import Pressure
+
+/// How much memory the device has and how much of it is free, measured the way the kernel will
+/// judge it: what jetsam must keep free so that the kernel's OOM killer never has to act.
+///
+/// - A device with a budget (a memory cgroup): `used` is the cgroup's working set, as the
+///   kubelet's eviction manager and cAdvisor define it — `usage − inactive_file` (v1
+///   `memory.usage_in_bytes` and `total_inactive_file` of `memory.stat`; v2 `memory.current`
+///   and `inactive_file`). Inactive file pages (clean page cache, and MADV_FREE'd pages, which
+///   the kernel keeps on the inactive file list) are reclaimed before the OOM killer is called,
+///   so they count as free. `available = limit − used`.
+/// - The whole machine: `MemAvailable` of /proc/meminfo against `MemTotal`.
+public struct MemoryStatus: Sendable, Hashable, Codable {
+    public var budgetBytes: UInt64
+    public var usedBytes: UInt64
+    public var availableBytes: UInt64
+    /// Where the figures come from.
+    public var source: String
+
+    public init(budgetBytes: UInt64, usedBytes: UInt64, availableBytes: UInt64, source: String) {
+        self.budgetBytes = budgetBytes
+        self.usedBytes = usedBytes
+        self.availableBytes = availableBytes
+        self.source = source
+    }
+}
+
+/// Why memory could not be measured (a killer then decides nothing: never on partial data).
+public enum MemoryStatusError: Error, Sendable, Hashable, CustomStringConvertible {
+    case unreadable(SystemCallError)
+    case malformed(file: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .unreadable(let e): "\(e)"
+        case .malformed(let file, let reason): "\(file): \(reason)"
+        }
+    }
+}
+
+/// Reads `MemoryStatus` for a memory cgroup or for the machine.
+public struct MemoryStatusReader: Sendable {
+    /// The memory cgroup directory (v1 `.../memory/NAME`, v2 `.../NAME`), nil for the machine.
+    public var cgroup: String?
+    public var procRoot: String
+
+    public init(cgroup: String?, procRoot: String = "/proc") {
+        self.cgroup = cgroup
+        self.procRoot = procRoot
+    }
+
+    public func read() throws(MemoryStatusError) -> MemoryStatus {
+        guard let cgroup else {
+            let info = try meminfo()
+            guard let total = info.total, let available = info.available else {
+                throw .malformed(file: "\(procRoot)/meminfo", reason: "no MemTotal or MemAvailable")
+            }
+            return MemoryStatus(
+                budgetBytes: total, usedBytes: total &- min(total, available), availableBytes: min(total, available),
+                source: "MemAvailable of /proc/meminfo")
+        }
+        let isV2 = ProcFS.isFile("\(cgroup)/memory.current")
+        let usageFile = isV2 ? "\(cgroup)/memory.current" : "\(cgroup)/memory.usage_in_bytes"
+        let limitFile = isV2 ? "\(cgroup)/memory.max" : "\(cgroup)/memory.limit_in_bytes"
+        let usage = try number(usageFile)
+        var limit = try number(limitFile)
+        if limit >= UInt64(1) << 60 {
+            // No limit: the machine's memory is the budget.
+            limit = try meminfo().total ?? limit
+        }
+        let statFile = "\(cgroup)/memory.stat"
+        let inactiveKey = isV2 ? "inactive_file" : "total_inactive_file"
+        let inactive = try keyed(statFile, inactiveKey)
+        let used = usage &- min(usage, inactive)
+        return MemoryStatus(
+            budgetBytes: limit, usedBytes: used, availableBytes: limit &- min(limit, used),
+            source: "working set of \(cgroup) (usage − \(inactiveKey))")
+    }
+
+    private func bytes(_ path: String) throws(MemoryStatusError) -> [UInt8] {
+        do {
+            return try ProcFS.readBytes(path)
+        } catch {
+            throw .unreadable(error)
+        }
+    }
+
+    private func number(_ path: String) throws(MemoryStatusError) -> UInt64 {
+        let text = try bytes(path)
+        guard let v = ByteScanner.singleNumber(text) else { throw .malformed(file: path, reason: "not a number") }
+        return v
+    }
+
+    private func keyed(_ path: String, _ key: String) throws(MemoryStatusError) -> UInt64 {
+        let text = try bytes(path)
+        guard let v = ByteScanner.value(of: key, inSpaceSeparatedLines: text) else {
+            throw .malformed(file: path, reason: "no \(key)")
+        }
+        return v
+    }
+
+    private func meminfo() throws(MemoryStatusError) -> (total: UInt64?, available: UInt64?) {
+        let text = try bytes("\(procRoot)/meminfo")
+        let info = text.withUnsafeBytes { MemInfo.parse($0) }
+        return (info.total, info.available)
+    }
+}
+
+/// Whether the machine has swap (freeze-dry writes to it).
+public enum Swap {
+    /// SwapTotal of /proc/meminfo, in bytes (0: no swap).
+    public static func totalBytes(procRoot: String = "/proc") -> UInt64 {
+        do {
+            let text = try ProcFS.readBytes("\(procRoot)/meminfo")
+            return text.withUnsafeBytes { MemInfo.parse($0) }.swapTotal ?? 0
+        } catch {
+            return 0
+        }
+    }
+}

@@ -1,0 +1,182 @@
+import FoundationEssentials
+import LinuxSystem
+import VMTracker
+
+/// Why a file of episodes could not be read.
+public enum EpisodeFileError: Error, Sendable, Hashable, CustomStringConvertible {
+    case unreadable(path: String, SystemCallError)
+    case notJSON(path: String)
+    case notOurs(path: String)
+    case unsupportedVersion(path: String, Int)
+    case malformed(path: String, String)
+    case empty(path: String)
+
+    public var description: String {
+        switch self {
+        case .unreadable(let path, let e): "\(path): \(e.errno.symbolicName) (\(e.errno))"
+        case .notJSON(let path): "\(path): not JSON"
+        case .notOurs(let path): "\(path): not a jetsam episode report (no \"kind\": \"mempressure-jetsam-episode\"), nor a scenario log with episodes"
+        case .unsupportedVersion(let path, let v): "\(path): episode format version \(v); this mempressure reads version \(JetsamEpisode.currentFormatVersion)"
+        case .malformed(let path, let reason): "\(path): a malformed episode: \(reason)"
+        case .empty(let path): "\(path): holds no episodes"
+        }
+    }
+}
+
+extension JetsamEpisode {
+    /// The episodes in a file: one episode report, an array of them, or a scenario log
+    /// (`mempressure run --json`) with its `episodes`.
+    public static func load(_ path: String) throws(EpisodeFileError) -> [JetsamEpisode] {
+        let bytes: [UInt8]
+        do {
+            bytes = try ProcFS.readBytes(path)
+        } catch {
+            throw .unreadable(path: path, error)
+        }
+        let data = Data(bytes)
+        // What kind of document is it? Look before decoding the whole.
+        struct Peek: Decodable {
+            var kind: String?
+            var formatVersion: Int?
+            var episodes: [PeekEpisode]?
+        }
+        struct PeekEpisode: Decodable {
+            var kind: String?
+            var formatVersion: Int?
+        }
+        func check(_ kind: String?, _ version: Int?) throws(EpisodeFileError) {
+            guard kind == "mempressure-jetsam-episode" else { throw .notOurs(path: path) }
+            guard version == currentFormatVersion else { throw .unsupportedVersion(path: path, version ?? 0) }
+        }
+        let episodes: [JetsamEpisode]
+        do {
+            let first = bytes.first { $0 != 0x20 && $0 != 0x0a && $0 != 0x09 && $0 != 0x0d }
+            if first == UInt8(ascii: "[") {
+                let list: [PeekEpisode]
+                do {
+                    list = try JSONDecoder().decode([PeekEpisode].self, from: data)
+                } catch {
+                    throw EpisodeFileError.notOurs(path: path)
+                }
+                for e in list { try check(e.kind, e.formatVersion) }
+                episodes = try JSONDecoder().decode([JetsamEpisode].self, from: data)
+            } else {
+                let peek: Peek
+                do {
+                    peek = try JSONDecoder().decode(Peek.self, from: data)
+                } catch {
+                    throw EpisodeFileError.notJSON(path: path)
+                }
+                if let inner = peek.episodes, peek.kind == nil {
+                    for e in inner { try check(e.kind, e.formatVersion) }
+                    struct Log: Decodable { var episodes: [JetsamEpisode] }
+                    episodes = try JSONDecoder().decode(Log.self, from: data).episodes
+                } else {
+                    try check(peek.kind, peek.formatVersion)
+                    episodes = [try JSONDecoder().decode(JetsamEpisode.self, from: data)]
+                }
+            }
+        } catch let e as EpisodeFileError {
+            throw e
+        } catch {
+            throw .malformed(path: path, "\(error)")
+        }
+        guard !episodes.isEmpty else { throw .empty(path: path) }
+        return episodes
+    }
+
+    /// The report as text: memory, apps, the timeline, the victims with their explanations.
+    public func renderText() -> String {
+        var out = "Jetsam episode \(number), \(startedAt), policy \(policy.name.rawValue)\n"
+        out += "Trigger: \(trigger.level) from \(trigger.source) at t=\(ByteFormat.fixed(trigger.t, 3)) s: \(trigger.detail)\n"
+        out += "Memory: budget \(ByteFormat.human(memoryBefore.budgetBytes)), used \(ByteFormat.human(memoryBefore.usedBytes)), "
+        out += "available \(ByteFormat.human(memoryBefore.availableBytes)); target \(ByteFormat.human(targetAvailableBytes)) available (\(memoryBefore.source))\n"
+        if let after = memoryAfter {
+            out += "After: available \(ByteFormat.human(after.availableBytes)), in \(ByteFormat.fixed((end ?? start) - start, 3)) s. "
+        }
+        out += "Outcome: \(outcome).\n"
+        if let b = kernelOOMKillsBefore ?? kernelOOMKillsAfter {
+            out += "Kernel cgroup OOM kills: \(b) before, \(kernelOOMKillsAfter.map(String.init) ?? "?") after.\n"
+        }
+        if let largestApp { out += "Largest app: \(largestApp)\n" }
+
+        var apps = TextTable([
+            .init("App", .left), .init("PID"), .init("State", .left), .init("Footprint"), .init("Purgeable"), .init("Resident"),
+            .init("Lifetime max"), .init("In state"), .init("", .left),
+        ])
+        for a in self.apps {
+            apps.append([
+                a.name, a.pid.map(String.init) ?? "-", a.state.rawValue, ByteFormat.human(a.footprintBytes), ByteFormat.human(a.purgeableBytes),
+                ByteFormat.human(a.residentBytes), ByteFormat.human(a.lifetimeMaxFootprintBytes), ByteFormat.fixed(a.secondsInState, 1) + " s",
+                a.isProtected ? "protected" : "",
+            ])
+        }
+        out += "\nApps when it began:\n" + apps.render()
+
+        var timeline = TextTable([.init("t (s)"), .init("What", .left), .init("App", .left), .init("Bytes"), .init("", .left)])
+        for e in self.timeline {
+            timeline.append([ByteFormat.fixed(e.t, 3), e.kind, e.app ?? "", e.bytes.map { ByteFormat.human($0) } ?? "", e.detail])
+        }
+        out += "\nTimeline:\n" + timeline.render()
+
+        if !victims.isEmpty {
+            var t = TextTable([
+                .init("Rank"), .init("App", .left), .init("PID"), .init("State", .left), .init("Reason", .left), .init("Footprint"),
+                .init("Given back"), .init("Needed", .left), .init("Event to kill"),
+            ])
+            for v in victims {
+                t.append([
+                    "\(v.rank)", v.name, "\(v.pid)", v.state.rawValue, v.reason, ByteFormat.human(v.footprintBytes), ByteFormat.human(v.reclaimedBytes),
+                    v.needed ? "yes" : "no (in hindsight)", ByteFormat.fixed(v.secondsFromEvent * 1000, 2) + " ms",
+                ])
+            }
+            out += "\nVictims:\n" + t.render()
+            for v in victims { out += "  \(v.name): \(v.explanation)\n" }
+        }
+        if !freezes.isEmpty {
+            var t = TextTable([.init("App", .left), .init("PID"), .init("Footprint"), .init("Written to swap"), .init("Resident before"), .init("after")])
+            for f in freezes {
+                t.append([f.name, "\(f.pid)", ByteFormat.human(f.footprintBytes), ByteFormat.human(f.bytes), ByteFormat.human(f.residentBefore), ByteFormat.human(f.residentAfter)])
+            }
+            out += "\nFreeze-dried:\n" + t.render()
+        }
+        return out
+    }
+}
+
+/// `mempressure jetsam replay`: every recorded decision of the episodes, under each policy.
+public struct ReplayReport: Sendable, Hashable, Codable {
+    public var formatVersion = 1
+    public var decisions: [Entry]
+
+    public struct Entry: Sendable, Hashable, Codable {
+        public var episode: Int
+        /// Which decision of the episode (from 1).
+        public var decision: Int
+        /// Who the recorded killer took at this decision (nil: it took no one).
+        public var recorded: String?
+        public var replay: JetsamReplay
+    }
+
+    public init(_ episodes: [JetsamEpisode], policies: [JetsamPolicy]) throws(RankingError) {
+        var out: [Entry] = []
+        for e in episodes {
+            for (i, input) in e.decisions.enumerated() {
+                let taken = i < e.victims.count ? e.victims[i].name : nil
+                out.append(Entry(episode: e.number, decision: i + 1, recorded: taken, replay: try JetsamReplay(input, policies: policies)))
+            }
+        }
+        decisions = out
+    }
+
+    public func renderText() -> String {
+        guard !decisions.isEmpty else { return "No decisions were recorded (the episodes ended with warnings or freeze-dry).\n" }
+        var out = ""
+        for d in decisions {
+            out += "Episode \(d.episode), decision \(d.decision): \(ByteFormat.human(d.replay.neededBytes)) needed at \(d.replay.level)"
+            out += d.recorded.map { "; the killer took \($0)" } ?? "" 
+            out += "\n" + d.replay.table() + "\n"
+        }
+        return out
+    }
+}
