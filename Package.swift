@@ -18,6 +18,8 @@ let package = Package(
         .executable(name: "mempressure-hog", targets: ["MemHog"]),
         .executable(name: "mempressure-exec", targets: ["mempressure-exec"]),
         .executable(name: "mempressure-workload", targets: ["WorkloadApp"]),
+        .library(name: "LinuxSystem", targets: ["LinuxSystem"]),
+        .library(name: "RegionTags", targets: ["RegionTags"]),
         .library(name: "VMTracker", targets: ["VMTracker"]),
         .library(name: "CachePolicies", targets: ["CachePolicies"]),
         .library(name: "Purgeable", targets: ["Purgeable"]),
@@ -54,17 +56,26 @@ let package = Package(
         .target(name: "CBacktrace", dependencies: ["CUnwind"]),
 
         .target(name: "Backtrace", dependencies: ["CBacktrace"], swiftSettings: strict),
+        // The base module: typed system-call errors, /proc access and its parsers, the scanner
+        // for the numbers the kernel writes, threads, time, UNIX sockets.
+        .target(
+            name: "LinuxSystem",
+            dependencies: ["CMemoryPressure", .product(name: "SystemPackage", package: "swift-system")],
+            swiftSettings: strict
+        ),
+        // The region registry format: Purgeable writes it, VMTracker reads it.
+        .target(name: "RegionTags", dependencies: ["LinuxSystem"], swiftSettings: strict),
         // Memory-pressure sources merged into one level stream.
         .target(
             name: "Pressure",
-            dependencies: ["VMTracker", "CMemoryPressure", .product(name: "SystemPackage", package: "swift-system")],
+            dependencies: ["LinuxSystem", "CMemoryPressure", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: strict
         ),
         // The supervisor of app processes, the control channel, and the client library apps link.
         .target(
             name: "AppLifecycle",
             dependencies: [
-                "Pressure", "VMTracker", "Backtrace", "CMemoryPressure",
+                "Pressure", "VMTracker", "LinuxSystem", "Backtrace", "CMemoryPressure",
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: strict
@@ -72,14 +83,14 @@ let package = Package(
         // Read-only file mappings: residency, hints, eviction; the map-or-read loader.
         .target(
             name: "MappedFiles",
-            dependencies: ["CMemoryPressure", "VMTracker", .product(name: "SystemPackage", package: "swift-system")],
+            dependencies: ["CMemoryPressure", "LinuxSystem", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: strict
         ),
         // Purgeable buffers on a jemalloc arena, and a purgeable cache built on CachePolicies.
         .target(
             name: "Purgeable",
             dependencies: [
-                "CPurgeable", "CJemalloc", "CMemoryPressure", "CachePolicies", "VMTracker", "Backtrace",
+                "CPurgeable", "CJemalloc", "CMemoryPressure", "CachePolicies", "LinuxSystem", "RegionTags", "Backtrace",
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: strict
@@ -89,13 +100,14 @@ let package = Package(
         .target(name: "CachePolicies", swiftSettings: strict),
         .target(
             name: "VMTracker",
-            dependencies: [.product(name: "SystemPackage", package: "swift-system")],
+            dependencies: ["LinuxSystem", "RegionTags", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: strict
         ),
         .executableTarget(
             name: "mempressure",
             dependencies: [
                 "VMTracker",
+                "LinuxSystem",
                 "CachePolicies",
                 "Purgeable",
                 "MappedFiles",
@@ -115,7 +127,7 @@ let package = Package(
         // memory: the subject of `make demo`, the live tests and the benchmarks.
         .executableTarget(
             name: "MemHog",
-            dependencies: ["CMemoryPressure", "Purgeable"],
+            dependencies: ["CMemoryPressure", "LinuxSystem", "Purgeable"],
             swiftSettings: strict
         ),
 
@@ -132,26 +144,26 @@ let package = Package(
         // The model app: state, a decoded-image cache, purgeable backing stores, mapped assets.
         .executableTarget(
             name: "WorkloadApp",
-            dependencies: ["AppLifecycle", "Purgeable", "MappedFiles", "CachePolicies", "Pressure"],
+            dependencies: ["AppLifecycle", "Purgeable", "MappedFiles", "CachePolicies", "Pressure", "LinuxSystem"],
             swiftSettings: strict
         ),
 
         .target(
             name: "TestSupport",
-            dependencies: ["VMTracker", "MemHogClient", "CMemoryPressure"],
+            dependencies: ["VMTracker", "LinuxSystem", "MemHogClient", "CMemoryPressure"],
             path: "Tests/TestSupport",
             exclude: ["Fixtures"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "VMTrackerTests",
-            dependencies: ["VMTracker", "TestSupport", "MemHogClient", "MemHog"],
+            dependencies: ["VMTracker", "LinuxSystem", "RegionTags", "TestSupport", "MemHogClient", "MemHog"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "CLITests",
             dependencies: [
-                "TestSupport", "VMTracker", "MemHogClient", "AppLifecycle", "mempressure", "MemHog", "WorkloadApp",
+                "TestSupport", "VMTracker", "LinuxSystem", "MemHogClient", "AppLifecycle", "mempressure", "MemHog", "WorkloadApp",
                 "mempressure-exec", .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
@@ -159,22 +171,22 @@ let package = Package(
         ),
         .testTarget(
             name: "PurgeableTests",
-            dependencies: ["Purgeable", "VMTracker", "CachePolicies", "TestSupport"],
+            dependencies: ["Purgeable", "VMTracker", "RegionTags", "CachePolicies", "TestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "MappedFilesTests",
-            dependencies: ["MappedFiles", "VMTracker", "TestSupport"],
+            dependencies: ["MappedFiles", "VMTracker", "LinuxSystem", "TestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "AppLifecycleTests",
-            dependencies: ["AppLifecycle", "VMTracker", "TestSupport", "WorkloadApp", "mempressure-exec"],
+            dependencies: ["AppLifecycle", "LinuxSystem", "TestSupport", "WorkloadApp", "mempressure-exec"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "PressureTests",
-            dependencies: ["Pressure", "VMTracker", "TestSupport", "MemHogClient", "MemHog"],
+            dependencies: ["Pressure", "LinuxSystem", "TestSupport", "MemHogClient", "MemHog"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -1,13 +1,8 @@
 import FoundationEssentials
+import Glibc
+import LinuxSystem
 import Pressure
 import SystemPackage
-import VMTracker
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// A request on the supervisor's admin socket (`admin.sock` in its runtime directory): one JSON
 /// object per line; the answer is one JSON object per line, `{"ok": true, "result": ...}` or
@@ -119,8 +114,17 @@ extension Supervisor {
         while let line = adminConnections[fd]?.pending.first {
             adminConnections[fd]?.pending.removeFirst()
             let answer = await self.answer(line)
+            var threadError: SystemCallError?
             let sent = await withCheckedContinuation { continuation in
-                startThread { continuation.resume(returning: ControlSocket.sendBlocking(answer, to: fd)) }
+                do throws(SystemCallError) {
+                    try startThread { continuation.resume(returning: ControlSocket.sendBlocking(answer, to: fd)) }
+                } catch {
+                    threadError = error
+                    continuation.resume(returning: false)  // not sent: the connection is dropped
+                }
+            }
+            if let threadError {
+                record(SupervisorEvent(t: now(), kind: "error", detail: "admin connection dropped: cannot start a thread to answer on: \(threadError)"))
             }
             if !sent {
                 adminConnections[fd]?.pending = []
@@ -206,18 +210,17 @@ public enum AdminClient {
     /// Sends one request and returns the answer's JSON (`{"ok": ..., ...}`).
     public static func send(_ request: AdminRequest, directory: String = defaultDirectory) throws -> [UInt8] {
         let path = "\(directory)/admin.sock"
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw SupervisorError("socket: \(Errno(rawValue: errno).symbolicName)") }
-        defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw SupervisorError("path too long: \(path)") }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in for (i, b) in bytes.enumerated() { raw[i] = b } }
-        let rc = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
-        guard rc == 0 else {
-            throw SupervisorError("no supervisor at \(path) (\(Errno(rawValue: errno).symbolicName)): start one with `mempressure supervise`")
+        let fd: Int32
+        do {
+            fd = try UnixSocket.connect(to: path).releaseDescriptor()
+        } catch {
+            switch (error.systemCall, error.errno) {
+            case ("socket", let e): throw SupervisorError("socket: \(e.symbolicName)")
+            case (_, .fileNameTooLong): throw SupervisorError("path too long: \(path)")
+            case (_, let e): throw SupervisorError("no supervisor at \(path) (\(e.symbolicName)): start one with `mempressure supervise`")
+            }
         }
+        defer { close(fd) }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let line = String(decoding: try encoder.encode(request), as: UTF8.self)
@@ -225,8 +228,7 @@ public enum AdminClient {
         var answer: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
-            if n < 0 && errno == EINTR { continue }
+            let n = buffer.withUnsafeMutableBytes { raw in retryOnInterrupt { read(fd, raw.baseAddress!, raw.count) } }
             if n <= 0 { break }
             answer += buffer[0..<n]
             if answer.last == 0x0a { break }
@@ -239,22 +241,11 @@ public enum AdminClient {
 extension ControlSocket {
     /// Writes one line, waiting (up to 10 s) while the peer's buffer is full.
     static func sendBlocking(_ line: String, to fd: Int32) -> Bool {
-        let bytes = Array((line + "\n").utf8)
-        var offset = 0
-        let deadline = monotonicSeconds() + 10
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
-            if n > 0 {
-                offset += n
-                continue
-            }
-            if n < 0 && (errno == EAGAIN || errno == EINTR), monotonicSeconds() < deadline {
-                var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-                _ = poll(&p, 1, 100)
-                continue
-            }
+        do {
+            try UnixSocket.sendAll(Array((line + "\n").utf8), on: fd, deadline: monotonicSeconds() + 10)
+            return true
+        } catch {
             return false
         }
-        return true
     }
 }

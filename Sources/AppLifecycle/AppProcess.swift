@@ -1,12 +1,7 @@
 import CMemoryPressure
-import SystemPackage
-import VMTracker
-
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+import LinuxSystem
+import SystemPackage
 
 /// Why an app could not be started.
 public struct LaunchError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -128,8 +123,8 @@ final class AppProcess: @unchecked Sendable {
     /// Blocks until the process exits and reaps it (run on a thread of its own).
     func waitForExit() -> ExitStatus {
         var info = siginfo_t()
-        while waitid(idtype_t(rawValue: 3) /* P_PIDFD */, id_t(pidfd), &info, WEXITED) != 0 {
-            if errno != EINTR { return .exited(-1) }
+        if retryOnInterrupt({ waitid(idtype_t(rawValue: 3) /* P_PIDFD */, id_t(pidfd), &info, WEXITED) }) != 0 {
+            return .exited(-1)
         }
         let code = info._sifields._sigchld.si_status
         switch info.si_code {
@@ -171,15 +166,9 @@ struct UsageSample: Sendable {
             var read: UInt64 = 0, written: UInt64 = 0
             do {
                 try dir.read("io", into: &buffer)
-                buffer.withBytes { b in
-                    for line in b.split(separator: 0x0a) {
-                        let parts = line.split(separator: 0x3a)
-                        guard parts.count == 2 else { continue }
-                        let value = UInt64(String(decoding: parts[1].drop { $0 == 0x20 }, as: UTF8.self)) ?? 0
-                        if parts[0].elementsEqual("read_bytes".utf8) { read = value }
-                        if parts[0].elementsEqual("write_bytes".utf8) { written = value }
-                    }
-                }
+                let io = buffer.withBytes { ProcessIO.parse($0) }
+                read = io.readBytes
+                written = io.writeBytes
             } catch {
                 // /proc/PID/io needs ptrace access: without it, I/O is counted as zero.
             }

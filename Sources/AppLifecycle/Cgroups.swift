@@ -1,11 +1,6 @@
-import SystemPackage
-import VMTracker
-
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+import LinuxSystem
+import SystemPackage
 
 /// Why a cgroup could not be set up or used.
 public struct CgroupError: Error, Sendable, Hashable, CustomStringConvertible {

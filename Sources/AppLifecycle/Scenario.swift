@@ -1,11 +1,6 @@
 import FoundationEssentials
-import VMTracker
-
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+import LinuxSystem
 
 /// A scripted experiment: a device, its apps, and the steps to put them through
 /// (`mempressure run SCENARIO.json`; the format is documented in the README).

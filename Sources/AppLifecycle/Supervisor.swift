@@ -1,12 +1,8 @@
+import Glibc
+import LinuxSystem
 import Pressure
 import Synchronization
 import VMTracker
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// How apps are suspended.
 public enum SuspendMethod: String, Sendable, Hashable, Codable {
@@ -539,9 +535,19 @@ public actor Supervisor {
         a.stateSince = monotonicSeconds()
         transition(a, to: .inactive)
         let events = self.events
-        startThread {
+        let reaper: @Sendable () -> Void = {
             let status = process.waitForExit()
             events.yield(.exited(app: name, generation: generation, status: status))
+        }
+        do {
+            try startThread(reaper)
+        } catch {
+            // Nothing would reap the app or report its exit: it must not run on. Killed and
+            // reaped here (SIGKILL ends it at once), it exits like an app that crashed at launch.
+            record(SupervisorEvent(t: now(), app: name, pid: process.pid, kind: "error", detail: "launch: cannot start the thread that waits for the app: \(error)"))
+            process.signal(SIGKILL)
+            events.yield(.exited(app: name, generation: generation, status: process.waitForExit()))
+            throw SupervisorError("cannot launch \(name): \(error)")
         }
         guard a.isClient else { return }
         let failures = a.channelFailures

@@ -23,17 +23,12 @@
 
 import AppLifecycle
 import CachePolicies
+import Glibc
+import LinuxSystem
 import MappedFiles
 import Pressure
 import Purgeable
 import Synchronization
-import VMTracker
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 struct Options: Sendable {
     var name = "workload"
@@ -291,9 +286,13 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
             // Lazy restore: ready now, rebuild after.
             client.reportReady()
             rebuilding.store(true, ordering: .relaxed)
-            OSThread.detached { [self] in
-                rebuildMissing()
-                rebuilding.store(false, ordering: .relaxed)
+            do {
+                try OSThread.detached { [self] in
+                    rebuildMissing()
+                    rebuilding.store(false, ordering: .relaxed)
+                }
+            } catch {
+                fail("cannot start the thread that restores the app after it is ready: \(error)")
             }
             return
         }
@@ -314,13 +313,18 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
         let seconds = o.backgroundTaskSeconds
         // The task begins on the thread that does the work (its stack is the one a crash report
         // shows), before didEnterBackground returns (or the app could be suspended first).
-        OSThread.detached { [self] in
+        let upload: @Sendable () -> Void = { [self] in
             let task = client.beginBackgroundTask(name: "uploadPhotos") { [self] in
                 if !o.ignoreExpiration { taskShouldStop.store(true, ordering: .relaxed) }
             }
             taskBegun.store(true, ordering: .releasing)
             uploadPhotos(seconds: seconds) { taskShouldStop.load(ordering: .relaxed) }
             client.endBackgroundTask(task)
+        }
+        do {
+            try OSThread.detached(upload)
+        } catch {
+            fail("cannot start the background task's thread: \(error)")  // waiting for it to begin would hang
         }
         while !taskBegun.load(ordering: .acquiring) { sched_yield() }
     }
@@ -347,8 +351,12 @@ let options = parseOptions()
 let workload = Workload(options)
 let counter = Atomic<UInt64>(0)
 if options.spin {
-    OSThread.detached {
-        while true { counter.add(1, ordering: .relaxed) }
+    do {
+        try OSThread.detached {
+            while true { counter.add(1, ordering: .relaxed) }
+        }
+    } catch {
+        fail("--spin: cannot start the spinning thread: \(error)")
     }
 }
 if options.watchPressure {

@@ -1,14 +1,10 @@
 import AppLifecycle
 import ArgumentParser
 import FoundationEssentials
+import Glibc
+import LinuxSystem
 import MemHogClient
 import VMTracker
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

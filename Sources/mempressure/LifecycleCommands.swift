@@ -1,16 +1,12 @@
 import AppLifecycle
 import ArgumentParser
 import FoundationEssentials
+import Glibc
+import LinuxSystem
 import Logging
 import ServiceLifecycle
 import UnixSignals
 import VMTracker
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 extension SuspendMethod: ExpressibleByArgument {}
 

@@ -1,11 +1,8 @@
 import AppLifecycle
-import TestSupport
-import Testing
-import VMTracker
-
-#if canImport(Glibc)
 import Glibc
-#endif
+import LinuxSystem
+import Testing
+import TestSupport
 
 let workload = buildDirectory + "/mempressure-workload"
 
