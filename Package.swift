@@ -18,6 +18,8 @@ let package = Package(
         .executable(name: "mempressure-hog", targets: ["MemHog"]),
         .executable(name: "mempressure-exec", targets: ["mempressure-exec"]),
         .executable(name: "mempressure-workload", targets: ["WorkloadApp"]),
+        .library(name: "LinuxSystem", targets: ["LinuxSystem"]),
+        .library(name: "RegionTags", targets: ["RegionTags"]),
         .library(name: "VMTracker", targets: ["VMTracker"]),
         .library(name: "CachePolicies", targets: ["CachePolicies"]),
         .library(name: "Purgeable", targets: ["Purgeable"]),
@@ -59,10 +61,19 @@ let package = Package(
         .target(name: "CBacktrace", dependencies: ["CUnwind"]),
 
         .target(name: "Backtrace", dependencies: ["CBacktrace"], swiftSettings: strict),
+        // The base module: typed system-call errors, /proc access and its parsers, the scanner
+        // for the numbers the kernel writes, threads, time, UNIX sockets.
+        .target(
+            name: "LinuxSystem",
+            dependencies: ["CMemoryPressure", .product(name: "SystemPackage", package: "swift-system")],
+            swiftSettings: strict
+        ),
+        // The region registry format: Purgeable writes it, VMTracker reads it.
+        .target(name: "RegionTags", dependencies: ["LinuxSystem"], swiftSettings: strict),
         // Memory-pressure sources merged into one level stream.
         .target(
             name: "Pressure",
-            dependencies: ["VMTracker", "CMemoryPressure", .product(name: "SystemPackage", package: "swift-system")],
+            dependencies: ["LinuxSystem", "CMemoryPressure", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: strict
         ),
         // The control channel's wire protocol and the lifecycle vocabulary (apps and supervisor).
@@ -70,14 +81,14 @@ let package = Package(
         // The client library a supervised app links: callbacks, background tasks, readiness.
         .target(
             name: "SupervisedApp",
-            dependencies: ["LifecycleProtocol", "Backtrace", "CMemoryPressure", "VMTracker"],
+            dependencies: ["LifecycleProtocol", "Backtrace", "CMemoryPressure", "LinuxSystem"],
             swiftSettings: strict
         ),
         // The supervisor of app processes: the mechanism core with seams for policies.
         .target(
             name: "AppLifecycle",
             dependencies: [
-                "LifecycleProtocol", "Pressure", "VMTracker", "CMemoryPressure",
+                "LifecycleProtocol", "Pressure", "VMTracker", "LinuxSystem", "CMemoryPressure",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ],
@@ -92,20 +103,20 @@ let package = Package(
         // Scripted experiments: a device, its apps, the steps; run under a supervisor of their own.
         .target(
             name: "Scenarios",
-            dependencies: ["AppLifecycle", "Jetsam", "LifecycleProtocol", "Pressure", "VMTracker"],
+            dependencies: ["AppLifecycle", "Jetsam", "LifecycleProtocol", "LinuxSystem", "Pressure", "VMTracker"],
             swiftSettings: strict
         ),
         // Read-only file mappings: residency, hints, eviction; the map-or-read loader.
         .target(
             name: "MappedFiles",
-            dependencies: ["CMemoryPressure", "VMTracker", .product(name: "SystemPackage", package: "swift-system")],
+            dependencies: ["CMemoryPressure", "LinuxSystem", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: strict
         ),
         // Purgeable buffers on a jemalloc arena, and a purgeable cache built on CachePolicies.
         .target(
             name: "Purgeable",
             dependencies: [
-                "CPurgeable", "CJemalloc", "CMemoryPressure", "CachePolicies", "VMTracker", "Backtrace",
+                "CPurgeable", "CJemalloc", "CMemoryPressure", "CachePolicies", "LinuxSystem", "RegionTags", "Backtrace",
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: strict
@@ -115,13 +126,14 @@ let package = Package(
         .target(name: "CachePolicies", swiftSettings: strict),
         .target(
             name: "VMTracker",
-            dependencies: [.product(name: "SystemPackage", package: "swift-system")],
+            dependencies: ["LinuxSystem", "RegionTags", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: strict
         ),
         .executableTarget(
             name: "mempressure",
             dependencies: [
                 "VMTracker",
+                "LinuxSystem",
                 "CachePolicies",
                 "Purgeable",
                 "MappedFiles",
@@ -130,7 +142,6 @@ let package = Package(
                 "Scenarios",
                 "Jetsam",
                 "Pressure",
-                "LinuxSystem",
                 "CMemoryPressure",
                 "MemHogClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -146,7 +157,7 @@ let package = Package(
         // memory: the subject of `make demo`, the live tests and the benchmarks.
         .executableTarget(
             name: "MemHog",
-            dependencies: ["CMemoryPressure", "Purgeable"],
+            dependencies: ["CMemoryPressure", "LinuxSystem", "Purgeable"],
             swiftSettings: strict
         ),
 
@@ -164,7 +175,7 @@ let package = Package(
         .executableTarget(
             name: "WorkloadApp",
             dependencies: [
-                "SupervisedApp", "LifecycleProtocol", "Purgeable", "MappedFiles", "CachePolicies", "Pressure", "VMTracker",
+                "SupervisedApp", "LifecycleProtocol", "Purgeable", "MappedFiles", "CachePolicies", "Pressure", "LinuxSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -172,20 +183,20 @@ let package = Package(
 
         .target(
             name: "TestSupport",
-            dependencies: ["VMTracker", "MemHogClient", "CMemoryPressure"],
+            dependencies: ["VMTracker", "LinuxSystem", "MemHogClient", "CMemoryPressure"],
             path: "Tests/TestSupport",
             exclude: ["Fixtures"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "VMTrackerTests",
-            dependencies: ["VMTracker", "TestSupport", "MemHogClient", "MemHog"],
+            dependencies: ["VMTracker", "LinuxSystem", "RegionTags", "TestSupport", "MemHogClient", "MemHog"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "CLITests",
             dependencies: [
-                "TestSupport", "VMTracker", "MemHogClient", "AppLifecycle", "LifecycleProtocol", "mempressure", "MemHog", "WorkloadApp",
+                "TestSupport", "VMTracker", "LinuxSystem", "MemHogClient", "AppLifecycle", "LifecycleProtocol", "mempressure", "MemHog", "WorkloadApp",
                 "mempressure-exec", .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
@@ -193,22 +204,22 @@ let package = Package(
         ),
         .testTarget(
             name: "PurgeableTests",
-            dependencies: ["Purgeable", "VMTracker", "CachePolicies", "TestSupport"],
+            dependencies: ["Purgeable", "VMTracker", "RegionTags", "CachePolicies", "TestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "MappedFilesTests",
-            dependencies: ["MappedFiles", "VMTracker", "TestSupport"],
+            dependencies: ["MappedFiles", "VMTracker", "LinuxSystem", "TestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "AppLifecycleTests",
-            dependencies: ["AppLifecycle", "LifecycleProtocol", "Scenarios", "VMTracker", "TestSupport", "WorkloadApp", "mempressure-exec"],
+            dependencies: ["AppLifecycle", "LifecycleProtocol", "Scenarios", "VMTracker", "LinuxSystem", "TestSupport", "WorkloadApp", "mempressure-exec"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "PressureTests",
-            dependencies: ["Pressure", "VMTracker", "TestSupport", "MemHogClient", "MemHog"],
+            dependencies: ["Pressure", "LinuxSystem", "TestSupport", "MemHogClient", "MemHog"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -17,7 +17,7 @@ let package = Package(
     targets: [
         .target(
             name: "BenchSupport",
-            dependencies: [.product(name: "VMTracker", package: "MemoryPressure")],
+            dependencies: [.product(name: "LinuxSystem", package: "MemoryPressure")],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(
@@ -26,7 +26,7 @@ let package = Package(
                 "BenchSupport",
                 .product(name: "Purgeable", package: "MemoryPressure"),
                 .product(name: "CachePolicies", package: "MemoryPressure"),
-                .product(name: "VMTracker", package: "MemoryPressure"),
+                .product(name: "LinuxSystem", package: "MemoryPressure"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
@@ -36,14 +36,17 @@ let package = Package(
             dependencies: [
                 "BenchSupport",
                 .product(name: "MappedFiles", package: "MemoryPressure"),
-                .product(name: "VMTracker", package: "MemoryPressure"),
+                .product(name: "LinuxSystem", package: "MemoryPressure"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(
             name: "smaps-parse-bench",
-            dependencies: [.product(name: "VMTracker", package: "MemoryPressure")],
+            dependencies: [
+                .product(name: "VMTracker", package: "MemoryPressure"),
+                .product(name: "LinuxSystem", package: "MemoryPressure"),
+            ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(
@@ -51,6 +54,7 @@ let package = Package(
             dependencies: [
                 "BenchSupport",
                 .product(name: "VMTracker", package: "MemoryPressure"),
+                .product(name: "LinuxSystem", package: "MemoryPressure"),
                 .product(name: "MemHogClient", package: "MemoryPressure"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Subprocess", package: "swift-subprocess"),

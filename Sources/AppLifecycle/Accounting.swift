@@ -1,5 +1,6 @@
 import Glibc
 import LifecycleProtocol
+import LinuxSystem
 import VMTracker
 
 // MARK: Accounting per state, and footprint sampling
@@ -104,15 +105,9 @@ struct UsageSample: Sendable {
             var read: UInt64 = 0, written: UInt64 = 0
             do {
                 try dir.read("io", into: &buffer)
-                buffer.withBytes { b in
-                    for line in b.split(separator: 0x0a) {
-                        let parts = line.split(separator: 0x3a)
-                        guard parts.count == 2 else { continue }
-                        let value = UInt64(String(decoding: parts[1].drop { $0 == 0x20 }, as: UTF8.self)) ?? 0
-                        if parts[0].elementsEqual("read_bytes".utf8) { read = value }
-                        if parts[0].elementsEqual("write_bytes".utf8) { written = value }
-                    }
-                }
+                let io = buffer.withBytes { ProcessIO.parse($0) }
+                read = io.readBytes
+                written = io.writeBytes
             } catch {
                 // /proc/PID/io needs ptrace access: without it, I/O is counted as zero.
             }

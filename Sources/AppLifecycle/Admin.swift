@@ -1,9 +1,9 @@
 import FoundationEssentials
 import Glibc
 import LifecycleProtocol
+import LinuxSystem
 import Pressure
 import SystemPackage
-import VMTracker
 
 /// A request on the supervisor's admin socket (`admin.sock` in its runtime directory): one JSON
 /// object per line; the answer is one JSON object per line (`AdminResponse`). Only the
@@ -131,8 +131,17 @@ extension Supervisor {
         while let line = adminConnections[fd]?.pending.first {
             adminConnections[fd]?.pending.removeFirst()
             let answer = await self.answer(line)
+            var threadError: SystemCallError?
             let sent = await withCheckedContinuation { continuation in
-                startThread { continuation.resume(returning: ControlSocket.sendBlocking(answer, to: fd)) }
+                do throws(SystemCallError) {
+                    try startThread { continuation.resume(returning: ControlSocket.sendBlocking(answer, to: fd)) }
+                } catch {
+                    threadError = error
+                    continuation.resume(returning: false)  // not sent: the connection is dropped
+                }
+            }
+            if let threadError {
+                record(SupervisorEvent(t: now(), kind: .error, detail: "admin connection dropped: cannot start a thread to answer on: \(threadError)"))
             }
             if !sent {
                 adminConnections[fd]?.pending = []
@@ -220,16 +229,18 @@ public enum AdminClient {
     /// Sends one request and returns the answer's JSON (`{"ok": ..., ...}`).
     public static func send(_ request: AdminRequest, directory: String = defaultDirectory) throws(Failure) -> [UInt8] {
         let path = "\(directory)/admin.sock"
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw .system(SystemCallError("socket", errno: Errno(rawValue: errno))) }
-        defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw .pathTooLong(path) }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in for (i, b) in bytes.enumerated() { raw[i] = b } }
-        let rc = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
-        guard rc == 0 else { throw .noSupervisor(path: path, Errno(rawValue: errno)) }
+        let connection: UnixSocket
+        do {
+            connection = try UnixSocket.connect(to: path)
+        } catch {
+            switch (error.systemCall, error.errno) {
+            case ("socket", _): throw .system(error)
+            case (_, .fileNameTooLong): throw .pathTooLong(path)
+            case (_, let e): throw .noSupervisor(path: path, e)
+            }
+        }
+        defer { connection.close() }
+        let fd = connection.descriptor
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let line: String
@@ -242,8 +253,7 @@ public enum AdminClient {
         var answer: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
-            if n < 0 && errno == EINTR { continue }
+            let n = buffer.withUnsafeMutableBytes { raw in retryOnInterrupt { read(fd, raw.baseAddress!, raw.count) } }
             if n <= 0 { break }
             answer += buffer[0..<n]
             if answer.last == 0x0a { break }
@@ -263,28 +273,5 @@ public enum AdminClient {
         }
         guard response.ok else { throw .refused(response.error ?? "the supervisor refused") }
         return response.result
-    }
-}
-
-extension ControlSocket {
-    /// Writes one line, waiting (up to 10 s) while the peer's buffer is full.
-    static func sendBlocking(_ line: String, to fd: Int32) -> Bool {
-        let bytes = Array((line + "\n").utf8)
-        var offset = 0
-        let deadline = monotonicSeconds() + 10
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
-            if n > 0 {
-                offset += n
-                continue
-            }
-            if n < 0 && (errno == EAGAIN || errno == EINTR), monotonicSeconds() < deadline {
-                var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-                _ = poll(&p, 1, 100)
-                continue
-            }
-            return false
-        }
-        return true
     }
 }

@@ -1,7 +1,7 @@
 import CMemoryPressure
 import Glibc
 import SystemPackage
-import VMTracker
+import LinuxSystem
 
 /// How a process ended.
 public enum ExitStatus: Sendable, Hashable, Codable, CustomStringConvertible {
@@ -117,10 +117,8 @@ final class AppProcess: @unchecked Sendable {
     func waitForStopChange(stopped: Bool) -> Bool {
         var info = siginfo_t()
         let options = stopped ? WSTOPPED : WCONTINUED
-        while waitid(idtype_t(rawValue: 3) /* P_PIDFD */, id_t(pidfd), &info, options) != 0 {
-            if errno != EINTR { return false }  // ECHILD: reaped meanwhile
-        }
-        return true
+        // ECHILD: reaped meanwhile.
+        return retryOnInterrupt { waitid(idtype_t(rawValue: 3) /* P_PIDFD */, id_t(pidfd), &info, options) } == 0
     }
 
     /// Frees the memory of this process, which is being killed, at once (process_mrelease,
@@ -147,8 +145,8 @@ final class AppProcess: @unchecked Sendable {
     /// Blocks until the process exits and reaps it (run on a thread of its own).
     func waitForExit() -> ExitStatus {
         var info = siginfo_t()
-        while waitid(idtype_t(rawValue: 3) /* P_PIDFD */, id_t(pidfd), &info, WEXITED) != 0 {
-            if errno != EINTR { return .exited(-1) }
+        if retryOnInterrupt({ waitid(idtype_t(rawValue: 3) /* P_PIDFD */, id_t(pidfd), &info, WEXITED) }) != 0 {
+            return .exited(-1)
         }
         let code = info._sifields._sigchld.si_status
         switch info.si_code {

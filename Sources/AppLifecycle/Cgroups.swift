@@ -1,6 +1,6 @@
 import Glibc
 import SystemPackage
-import VMTracker
+import LinuxSystem
 
 /// The cgroups of one supervisor: the "device" memory cgroup with the RAM budget, and one
 /// cgroup per app for the freezer. Created by the supervisor and removed by it.
@@ -128,17 +128,11 @@ final class DeviceCgroups: @unchecked Sendable {
     func kernelOOMKills() -> UInt64? {
         guard let memoryGroup else { return nil }
         let file = isV2 ? "\(memoryGroup)/memory.events" : "\(memoryGroup)/memory.oom_control"
-        let bytes: [UInt8]
         do {
-            bytes = try ProcFS.readBytes(file)
+            return ByteScanner.value(of: "oom_kill", inSpaceSeparatedLines: try ProcFS.readBytes(file))
         } catch {
-            return nil
+            return nil  // the cgroup is gone
         }
-        for line in bytes.split(separator: 0x0a) {
-            let words = line.split(separator: 0x20)
-            if words.count == 2, words[0].elementsEqual("oom_kill".utf8), let n = UInt64(String(decoding: words[1], as: UTF8.self)) { return n }
-        }
-        return nil
     }
 
     /// Removes an app's own cgroup (after its process is gone); returns why it could not.

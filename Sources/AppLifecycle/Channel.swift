@@ -1,6 +1,6 @@
 import Glibc
 import LifecycleProtocol
-import VMTracker
+import LinuxSystem
 
 // MARK: The control channel: who may speak for an app, and what it says
 

@@ -1,6 +1,6 @@
 import Glibc
 import LifecycleProtocol
-import VMTracker
+import LinuxSystem
 
 // MARK: Commands
 //
@@ -227,9 +227,19 @@ extension Supervisor {
         a.lastSample = UsageSample.read(pid: process.pid)
         a.stateSince = monotonicSeconds()
         let events = self.events
-        startThread {
+        let reaper: @Sendable () -> Void = {
             let status = process.waitForExit()
             events.yield(.exited(app: name, generation: generation, status: status))
+        }
+        do {
+            try startThread(reaper)
+        } catch {
+            // Nothing would reap the app or report its exit: it must not run on. Killed and
+            // reaped here (SIGKILL ends it at once), it exits like an app that crashed at launch.
+            record(.error, a, detail: "launch: cannot start the thread that waits for the app: \(error)")
+            process.signal(SIGKILL)
+            events.yield(.exited(app: name, generation: generation, status: process.waitForExit()))
+            throw .system(error)
         }
     }
 

@@ -1,16 +1,11 @@
-import CMemoryPressure
 import Glibc
 import LifecycleProtocol
+import LinuxSystem
 import SystemPackage
-import VMTracker
 
 /// The credentials of the process at the other end of a UNIX socket (SO_PEERCRED), taken by
 /// the kernel at connect time: they cannot be forged by the peer.
-struct PeerCredentials: Sendable, Hashable {
-    var pid: Int32
-    var uid: UInt32
-    var gid: UInt32
-}
+typealias PeerCredentials = UnixSocket.PeerCredentials
 
 /// Events the socket threads feed to the supervisor.
 enum SocketEvent: Sendable {
@@ -47,29 +42,19 @@ final class ControlSocket: @unchecked Sendable {
         }
         chmod(directory, 0o700)
         unlink(path)
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw .setup(SystemCallError("socket", errno: Errno(rawValue: errno))) }
-        func closeSocket() { Glibc.close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            closeSocket()
-            throw .socketPathTooLong(path)
+        do {
+            listener = try UnixSocket.listen(at: path, backlog: 64).releaseDescriptor()
+        } catch {
+            if error.errno == .fileNameTooLong { throw .socketPathTooLong(path) }
+            throw .setup(error)
         }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, b) in bytes.enumerated() { raw[i] = b }
+        do {
+            try startThread { [self] in acceptLoop() }
+        } catch {
+            Glibc.close(listener)
+            unlink(path)
+            throw .setup(error)
         }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard bound == 0, listen(fd, 64) == 0 else {
-            let e = errno
-            closeSocket()
-            throw .setup(SystemCallError("listen", errno: Errno(rawValue: e), subject: path))
-        }
-        listener = fd
-        startThread { [self] in acceptLoop() }
     }
 
     /// Stops accepting (the accept thread ends) and removes the socket file.
@@ -81,32 +66,26 @@ final class ControlSocket: @unchecked Sendable {
 
     private func acceptLoop() {
         while true {
-            let fd = mp_accept_cloexec(listener)
-            if fd < 0 {
-                if errno == EINTR || errno == ECONNABORTED { continue }
+            let fd: Int32
+            let peer: UnixSocket.PeerCredentials
+            do {
+                (fd, peer) = try UnixSocket.accept(on: listener)
+            } catch {
                 return  // closed
             }
-            var pid: Int32 = 0
-            var uid: UInt32 = 0
-            var gid: UInt32 = 0
-            guard mp_peer_credentials(fd, &pid, &uid, &gid) == 0 else {
-                Glibc.close(fd)
-                continue
-            }
-            emit(.accepted(connection: fd, peer: PeerCredentials(pid: pid, uid: uid, gid: gid)))
+            emit(.accepted(connection: fd, peer: peer))
         }
     }
 
     /// Starts the reader thread of an accepted connection (lines of at most `maximumLineBytes`).
     func startReading(_ fd: Int32) {
-        startThread { [emit] in
+        let reader: @Sendable () -> Void = { [emit] in
             var splitter = LineSplitter()
             var buffer = [UInt8](repeating: 0, count: 8192)
             var windowStart = monotonicSeconds()
             var linesInWindow = 0
             while true {
-                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
-                if n < 0 && errno == EINTR { continue }
+                let n = buffer.withUnsafeMutableBytes { raw in retryOnInterrupt { read(fd, raw.baseAddress!, raw.count) } }
                 if n <= 0 {
                     emit(.closed(connection: fd, reason: nil))
                     return
@@ -131,21 +110,35 @@ final class ControlSocket: @unchecked Sendable {
                 if !lines.isEmpty { emit(.lines(connection: fd, lines.map(String.init))) }
             }
         }
+        do {
+            try startThread(reader)
+        } catch {
+            // Without a reader the connection cannot be served: it closes, saying why.
+            emit(.closed(connection: fd, reason: "cannot start its reader thread: \(error)"))
+        }
     }
 
     /// Writes one line without blocking; false if the peer is gone or not reading.
     static func send(_ line: String, to fd: Int32) -> Bool {
-        let bytes = Array((line + "\n").utf8)
-        let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress!, bytes.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL)) }
-        return n == bytes.count
+        UnixSocket.sendWithoutBlocking(Array((line + "\n").utf8), on: fd)
     }
 
     static func disconnect(_ fd: Int32) {
-        shutdown(fd, Int32(SHUT_RDWR))
+        UnixSocket.shutdown(fd)
+    }
+
+    /// Writes one line, waiting (up to 10 s) while the peer's buffer is full.
+    static func sendBlocking(_ line: String, to fd: Int32) -> Bool {
+        do {
+            try UnixSocket.sendAll(Array((line + "\n").utf8), on: fd, deadline: monotonicSeconds() + 10)
+            return true
+        } catch {
+            return false
+        }
     }
 }
 
-/// Runs `body` on a detached OS thread.
-func startThread(_ body: @escaping @Sendable () -> Void) {
-    OSThread.detached(body)
+/// Runs `body` on a detached OS thread; throws (and `body` never runs) when there is none to be had.
+func startThread(_ body: @escaping @Sendable () -> Void) throws(SystemCallError) {
+    try OSThread.detached(body)
 }

@@ -1,6 +1,6 @@
 import LifecycleProtocol
 import SystemPackage
-import VMTracker
+import LinuxSystem
 
 /// Why a command of the supervisor failed (the supervisor itself keeps running). Each case is
 /// one situation a caller can act on: an app that is gone is `.exited`, one that is in the wrong

@@ -1,6 +1,7 @@
 import Glibc
 import LifecycleProtocol
 import Pressure
+import LinuxSystem
 import VMTracker
 
 /// What runs beside the supervisor's core and decides: memory warnings on pressure, jetsam.

@@ -1,7 +1,7 @@
 import Glibc
 import LifecycleProtocol
 import Pressure
-import VMTracker
+import LinuxSystem
 
 /// Supervises real app processes through the iOS lifecycle: the mechanism core.
 ///

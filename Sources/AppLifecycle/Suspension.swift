@@ -1,6 +1,6 @@
 import Glibc
 import Synchronization
-import VMTracker
+import LinuxSystem
 
 // MARK: Suspension: stopping and continuing apps, and knowing when the kernel has done it
 
@@ -83,10 +83,16 @@ extension Supervisor {
                 do { try await Task.sleep(for: .seconds(timeout)) } catch { return }
                 if once.claim() { continuation.resume(returning: nil) }
             }
-            startThread {
-                let value = body()
+            do {
+                try startThread {
+                    let value = body()
+                    timer.cancel()
+                    if once.claim() { continuation.resume(returning: value) }
+                }
+            } catch {
+                // No thread: treated as not done in time (the caller logs it and goes on).
                 timer.cancel()
-                if once.claim() { continuation.resume(returning: value) }
+                if once.claim() { continuation.resume(returning: nil) }
             }
         }
     }

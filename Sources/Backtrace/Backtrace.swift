@@ -1,10 +1,5 @@
 import CBacktrace
-
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// One frame of a call stack, symbolized.
 public struct StackFrame: Sendable, Hashable, Codable, CustomStringConvertible {

@@ -1,3 +1,5 @@
+import Glibc
+
 /// What replaying a trace through a policy gave.
 public struct SimulationResult: Sendable, Hashable, Codable {
     public var policy: String
@@ -93,12 +95,6 @@ public enum Simulator {
         }
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// `a + b`, or Int.max where that would overflow.
 @inline(__always)

@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// One request of a trace: a key and the size of its object in bytes.
 public struct Request: Sendable, Hashable {

@@ -1,11 +1,6 @@
-import SystemPackage
-import VMTracker
-
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+import LinuxSystem
+import SystemPackage
 
 /// A file's bytes, however they were loaded.
 public enum LoadedFile: Sendable {
@@ -64,9 +59,8 @@ public enum FileLoader {
         var out: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+            let n = chunk.withUnsafeMutableBytes { raw in retryOnInterrupt { read(fd, raw.baseAddress!, raw.count) } }
             if n < 0 {
-                if errno == EINTR { continue }
                 throw .systemCall(SystemCallError("read", errno: Errno(rawValue: errno), subject: path))
             }
             if n == 0 { return out }

@@ -1,12 +1,7 @@
 import CMemoryPressure
-import SystemPackage
-import VMTracker
-
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+import LinuxSystem
+import SystemPackage
 
 /// Why a file could not be loaded or mapped. Each case prints as one line naming the file.
 public enum MappedFileError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -146,9 +141,8 @@ public final class MappedFile: @unchecked Sendable {
         var out = [UInt8](repeating: 0, count: upper - lower)
         var done = 0
         while done < out.count {
-            let n = out.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, $0.count - done, off_t(lower + done)) }
+            let n = out.withUnsafeMutableBytes { raw in retryOnInterrupt { pread(fd, raw.baseAddress! + done, raw.count - done, off_t(lower + done)) } }
             if n < 0 {
-                if errno == EINTR { continue }
                 throw .systemCall(SystemCallError("pread", errno: Errno(rawValue: errno), subject: path))
             }
             if n == 0 { break }

@@ -20,13 +20,9 @@
 // neighbouring mapping; transparent huge pages are disabled on the blocks so page counts are exact.
 
 import CMemoryPressure
-import Purgeable
-
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+import LinuxSystem
+import Purgeable
 
 let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
 
@@ -72,7 +68,7 @@ func parseSize(_ text: String, _ flag: String) -> Int {
     case "g", "G": multiplier = 1024 * 1024 * 1024; digits = digits.dropLast()
     default: break
     }
-    guard let value = Int(digits), value >= 0, value <= Int.max / multiplier else {
+    guard let value = ByteScanner.unsigned(digits.utf8).flatMap({ Int(exactly: $0) }), value <= Int.max / multiplier else {
         fail("\(flag) takes a size in bytes (optionally with k, m or g), not '\(text)'")
     }
     return value * multiplier
@@ -153,11 +149,8 @@ func holdFile(_ path: String, _ bytes: Int) -> Block {
     var written = 0
     while written < n {
         let count = min(chunk.count, n - written)
-        let w = chunk.withUnsafeBytes { write(out, $0.baseAddress!, count) }
-        if w < 0 {
-            if errno == EINTR { continue }
-            failErrno("write", path)
-        }
+        let w = chunk.withUnsafeBytes { raw in retryOnInterrupt { write(out, raw.baseAddress!, count) } }
+        if w < 0 { failErrno("write", path) }
         written += w
     }
     if fsync(out) != 0 { failErrno("fsync", path) }
@@ -296,7 +289,7 @@ func endChildren(_ children: inout [Child]) -> Int {
     var ended = 0
     for child in children {
         var status: Int32 = 0
-        while waitpid(child.pid, &status, 0) < 0 && errno == EINTR {}
+        _ = retryOnInterrupt { waitpid(child.pid, &status, 0) }
         ended += 1
     }
     children.removeAll()
@@ -313,12 +306,10 @@ func readLine0() -> String? {
     var line: [UInt8] = []
     var byte: UInt8 = 0
     while true {
-        let n = read(0, &byte, 1)
+        let n = retryOnInterrupt { read(0, &byte, 1) }
         if n == 1 {
             if byte == 0x0a { return String(decoding: line, as: UTF8.self) }
             line.append(byte)
-        } else if n < 0 && errno == EINTR {
-            continue
         } else {
             return line.isEmpty ? nil : String(decoding: line, as: UTF8.self)
         }
@@ -356,7 +347,7 @@ if options.zombie {
     let pid = spawn(["/bin/true"], stdin: nil, stdout: nil)
     // Wait until it has exited without reaping it (WNOWAIT leaves it a zombie).
     var info = siginfo_t()
-    while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR {}
+    _ = retryOnInterrupt { waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) }
     parts.append("\"zombie\":\(pid)")
 }
 

@@ -2,14 +2,9 @@
 // live tests and the benchmarks, so that all three measure the same known quantities.
 
 import FoundationEssentials
+import Glibc
 import Subprocess
 import SystemPackage
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// What a running hog holds, from its `ready {json}` line. Addresses are in the hog's own
 /// address space.

@@ -2,14 +2,10 @@ import Backtrace
 import CJemalloc
 import CMemoryPressure
 import CPurgeable
-import Synchronization
-import VMTracker
-
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+import LinuxSystem
+import RegionTags
+import Synchronization
 
 /// Why purgeable memory could not be had or used. Each case is a clear, one-line message.
 public enum PurgeableError: Error, Sendable, Hashable, CustomStringConvertible {

@@ -1,12 +1,7 @@
 import CMemoryPressure
 import CPurgeable
-import Synchronization
-
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+import Synchronization
 
 /// Content that can be thrown away while no one uses it: NSDiscardableContent for Swift.
 ///

@@ -1,12 +1,7 @@
 import CMemoryPressure
-import SystemPackage
-import VMTracker
-
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+import LinuxSystem
+import SystemPackage
 
 /// Asks the kernel to reclaim memory now, as memory pressure would: for demonstrations and
 /// tests, which need the kernel to really take pages rather than pretend it did.

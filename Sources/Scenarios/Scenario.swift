@@ -2,6 +2,7 @@ import AppLifecycle
 import FoundationEssentials
 import Glibc
 import Jetsam
+import LinuxSystem
 import Pressure
 import LifecycleProtocol
 import VMTracker

@@ -1,9 +1,9 @@
 import Backtrace
 import CMemoryPressure
-import LifecycleProtocol
-import Synchronization
-import VMTracker
 import Glibc
+import LifecycleProtocol
+import LinuxSystem
+import Synchronization
 
 /// What an app does at each point of its lifecycle (UIApplicationDelegate for Linux). Every
 /// method has an empty default; they run one at a time on the client's thread, and the
@@ -64,29 +64,25 @@ public final class LifecycleClient: Sendable {
             let app = getenv(ControlProtocol.appVariable).map({ String(cString: $0) }),
             let token = getenv(ControlProtocol.tokenVariable).map({ String(cString: $0) })
         else { return nil }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return nil }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(socketPath.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            close(fd)
-            return nil
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, b) in bytes.enumerated() { raw[i] = b }
-        }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard connected == 0 else {
-            close(fd)
+        let fd: Int32
+        do {
+            fd = try UnixSocket.connect(to: socketPath).releaseDescriptor()
+        } catch {
             return nil
         }
         _ = Backtrace.installThreadCapture(signal: stackSignal)
         let client = LifecycleClient(fd: fd, appName: app, delegate: delegate)
         client.send(.hello(version: ControlProtocol.version, app: app, token: token))
-        OSThread.detached { client.run() }
+        do {
+            try OSThread.detached { client.run() }
+        } catch {
+            // No thread to run the callbacks on: the app runs unsupervised, as when the
+            // supervisor cannot be reached; closing the connection tells the supervisor.
+            let message = "mempressure client: \(error): running unsupervised\n"
+            _ = message.withCString { write(2, $0, strlen($0)) }
+            close(fd)
+            return nil
+        }
         return client
     }
 
@@ -119,12 +115,10 @@ public final class LifecycleClient: Sendable {
     func send(_ message: AppMessage) {
         let bytes = Array((message.line + "\n").utf8)
         writeLock.withLock { _ in
-            var offset = 0
-            while offset < bytes.count {
-                let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { return }
-                offset += n
+            do {
+                try UnixSocket.sendAll(bytes, on: fd)
+            } catch {
+                return  // the supervisor went away: the client's thread sees the connection end
             }
         }
     }
@@ -133,8 +127,7 @@ public final class LifecycleClient: Sendable {
         var splitter = LineSplitter()
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
-            if n < 0 && errno == EINTR { continue }
+            let n = buffer.withUnsafeMutableBytes { raw in retryOnInterrupt { read(fd, raw.baseAddress!, raw.count) } }
             if n <= 0 { return }  // the supervisor went away: the app runs on, unsupervised
             let lines: [Substring]
             do {

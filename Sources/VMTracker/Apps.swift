@@ -1,10 +1,7 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// Every process on the machine with its parent, name and state, from `/proc/*/stat`.
+
+import Glibc
+import LinuxSystem
 public struct ProcessTable: Sendable {
     public var processes: [Int32: ProcessStat]
 
@@ -169,7 +166,7 @@ extension Snapshotter {
             try ProcFS.readFile("\(dir)/cgroup.procs", into: &buffer)
             buffer.withBytes { b in
                 for token in b.split(separator: 0x0a) {
-                    if let v = parseUnsigned(token), v <= UInt64(Int32.max) { pids.append(Int32(v)) }
+                    if let v = ByteScanner.unsigned(token), v <= UInt64(Int32.max) { pids.append(Int32(v)) }
                 }
             }
             for entry in try ProcFS.listDirectory(dir) {
@@ -229,13 +226,5 @@ extension Snapshotter {
             throw LookupError.emptyApp(definition.description)
         }
         return AppSnapshot(definition: definition, name: name, rootPID: rootPID, capturedAt: capturedAt, processes: processes, skipped: skipped)
-    }
-}
-
-extension ProcFS {
-    /// Whether `path` names a regular file.
-    public static func isFile(_ path: String) -> Bool {
-        var st = stat()
-        return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG
     }
 }

@@ -1,4 +1,6 @@
 /// Signed byte changes between two reports.
+
+import LinuxSystem
 public struct Delta: Codable, Sendable, Hashable {
     public var virtualBytes: Int64 = 0
     public var residentBytes: Int64 = 0

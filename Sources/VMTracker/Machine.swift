@@ -1,11 +1,7 @@
 import Dispatch
-import Synchronization
-
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+import LinuxSystem
+import Synchronization
 
 /// Every user process on the machine at one instant.
 public struct MachineSnapshot: Sendable {

@@ -1,4 +1,7 @@
 /// What a region is, as VM Tracker's "Type" column shows it.
+
+import LinuxSystem
+import RegionTags
 public enum RegionType: Sendable, Hashable {
     /// `[heap]`: the brk heap.
     case heap
@@ -115,24 +118,6 @@ extension RegionType: Codable {
 
     public init(from decoder: any Decoder) throws {
         self.init(name: try decoder.singleValueContainer().decode(String.self))
-    }
-}
-
-/// A range of addresses a library of this project registered under a name, so that reports
-/// taken from any process show it as its own type even where the kernel cannot name anonymous
-/// memory (no CONFIG_ANON_VMA_NAME).
-public struct RegionTag: Sendable, Hashable, Codable {
-    public var start: UInt64
-    public var end: UInt64
-    public var name: String
-    /// The call stack that created the range, innermost first, when it was recorded.
-    public var stack: [String]
-
-    public init(start: UInt64, end: UInt64, name: String, stack: [String] = []) {
-        self.start = start
-        self.end = end
-        self.name = name
-        self.stack = stack
     }
 }
 

@@ -1,5 +1,7 @@
 // Text and CSV layouts of the reports. The JSON layouts are the Codable types themselves.
 
+import LinuxSystem
+
 extension VMReport {
     /// The VM Tracker summary (and, with regions, the regions map) as text.
     public func renderText(fullPaths: Bool = false) -> String {

@@ -1,6 +1,8 @@
 /// The VM Tracker report of a process or an app: the stable JSON contract of
 /// `mempressure vm --json` (see README, "JSON reports"). Fields are only ever added; a change in
 /// meaning bumps `formatVersion`.
+
+import LinuxSystem
 public struct VMReport: Codable, Sendable, Hashable {
     public static let currentFormatVersion = 1
 
@@ -233,8 +235,7 @@ extension VMReport.RegionRow {
 
 /// Parses "0x7f3a00000000" (or without the prefix).
 public func parseHexAddress(_ text: String) -> UInt64? {
-    var s = Substring(text)
-    if s.hasPrefix("0x") || s.hasPrefix("0X") { s = s.dropFirst(2) }
-    guard !s.isEmpty, s.count <= 16 else { return nil }
-    return UInt64(s, radix: 16)
+    var digits = Substring(text).utf8[...]
+    if digits.starts(with: "0x".utf8) || digits.starts(with: "0X".utf8) { digits = digits.dropFirst(2) }
+    return ByteScanner.hex(digits)
 }

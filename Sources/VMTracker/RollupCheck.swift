@@ -6,6 +6,8 @@
 /// `SwapPss` and `Locked` are accumulated by the kernel in fixed point and truncated to whole kB
 /// per region in smaps but only once in the rollup, so for those the rollup may exceed the sum
 /// by less than 1 kB per region.
+
+import LinuxSystem
 public struct RollupCheck: Sendable {
     public struct Mismatch: Sendable, Hashable, CustomStringConvertible {
         public var pid: Int32

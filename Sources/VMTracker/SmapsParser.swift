@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// A byte-level parser for `/proc/PID/smaps` and `/proc/PID/smaps_rollup`.
 ///
 /// It never builds a `String` on the hot path, parses numbers by hand, keeps paths as bytes,
@@ -18,6 +12,9 @@ import Musl
 /// finally `VmFlags: rd wr ...`, which every kernel since 3.8 prints last for every region. The
 /// parser uses `VmFlags` as the record terminator and `Size` as a checksum of the header, which is
 /// how a truncated or corrupted file is told apart from a good one.
+
+import Glibc
+import LinuxSystem
 public enum SmapsParser {
     public enum Mode: Sendable {
         /// `/proc/PID/smaps`: many records, each ending with `VmFlags`.

@@ -1,15 +1,12 @@
 /// How much of a process to read.
+
+import LinuxSystem
+import RegionTags
 public enum Detail: Sendable, Hashable {
     /// Every region (`/proc/PID/smaps`), classified by type.
     case regions
     /// Totals only (`/proc/PID/smaps_rollup`), much cheaper: for whole-machine views.
     case rollup
-}
-
-/// Supplies the ranges this project's libraries registered for a process (see `RegionTag`).
-public protocol RegionTagSource: Sendable {
-    /// The ranges registered by `process`, whose files belong to `ownerUID`.
-    func tags(for process: ProcessStat, ownerUID: UInt32?) -> [RegionTag]
 }
 
 /// What to read for each process.
@@ -187,22 +184,11 @@ public struct Snapshotter: Sendable {
                 continue
             }
             let sp: UInt64? = buffer.withBytes { b in
-                let tokens = b.split(whereSeparator: { $0 == 0x20 || $0 == 0x0a })
+                let tokens = Array(ByteScanner.fields(b))
                 guard tokens.count >= 3 else { return nil }
                 let token = tokens[tokens.count - 2]
                 guard token.starts(with: "0x".utf8) else { return nil }
-                var v: UInt64 = 0
-                for c in token.dropFirst(2) {
-                    let d: UInt64
-                    switch c {
-                    case 0x30...0x39: d = UInt64(c - 0x30)
-                    case 0x61...0x66: d = UInt64(c - 0x61 + 10)
-                    default: return nil
-                    }
-                    guard v >> 60 == 0 else { return nil }
-                    v = v << 4 | d
-                }
-                return v
+                return ByteScanner.hex(token.dropFirst(2))
             }
             if let sp { result.append(sp) }
         }

@@ -1,4 +1,6 @@
 /// Something that happened to a process of a watched app between two snapshots.
+
+import LinuxSystem
 public struct Marker: Codable, Sendable, Hashable, CustomStringConvertible {
     public enum Kind: String, Codable, Sendable, Hashable {
         /// A new process joined the app (a child was started).

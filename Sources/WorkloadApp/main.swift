@@ -39,7 +39,7 @@ import Pressure
 import Purgeable
 import SupervisedApp
 import Synchronization
-import VMTracker
+import LinuxSystem
 
 enum Restore: String, ExpressibleByArgument, Sendable {
     case lazy, eager
@@ -94,10 +94,13 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 
-func monotonic() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+/// Starts `body` on a thread of its own; the model app cannot do its work without it.
+func thread(_ what: String, _ body: @escaping @Sendable () -> Void) {
+    do {
+        try OSThread.detached(body)
+    } catch {
+        fail("cannot start a thread for \(what): \(error)")
+    }
 }
 
 /// Plain dirty memory in anonymous mappings of its own, every page written: what `allocate`
@@ -331,7 +334,7 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
             // Lazy restore: ready now, rebuild after.
             client.reportReady()
             rebuilding.store(true, ordering: .relaxed)
-            OSThread.detached { [self] in
+            thread("the lazy restore") { [self] in
                 rebuildMissing()
                 rebuilding.store(false, ordering: .relaxed)
             }
@@ -354,7 +357,7 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
         let seconds = o.backgroundTaskSeconds
         // The task begins on the thread that does the work (its stack is the one a crash report
         // shows), before didEnterBackground returns (or the app could be suspended first).
-        OSThread.detached { [self] in
+        thread("the background task") { [self] in
             let task = client.beginBackgroundTask(name: "uploadPhotos") { [self] in
                 if !o.ignoreExpiration { taskShouldStop.store(true, ordering: .relaxed) }
             }
@@ -393,8 +396,8 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
 /// The background task: pretends to upload, checking for expiration between chunks.
 @inline(never)
 func uploadPhotos(seconds: Double, shouldStop: () -> Bool) {
-    let end = monotonic() + seconds
-    while monotonic() < end, !shouldStop() {
+    let end = monotonicSeconds() + seconds
+    while monotonicSeconds() < end, !shouldStop() {
         var ts = timespec(tv_sec: 0, tv_nsec: 20_000_000)
         nanosleep(&ts, nil)  // one chunk of upload
     }
@@ -404,7 +407,7 @@ let options = Options.parseOrExit()
 let workload = Workload(options)
 let counter = Atomic<UInt64>(0)
 if options.spin {
-    OSThread.detached {
+    thread("--spin") {
         while true { counter.add(1, ordering: .relaxed) }
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CachePolicies
 import FoundationEssentials
+import LinuxSystem
 import VMTracker
 
 struct Cache: AsyncParsableCommand {

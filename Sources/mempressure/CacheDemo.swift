@@ -1,12 +1,8 @@
 import ArgumentParser
+import Glibc
+import LinuxSystem
 import Purgeable
 import VMTracker
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 struct CacheDemo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

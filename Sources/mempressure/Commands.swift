@@ -1,12 +1,9 @@
 import ArgumentParser
 import FoundationEssentials
-import VMTracker
-
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+import LinuxSystem
+import RegionTags
+import VMTracker
 
 struct VM: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

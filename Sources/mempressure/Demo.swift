@@ -3,6 +3,7 @@ import ArgumentParser
 import FoundationEssentials
 import Glibc
 import LifecycleProtocol
+import LinuxSystem
 import MemHogClient
 import Scenarios
 import VMTracker

@@ -4,6 +4,7 @@ import FoundationEssentials
 import Glibc
 import Jetsam
 import LifecycleProtocol
+import LinuxSystem
 import Logging
 import Pressure
 import Scenarios

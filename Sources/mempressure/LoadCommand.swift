@@ -1,13 +1,9 @@
 import ArgumentParser
 import CMemoryPressure
+import Glibc
+import LinuxSystem
 import MappedFiles
 import VMTracker
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 struct Load: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -150,9 +146,8 @@ extension MappedFile {
         defer { close(fd) }
         var done = 0
         while done < count {
-            let n = read(fd, destination + done, count - done)
+            let n = retryOnInterrupt { read(fd, destination + done, count - done) }
             if n < 0 {
-                if errno == EINTR { continue }
                 throw CLIError("\(path): read failed: errno \(errno)")
             }
             if n == 0 { break }

@@ -1,12 +1,8 @@
 import ArgumentParser
 import FoundationEssentials
-import VMTracker
-
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+import LinuxSystem
+import VMTracker
 
 @main
 struct Mempressure: AsyncParsableCommand {
@@ -115,12 +111,10 @@ func output(_ text: String) {
 func writeAll(_ fd: CInt, _ text: String) {
     var text = text
     text.withUTF8 { buf in
-        var offset = 0
-        while offset < buf.count {
-            let n = write(fd, buf.baseAddress! + offset, buf.count - offset)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
-            offset += n
+        do {
+            try LinuxSystem.writeAll(fd, UnsafeRawBufferPointer(buf))
+        } catch {
+            // Standard output or error is gone (a closed pipe): there is no one left to tell.
         }
     }
 }

@@ -1,12 +1,9 @@
 import AppLifecycle
 import LifecycleProtocol
-import TestSupport
-import Testing
-import VMTracker
-
-#if canImport(Glibc)
 import Glibc
-#endif
+import LinuxSystem
+import Testing
+import TestSupport
 
 let workload = buildDirectory + "/mempressure-workload"
 

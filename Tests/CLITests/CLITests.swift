@@ -1,18 +1,14 @@
 import AppLifecycle
 import FoundationEssentials
+import Glibc
 import LifecycleProtocol
+import LinuxSystem
 import MemHogClient
 import Subprocess
 import SystemPackage
-import TestSupport
 import Testing
+import TestSupport
 import VMTracker
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// Whole commands, run as a user would run them, their output compared with golden files in
 /// Fixtures/cli. Set MEMPRESSURE_UPDATE_GOLDEN=1 to rewrite the golden files after a deliberate

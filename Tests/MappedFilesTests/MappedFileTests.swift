@@ -1,11 +1,9 @@
-import MappedFiles
-import TestSupport
-import Testing
-import VMTracker
-
-#if canImport(Glibc)
 import Glibc
-#endif
+import LinuxSystem
+import MappedFiles
+import Testing
+import TestSupport
+import VMTracker
 
 /// A file of `bytes` with known content (byte i is a function of i), flushed to disk so its
 /// page-cache pages are clean.

@@ -1,13 +1,10 @@
+import Glibc
+import LinuxSystem
 import MemHogClient
 import Pressure
 import Synchronization
-import TestSupport
 import Testing
-import VMTracker
-
-#if canImport(Glibc)
-import Glibc
-#endif
+import TestSupport
 
 @Suite("pressure")
 struct PressureTests {

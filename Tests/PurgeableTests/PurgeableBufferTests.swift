@@ -1,12 +1,10 @@
-import Purgeable
-import Synchronization
-import TestSupport
-import Testing
-import VMTracker
-
-#if canImport(Glibc)
 import Glibc
-#endif
+import Purgeable
+import RegionTags
+import Synchronization
+import Testing
+import TestSupport
+import VMTracker
 
 /// A deterministic pattern: word `i` of buffer `id` at version `version`.
 func word(_ id: Int, _ version: Int, _ i: Int) -> UInt64 {

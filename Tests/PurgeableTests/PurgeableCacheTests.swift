@@ -1,9 +1,8 @@
 import CachePolicies
 import Purgeable
 import Synchronization
-import TestSupport
 import Testing
-import VMTracker
+import TestSupport
 
 @Suite("purgeable cache")
 struct PurgeableCacheTests {

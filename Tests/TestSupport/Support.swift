@@ -3,16 +3,12 @@
 
 import CMemoryPressure
 import FoundationEssentials
+import Glibc
+import LinuxSystem
 import MemHogClient
 import Subprocess
 import SystemPackage
 import VMTracker
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 public enum Fixtures {
     /// `Tests/TestSupport/Fixtures`, found from this source file's location.
@@ -161,8 +157,7 @@ public enum ChildSignals {
     /// reaping it: waiting on the real event instead of sleeping.
     public static func waitUntil(_ event: Int32, pid: Int32) throws {
         var info = siginfo_t()
-        while waitid(P_PID, id_t(pid), &info, event | WNOWAIT) != 0 {
-            if errno == EINTR { continue }
+        guard retryOnInterrupt({ waitid(P_PID, id_t(pid), &info, event | WNOWAIT) }) == 0 else {
             throw TestFailure("waitid(\(pid)): errno \(errno)")
         }
     }
@@ -205,4 +200,24 @@ public func writeTextReportingFailure(_ text: String, to path: String) -> Bool {
 
 /// A real OS thread (Swift concurrency's pool has as many threads as cores, so busy loops there
 /// would not run at the same time).
-public typealias TestThread = OSThread
+///
+/// Starting one cannot fail quietly: `OSThread` throws when the system has no thread to give,
+/// and a test that cannot run its threads cannot mean anything, so the test process stops there
+/// with the reason (the tests create their threads without `try`).
+public final class TestThread: Sendable {
+    private let thread: OSThread
+
+    public init(_ body: @escaping @Sendable () -> Void) {
+        do {
+            thread = try OSThread(body)
+        } catch {
+            fatalError("cannot start a test thread: \(error)")
+        }
+    }
+
+    public static func detached(_ body: @escaping @Sendable () -> Void) {
+        TestThread(body).thread.detach()
+    }
+
+    public func join() { thread.join() }
+}

@@ -1,3 +1,4 @@
+import LinuxSystem
 import Testing
 import VMTracker
 

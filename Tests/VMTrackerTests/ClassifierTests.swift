@@ -1,3 +1,5 @@
+import LinuxSystem
+import RegionTags
 import Testing
 import VMTracker
 

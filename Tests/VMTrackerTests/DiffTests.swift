@@ -1,5 +1,6 @@
-import TestSupport
+import LinuxSystem
 import Testing
+import TestSupport
 import VMTracker
 
 @Suite("diff")

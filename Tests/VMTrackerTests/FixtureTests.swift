@@ -1,7 +1,8 @@
 import FoundationEssentials
+import LinuxSystem
 import MemHogClient
-import TestSupport
 import Testing
+import TestSupport
 import VMTracker
 
 /// Golden fixtures: /proc files of real processes captured on this machine by

@@ -1,13 +1,9 @@
-import MemHogClient
-import TestSupport
-import Testing
-import VMTracker
-
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+import LinuxSystem
+import MemHogClient
+import Testing
+import TestSupport
+import VMTracker
 
 /// Real processes, real /proc.
 @Suite("live processes")

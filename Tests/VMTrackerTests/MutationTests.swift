@@ -1,5 +1,6 @@
-import TestSupport
+import LinuxSystem
 import Testing
+import TestSupport
 import VMTracker
 
 /// SplitMix64: a small deterministic generator, so a failing mutation can be replayed by seed.

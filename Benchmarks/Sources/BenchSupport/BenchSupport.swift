@@ -1,11 +1,8 @@
 // Shared by the benchmark harnesses: timing, reports, plots.
 
 import Foundation
-import VMTracker
-
-#if canImport(Glibc)
 import Glibc
-#endif
+import LinuxSystem
 
 /// Samples of named measurements, in the order they were first taken.
 public struct Measurements: Sendable {

@@ -5,12 +5,9 @@
 import ArgumentParser
 import BenchSupport
 import FoundationEssentials
-import MappedFiles
-import VMTracker
-
-#if canImport(Glibc)
 import Glibc
-#endif
+import LinuxSystem
+import MappedFiles
 
 @main
 struct MappedFilesBench: AsyncParsableCommand {
@@ -135,8 +132,7 @@ struct MappedFilesBench: AsyncParsableCommand {
         return try [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
             var done = 0
             while done < size {
-                let n = read(fd, buffer.baseAddress! + done, size - done)
-                if n < 0 && errno == EINTR { continue }
+                let n = retryOnInterrupt { read(fd, buffer.baseAddress! + done, size - done) }
                 guard n > 0 else { throw BenchError("read \(path): errno \(errno)") }
                 done += n
             }

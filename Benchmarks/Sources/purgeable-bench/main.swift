@@ -7,9 +7,9 @@ import ArgumentParser
 import BenchSupport
 import CachePolicies
 import Foundation
+import LinuxSystem
 import Purgeable
 import Synchronization
-import VMTracker
 
 @main
 struct PurgeableBench: AsyncParsableCommand {
@@ -81,7 +81,7 @@ struct PurgeableBench: AsyncParsableCommand {
                         let cache = makeCache(kind, countLimit: op == .set ? keys : 0)
                         for k in 0..<keys { cache.set(k, value) }
                         let work: [Int] = op == .hit ? hitKeys : op == .miss ? missKeys : setKeys
-                        let seconds = runThreads(threads) { t in
+                        let seconds = try runThreads(threads) { t in
                             // Each thread takes its share of the same key sequence, offset.
                             let n = work.count
                             var i = (t * n) / threads
@@ -436,13 +436,14 @@ final class DictionaryLRU: BenchCache {
 
 // MARK: Threads
 
-/// Runs `body(threadIndex)` on `count` OS threads at once; returns the wall time.
-func runThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) -> Double {
+/// Runs `body(threadIndex)` on `count` OS threads at once; returns the wall time. Throws when
+/// the threads cannot be had (the measurement would not be of `count` threads).
+func runThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) throws -> Double {
     let start = monotonicSeconds()
     if count == 1 {
         body(0)
     } else {
-        let threads = (0..<count).map { i in OSThread { body(i) } }
+        let threads = try (0..<count).map { i in try OSThread { body(i) } }
         for t in threads { t.join() }
     }
     return monotonicSeconds() - start

@@ -6,14 +6,12 @@
 import ArgumentParser
 import BenchSupport
 import FoundationEssentials
+import Glibc
+import LinuxSystem
 import MemHogClient
 import Subprocess
 import SystemPackage
 import VMTracker
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 @main
 struct VMTrackerBench: AsyncParsableCommand {

@@ -133,7 +133,11 @@ actor JetsamEngine {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             levelWaiters.append(c)
             Task {
-                do { try await Task.sleep(for: .seconds(seconds)) } catch {}
+                do {
+                    try await Task.sleep(for: .seconds(seconds))
+                } catch {
+                    // Cancelled (the killer is stopping): the grace ends now.
+                }
                 self.wakeLevelWaiters()
             }
         }
@@ -205,20 +209,17 @@ actor JetsamEngine {
             },
             timeline: [], victims: [], freezes: [], decisions: [], kernelOOMKillsBefore: await supervisor.kernelOOMKills(),
             kernelOOMKillsAfter: nil, outcome: "")
-        func entry(_ kind: String, app: String? = nil, pid: Int32? = nil, bytes: UInt64? = nil, _ detail: String) async {
-            ep.timeline.append(.init(t: await supervisor.now(), kind: kind, app: app, pid: pid, bytes: bytes, detail: detail))
-        }
-        await entry("measure", bytes: status.availableBytes, "\(Format.bytes(status.availableBytes)) available of \(Format.bytes(status.budgetBytes)); target \(Format.bytes(target)) (\(status.source))")
+        ep.timeline.append(await entry("measure", bytes: status.availableBytes, "\(Format.bytes(status.availableBytes)) available of \(Format.bytes(status.budgetBytes)); target \(Format.bytes(target)) (\(status.source))"))
 
         // 1. Warnings first, unless pressure is already critical (or warnings were sent before
         //    and memory is still short).
         if !reevaluation && trigger.level == .warning && level < .critical {
             let warned = await supervisor.warn(.all)
-            for name in warned { await entry("warning", app: name, pid: apps.first { $0.name == name }?.pid, "memory warning sent") }
-            for a in apps where a.state == .suspended { await entry("warning", app: a.name, pid: a.pid, "not sent: suspended") }
+            for name in warned { ep.timeline.append(await entry("warning", app: name, pid: apps.first { $0.name == name }?.pid, "memory warning sent")) }
+            for a in apps where a.state == .suspended { ep.timeline.append(await entry("warning", app: a.name, pid: a.pid, "not sent: suspended")) }
             await graceUnlessCritical(configuration.warningGraceSeconds)
             if let s = measure() { status = s }
-            await entry("measure", bytes: status.availableBytes, "after the warnings: \(Format.bytes(status.availableBytes)) available")
+            ep.timeline.append(await entry("measure", bytes: status.availableBytes, "after the warnings: \(Format.bytes(status.availableBytes)) available"))
             if status.availableBytes >= target {
                 ep.outcome = "warnings sufficed: nobody killed"
                 await close(&ep, status)
@@ -232,7 +233,7 @@ actor JetsamEngine {
                 if !saidNoSwap {
                     saidNoSwap = true
                     await supervisor.record(SupervisorEvent(t: await supervisor.now(), kind: .freeze, detail: "no swap on this machine: freeze-dry is off (suspended apps are killed instead)"))
-                    await entry("note", "no swap: freeze-dry is off")
+                    ep.timeline.append(await entry("note", "no swap: freeze-dry is off"))
                 }
             } else {
                 var froze = false
@@ -246,14 +247,14 @@ actor JetsamEngine {
                         var event = SupervisorEvent(t: await supervisor.now(), app: a.name, pid: a.pid, kind: .freeze, detail: "freeze-dried: \(Format.bytes(r.writtenBytes)) written to swap, resident \(Format.bytes(r.residentBefore)) -> \(Format.bytes(r.residentAfter))")
                         event.bytes = r.writtenBytes
                         await supervisor.record(event)
-                        await entry("freeze", app: a.name, pid: a.pid, bytes: r.writtenBytes, "written to swap")
+                        ep.timeline.append(await entry("freeze", app: a.name, pid: a.pid, bytes: r.writtenBytes, "written to swap"))
                     } catch {
-                        await entry("note", app: a.name, pid: a.pid, "freeze-dry failed: \(error)")
+                        ep.timeline.append(await entry("note", app: a.name, pid: a.pid, "freeze-dry failed: \(error)"))
                     }
                 }
                 if froze {
                     if let s = measure() { status = s }
-                    await entry("measure", bytes: status.availableBytes, "after freeze-dry: \(Format.bytes(status.availableBytes)) available")
+                    ep.timeline.append(await entry("measure", bytes: status.availableBytes, "after freeze-dry: \(Format.bytes(status.availableBytes)) available"))
                     if status.availableBytes >= target {
                         ep.outcome = "freeze-dry sufficed: nobody killed"
                         await close(&ep, status)
@@ -280,13 +281,13 @@ actor JetsamEngine {
             do {
                 decision = try Ranker.decide(input, policy: policy)
             } catch {
-                await entry("note", "no decision: \(error)")
+                ep.timeline.append(await entry("note", "no decision: \(error)"))
                 ep.outcome = "no decision: \(error)"
                 break
             }
             guard let victim = decision.victims.first else {
                 ep.outcome = "nothing left to kill: still short by \(Format.bytes(target - min(target, status.availableBytes))) (\(decision.explanation))"
-                await entry("note", ep.outcome)
+                ep.timeline.append(await entry("note", ep.outcome))
                 break
             }
             let before = status
@@ -295,7 +296,7 @@ actor JetsamEngine {
                 receipt = try await supervisor.kill(victim.snapshot.name, pid: victim.snapshot.pid, reason: .vmPageShortage)
             } catch {
                 // Exited or relaunched since the reading: decide again on fresh data.
-                await entry("note", app: victim.snapshot.name, pid: victim.snapshot.pid, "not killed: \(error)")
+                ep.timeline.append(await entry("note", app: victim.snapshot.name, pid: victim.snapshot.pid, "not killed: \(error)"))
                 continue
             }
             let exited = await supervisor.waitForExit(victim.snapshot.name, pid: victim.snapshot.pid, timeout: configuration.cooldownSeconds)
@@ -311,7 +312,7 @@ actor JetsamEngine {
             event.reclaimedBytes = reclaimed
             event.explanation = explanation
             await supervisor.record(event)
-            await entry("kill", app: victim.snapshot.name, pid: victim.snapshot.pid, bytes: reclaimed, "rank \(victim.rank) (\(victim.band)): \(Format.bytes(reclaimed)) given back")
+            ep.timeline.append(await entry("kill", app: victim.snapshot.name, pid: victim.snapshot.pid, bytes: reclaimed, "rank \(victim.rank) (\(victim.band)): \(Format.bytes(reclaimed)) given back"))
             ep.victims.append(.init(
                 name: victim.snapshot.name, pid: victim.snapshot.pid, state: victim.snapshot.state, reason: KillReason.vmPageShortage.rawValue,
                 rank: victim.rank, band: victim.band, policy: policy.name, footprintBytes: victim.snapshot.footprintBytes,
@@ -322,6 +323,11 @@ actor JetsamEngine {
             ep.outcome = status.availableBytes >= target ? "recovered after \(kills) kill(s)" : "stopped: still short"
         }
         await close(&ep, status)
+    }
+
+    /// A timeline entry, stamped with the supervisor's log clock.
+    private func entry(_ kind: String, app: String? = nil, pid: Int32? = nil, bytes: UInt64? = nil, _ detail: String) async -> JetsamEpisode.Entry {
+        JetsamEpisode.Entry(t: await supervisor.now(), kind: kind, app: app, pid: pid, bytes: bytes, detail: detail)
     }
 
     private func close(_ ep: inout JetsamEpisode, _ status: MemoryStatus) async {
@@ -353,6 +359,7 @@ actor JetsamEngine {
     // MARK: Per-app limits
 
     private func checkLimit(_ v: AppView) async {
+        let checkedAt = monotonicSeconds()
         guard let pid = v.pid, let latest = v.latest, let limit = configuration.limits[v.name] else { return }
         let foreground = v.state == .active || v.state == .inactive
         guard let bytes = foreground ? limit.activeBytes : limit.inactiveBytes else { return }
@@ -398,7 +405,7 @@ actor JetsamEngine {
             timeline: [.init(t: t, kind: "kill", app: v.name, pid: pid, bytes: reclaimed, detail: explanation)],
             victims: [.init(
                 name: v.name, pid: pid, state: v.state, reason: KillReason.perProcessLimit.rawValue, rank: 1, band: "over-limit", policy: policy.name,
-                footprintBytes: latest.footprintBytes, purgeableBytes: latest.purgeableBytes, secondsFromEvent: receipt.signalledAt - monotonicSeconds() + 0,
+                footprintBytes: latest.footprintBytes, purgeableBytes: latest.purgeableBytes, secondsFromEvent: receipt.signalledAt - checkedAt,
                 reclaimedBytes: reclaimed, memoryReleased: receipt.memoryReleased, exited: exited, needed: true, explanation: explanation)],
             freezes: [], decisions: [], kernelOOMKillsBefore: nil, kernelOOMKillsAfter: await supervisor.kernelOOMKills(),
             outcome: "killed over its \(which) limit")

@@ -104,7 +104,7 @@ public struct MemoryStatusReader: Sendable {
     private func meminfo() throws(MemoryStatusError) -> (total: UInt64?, available: UInt64?) {
         let text = try bytes("\(procRoot)/meminfo")
         let info = text.withUnsafeBytes { MemInfo.parse($0) }
-        return (info.total, info.available)
+        return (info.totalBytes, info.availableBytes)
     }
 }
 
@@ -114,7 +114,7 @@ public enum Swap {
     public static func totalBytes(procRoot: String = "/proc") -> UInt64 {
         do {
             let text = try ProcFS.readBytes("\(procRoot)/meminfo")
-            return text.withUnsafeBytes { MemInfo.parse($0) }.swapTotal ?? 0
+            return text.withUnsafeBytes { MemInfo.parse($0) }.swapTotalBytes ?? 0
         } catch {
             return 0
         }

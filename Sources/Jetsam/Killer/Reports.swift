@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LifecycleProtocol
 import LinuxSystem
 import VMTracker
 

@@ -1,10 +1,5 @@
-import SystemPackage
-
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+import SystemPackage
 
 /// A growable byte buffer that a whole /proc file is read into, reused from file to file.
 ///
@@ -34,7 +29,7 @@ public struct ReadBuffer: ~Copyable {
     }
 
     /// Reads `fd` until end of file, replacing the contents. Retries EINTR.
-    mutating func readAll(from fd: CInt, subject: String) throws(SystemCallError) {
+    public mutating func readAll(from fd: CInt, subject: String) throws(SystemCallError) {
         count = 0
         while true {
             if count == storage.count {
@@ -44,15 +39,14 @@ public struct ReadBuffer: ~Copyable {
                 grow()
             }
             let free = storage.count - count
-            let n = Glibc.read(fd, storage.baseAddress! + count, free)
+            let start = storage.baseAddress! + count
+            let n = retryOnInterrupt { Glibc.read(fd, start, free) }
             if n > 0 {
                 count += n
             } else if n == 0 {
                 return
             } else {
-                let err = Errno(rawValue: Glibc.errno)
-                if err == .interrupted { continue }
-                throw SystemCallError("read", errno: err, subject: subject)
+                throw SystemCallError("read", errno: Errno(rawValue: Glibc.errno), subject: subject)
             }
         }
     }

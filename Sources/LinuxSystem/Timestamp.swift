@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// A wall-clock instant to the microsecond, that prints and parses as ISO 8601 UTC
 /// (`2026-11-22T10:15:30.123456Z`), the form of `capturedAt` in every report.
@@ -49,12 +45,7 @@ public struct Timestamp: Sendable, Hashable, Comparable, Codable, CustomStringCo
         let b = Array(text.utf8)
         func num(_ from: Int, _ count: Int) -> Int32? {
             guard from + count <= b.count else { return nil }
-            var v: Int32 = 0
-            for c in b[from..<(from + count)] {
-                guard c >= 0x30, c <= 0x39 else { return nil }
-                v = v * 10 + Int32(c - 0x30)
-            }
-            return v
+            return ByteScanner.unsigned(b[from..<(from + count)]).map { Int32($0) }  // at most 4 digits
         }
         guard b.count >= 20, b[4] == 0x2d, b[7] == 0x2d, b[10] == 0x54, b[13] == 0x3a, b[16] == 0x3a, b.last == 0x5a,
             let year = num(0, 4), let month = num(5, 2), let day = num(8, 2), let hour = num(11, 2),
@@ -65,11 +56,8 @@ public struct Timestamp: Sendable, Hashable, Comparable, Codable, CustomStringCo
         if b.count > 20 {
             guard b[19] == 0x2e else { return nil }
             let digits = b[20..<(b.count - 1)]
-            guard !digits.isEmpty, digits.count <= 9 else { return nil }
-            for c in digits {
-                guard c >= 0x30, c <= 0x39 else { return nil }
-                nanos = nanos * 10 + Int32(c - 0x30)
-            }
+            guard digits.count <= 9, let fraction = ByteScanner.unsigned(digits) else { return nil }
+            nanos = Int32(fraction)
             for _ in digits.count..<9 { nanos *= 10 }
         }
         var parts = tm()

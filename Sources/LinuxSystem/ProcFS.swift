@@ -1,13 +1,8 @@
+import Glibc
 import SystemPackage
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// The /proc file system, rooted at `root` so that tests can point it at golden fixtures
-/// captured from real processes. This file holds every raw system call the module makes.
+/// captured from real processes; and the plain file operations /proc, /sys and cgroup files need.
 public struct ProcFS: Sendable, Hashable {
     public var root: String
 
@@ -27,18 +22,8 @@ public struct ProcFS: Sendable, Hashable {
         defer { closedir(dir) }
         var result: [Int32] = []
         while let entry = readdir(dir) {
-            let pid: Int32? = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                var value: Int32 = 0
-                var digits = 0
-                for byte in raw {
-                    if byte == 0 { break }
-                    guard byte >= 0x30, byte <= 0x39, digits < 9 else { return nil }
-                    value = value * 10 + Int32(byte - 0x30)
-                    digits += 1
-                }
-                return digits > 0 ? value : nil
-            }
-            if let pid { result.append(pid) }
+            let pid: UInt64? = withUnsafeBytes(of: entry.pointee.d_name) { raw in ByteScanner.unsigned(raw.prefix { $0 != 0 }) }
+            if let pid, pid <= UInt64(Int32.max) { result.append(Int32(pid)) }
         }
         result.sort()
         return result
@@ -81,16 +66,7 @@ public struct ProcFS: Sendable, Hashable {
         let fd = Glibc.open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw SystemCallError("open", errno: Errno(rawValue: errno), subject: path) }
         defer { close(fd) }
-        let data = Array(bytes)
-        var offset = 0
-        while offset < data.count {
-            let n = data.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, data.count - offset) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw SystemCallError("write", errno: Errno(rawValue: errno), subject: path)
-            }
-            offset += n
-        }
+        try writeAll(fd, Array(bytes), subject: path)
     }
 
     /// Writes to an existing file without creating or truncating it (cgroup and /proc files,
@@ -147,12 +123,33 @@ public struct ProcFS: Sendable, Hashable {
         var st = stat()
         return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
     }
+
+    /// Whether `path` names a regular file.
+    public static func isFile(_ path: String) -> Bool {
+        var st = stat()
+        return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG
+    }
 }
 
 /// Which file a mapping is of: the device and inode smaps prints.
 public struct FileIdentity: Sendable, Hashable {
     public var device: DeviceNumber
     public var inode: UInt64
+
+    public init(device: DeviceNumber, inode: UInt64) {
+        self.device = device
+        self.inode = inode
+    }
+}
+
+/// A device number, split as the kernel prints it (`fd:01`).
+public struct DeviceNumber: Sendable, Hashable, Codable {
+    public var major: UInt32
+    public var minor: UInt32
+    public init(major: UInt32, minor: UInt32) {
+        self.major = major
+        self.minor = minor
+    }
 }
 
 /// An open `/proc/PID` directory, owned by this value and closed when it goes away.

@@ -1,10 +1,6 @@
-import SystemPackage
-
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+import LinuxSystem
+import SystemPackage
 
 /// Where a process publishes the address ranges its memory libraries own, so that a VM report
 /// taken from any process can show them as their own type: the fallback for kernels without
@@ -63,7 +59,7 @@ public struct RegionRegistry: RegionTagSource, Sendable, Hashable {
         }
         var text = Self.formatLine + "\npid \(entry.pid)\nstart-ticks \(entry.startTicks)\n"
         for tag in entry.tags {
-            text += "region \(hexString(tag.start)) \(hexString(tag.end)) \(Self.oneLine(tag.name))\n"
+            text += "region \(String(tag.start, radix: 16)) \(String(tag.end, radix: 16)) \(Self.oneLine(tag.name))\n"
             for frame in tag.stack { text += "frame \(Self.oneLine(frame))\n" }
         }
         let temporary = "\(directory)/.\(entry.pid).tmp"
@@ -92,21 +88,28 @@ public struct RegionRegistry: RegionTagSource, Sendable, Hashable {
         var start: UInt64?
         var tags: [RegionTag] = []
         for line in lines.dropFirst() {
-            let text = String(decoding: line, as: UTF8.self)
-            if text.hasPrefix("pid ") {
-                pid = Int32(text.dropFirst(4))
-            } else if text.hasPrefix("start-ticks ") {
-                start = UInt64(text.dropFirst(12))
-            } else if text.hasPrefix("region ") {
-                let parts = text.dropFirst(7).split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
-                guard parts.count == 3, let a = UInt64(parts[0], radix: 16), let b = UInt64(parts[1], radix: 16), a < b else { continue }
-                tags.append(RegionTag(start: a, end: b, name: String(parts[2])))
-            } else if text.hasPrefix("frame "), !tags.isEmpty {
-                tags[tags.count - 1].stack.append(String(text.dropFirst(6)))
+            if let value = field(line, "pid ") {
+                pid = ByteScanner.signed(value).flatMap { Int32(exactly: $0) }
+            } else if let value = field(line, "start-ticks ") {
+                start = ByteScanner.unsigned(value)
+            } else if let value = field(line, "region ") {
+                // "START END NAME": the name may hold spaces.
+                let parts = value.split(separator: 0x20, maxSplits: 2, omittingEmptySubsequences: false)
+                guard parts.count == 3, let a = ByteScanner.hex(parts[0]), let b = ByteScanner.hex(parts[1]), a < b else { continue }
+                tags.append(RegionTag(start: a, end: b, name: String(decoding: parts[2], as: UTF8.self)))
+            } else if let value = field(line, "frame "), !tags.isEmpty {
+                tags[tags.count - 1].stack.append(String(decoding: value, as: UTF8.self))
             }
         }
         guard let pid, let start else { return nil }
         return Entry(pid: pid, startTicks: start, tags: tags)
+    }
+
+    /// The rest of `line` after `prefix`, if it starts with it.
+    private static func field(_ line: ArraySlice<UInt8>, _ prefix: StaticString) -> ArraySlice<UInt8>? {
+        let n = prefix.utf8CodeUnitCount
+        guard line.count >= n, prefix.withUTF8Buffer({ line.prefix(n).elementsEqual($0) }) else { return nil }
+        return line.dropFirst(n)
     }
 
     public func tags(for process: ProcessStat, ownerUID: UInt32?) -> [RegionTag] {

@@ -1,0 +1,48 @@
+/// `/proc/meminfo`: the machine's memory, in bytes ("MemTotal:  16318124 kB" lines). A field
+/// the kernel did not print (or printed as something other than a number) is nil; fields this
+/// type does not name are skipped.
+public struct MemInfo: Sendable, Hashable, Codable {
+    public var totalBytes: UInt64?
+    public var freeBytes: UInt64?
+    /// MemAvailable: what can be allocated without swapping, as the kernel estimates it.
+    public var availableBytes: UInt64?
+    public var buffersBytes: UInt64?
+    public var cachedBytes: UInt64?
+    public var swapCachedBytes: UInt64?
+    public var activeBytes: UInt64?
+    public var inactiveBytes: UInt64?
+    public var shmemBytes: UInt64?
+    public var swapTotalBytes: UInt64?
+    public var swapFreeBytes: UInt64?
+    public var dirtyBytes: UInt64?
+
+    public init() {}
+
+    /// The fields this type reads, by their key in the file.
+    private static let fields: [(key: StaticString, field: any WritableKeyPath<MemInfo, UInt64?> & Sendable)] = [
+        ("MemTotal", \.totalBytes), ("MemFree", \.freeBytes), ("MemAvailable", \.availableBytes),
+        ("Buffers", \.buffersBytes), ("Cached", \.cachedBytes), ("SwapCached", \.swapCachedBytes),
+        ("Active", \.activeBytes), ("Inactive", \.inactiveBytes), ("Shmem", \.shmemBytes),
+        ("SwapTotal", \.swapTotalBytes), ("SwapFree", \.swapFreeBytes), ("Dirty", \.dirtyBytes),
+    ]
+
+    /// Parses the text of `/proc/meminfo`.
+    public static func parse(_ bytes: UnsafeRawBufferPointer) -> MemInfo {
+        var info = MemInfo()
+        for line in ByteScanner.keyValueLines(bytes) {
+            guard let field = line.lookup(fields) else { continue }
+            do {
+                info[keyPath: field] = try line.byteCount()
+            } catch {
+                continue  // not a number: left out, as a field the kernel did not print
+            }
+        }
+        return info
+    }
+
+    /// MemTotal and MemAvailable, in bytes.
+    public static func totalAndAvailable(_ bytes: UnsafeRawBufferPointer) -> (total: UInt64?, available: UInt64?) {
+        let info = parse(bytes)
+        return (info.totalBytes, info.availableBytes)
+    }
+}

@@ -1,0 +1,121 @@
+import Glibc
+import LinuxSystem
+
+/// One place memory pressure can be read: an edge-triggered event the monitor's poll(2) waits
+/// on (a PSI trigger, a cgroup v1 pressure_level eventfd), or a value read at every poll
+/// interval (a cgroup's usage against its limit, MemAvailable). One file each.
+///
+/// A source is opened before the monitor's thread starts and used only by that thread after.
+protocol PressureSource: AnyObject, Sendable {
+    /// The name of its status in `PressureMonitor.sources` (PSI's two triggers share one).
+    var name: String { get }
+    /// The descriptor poll(2) waits on, with the events it waits for; nil for a source read at
+    /// every poll interval.
+    var pollDescriptor: (fd: CInt, events: Int16)? { get }
+    /// Takes what poll reported on the descriptor (`revents`: 0 when nothing happened, and
+    /// always 0 without a descriptor) and reads what the source reads at `time`. Returns why the
+    /// source stopped working, once, when it does: the monitor stops polling it and reports it.
+    func update(revents: Int16, at time: Double, _ c: PressureConfiguration) -> String?
+    /// The level the source holds at `time`, and what it saw ("" at normal).
+    func level(at time: Double, _ c: PressureConfiguration) -> (PressureLevel, String)
+    /// Closes its descriptors.
+    func close()
+}
+
+/// Every source a configuration asks for.
+enum PressureSources {
+    /// Opens the sources `c` asks for. Each gives one status, in the order
+    /// `PressureMonitor.sources` lists them; a source that cannot be opened says why there.
+    static func open(_ c: PressureConfiguration) -> (sources: [any PressureSource], statuses: [PressureSourceStatus]) {
+        var sources: [any PressureSource] = []
+        var statuses: [PressureSourceStatus] = []
+        func add(_ opened: (sources: [any PressureSource], status: PressureSourceStatus)) {
+            sources += opened.sources
+            statuses.append(opened.status)
+        }
+        let isV2 = c.cgroup.map { ProcFS.isFile("\($0)/cgroup.controllers") } ?? false
+        add(PSITrigger.open(c, cgroupV2: isV2))
+        if let cgroup = c.cgroup {
+            add(CgroupPressureLevel.open(c, cgroup: cgroup, isV2: isV2))
+            add(CgroupUsage.open(c, cgroup: cgroup, isV2: isV2))
+        } else {
+            statuses.append(.init(name: "cgroup", available: false, detail: "no cgroup given: watching the whole machine"))
+        }
+        add(AvailableMemory.open(c))
+        return (sources, statuses)
+    }
+}
+
+extension PressureSources {
+    /// Opens the descriptors of one source, one per level (PSI's "some" and "full" triggers,
+    /// pressure_level's "medium" and "critical"): the source is available when any opened.
+    /// `describe` words the status from the labels of those that opened; `refused` starts it
+    /// when none did.
+    static func openEach(
+        _ name: String, _ attempts: [(label: String, open: () throws -> any PressureSource)],
+        describe: ([String]) -> String, refused: String
+    ) -> (sources: [any PressureSource], status: PressureSourceStatus) {
+        var sources: [any PressureSource] = []
+        var opened: [String] = []
+        var failure: String?
+        for attempt in attempts {
+            do {
+                sources.append(try attempt.open())
+                opened.append(attempt.label)
+            } catch {
+                failure = "\(error)"
+            }
+        }
+        return (sources, PressureSourceStatus(
+            name: name, available: !opened.isEmpty, detail: opened.isEmpty ? "\(refused): \(failure ?? "?")" : describe(opened)))
+    }
+}
+
+/// What a polled source holds: the level of its last reading, with hysteresis, and what it read.
+struct PolledLevel {
+    private(set) var level: PressureLevel = .normal
+    private var detail = ""
+
+    /// Takes a reading of `part` out of `whole` ("usage 61.2 MiB of 64.0 MiB (95.6%)"); `rising`:
+    /// a higher share is worse (usage), otherwise a lower one is (available memory).
+    mutating func read(_ what: String, _ part: UInt64, of whole: UInt64, warning: Double, critical: Double, _ c: PressureConfiguration, rising: Bool) {
+        let fraction = Double(part) / Double(whole)
+        level = thresholdLevel(fraction, current: level, warning: warning, critical: critical, hysteresis: c.hysteresis, rising: rising)
+        detail = "\(what) \(ByteFormat.human(part)) of \(ByteFormat.human(whole)) (\(ByteFormat.fixed(fraction * 100, 1))%)"
+    }
+
+    /// No reading: the level drops to normal.
+    mutating func lost() { level = .normal }
+
+    var current: (PressureLevel, String) { (level, detail) }
+}
+
+/// What an edge-triggered source holds: the level of its last event, for `eventHoldSeconds`.
+struct HeldEvent {
+    let level: PressureLevel
+    /// What the event means ("some memory stall above ...").
+    let what: String
+    private var last: Double?
+
+    init(level: PressureLevel, what: String) {
+        self.level = level
+        self.what = what
+    }
+
+    mutating func fired(at time: Double) { last = time }
+
+    func level(at time: Double, _ c: PressureConfiguration) -> (PressureLevel, String) {
+        guard let last, time - last <= c.eventHoldSeconds else { return (.normal, "") }
+        return (level, what)
+    }
+
+    /// Why the source is gone, if poll reported an error on its descriptor (POLLERR, POLLHUP,
+    /// POLLNVAL: its cgroup was removed, the trigger was dropped).
+    static func pollFailure(_ revents: Int16) -> String? {
+        var names: [String] = []
+        if revents & Int16(POLLERR) != 0 { names.append("POLLERR") }
+        if revents & Int16(POLLHUP) != 0 { names.append("POLLHUP") }
+        if revents & Int16(POLLNVAL) != 0 { names.append("POLLNVAL") }
+        return names.isEmpty ? nil : "poll reported \(names.joined(separator: "|"))"
+    }
+}
