@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
+#include <sys/swap.h>
 #include <unistd.h>
 
 #ifndef PR_SET_VMA
@@ -123,3 +124,6 @@ long mp_process_madvise_ranges(int pidfd, const uint64_t *starts, const uint64_t
 int mp_process_mrelease(int pidfd, unsigned int flags) {
     return (int)syscall(SYS_process_mrelease, pidfd, flags);
 }
+
+int mp_swapon(const char *path, int flags) { return swapon(path, flags); }
+int mp_swapoff(const char *path) { return swapoff(path); }

@@ -245,20 +245,36 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
         }
     }
 
+    /// Writes the state to a temporary file, syncs it, and renames it over the saved one: a
+    /// crash or a kill mid-save leaves the previous state whole. A save that fails ends the app
+    /// loudly (status 2): the model app never loses its state silently.
     func saveState() {
         let path = "\(directory)/state.bin"
-        let fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { return }
-        defer { close(fd) }
-        var offset = 0
-        state.withUnsafeBytes { raw in
-            while offset < raw.count {
-                let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if n <= 0 { return }
-                offset += n
+        let temporary = "\(directory)/.state.bin.tmp"
+        let fd = open(temporary, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { fail("cannot save its state to \(temporary): errno \(errno)") }
+        let failure = state.withUnsafeBytes { raw -> SystemCallError? in
+            do throws(SystemCallError) {
+                try writeAll(fd, raw, subject: temporary)
+                return nil
+            } catch {
+                return error
             }
         }
-        fsync(fd)
+        if let failure {
+            close(fd)
+            fail("cannot save its state: \(failure)")
+        }
+        guard fsync(fd) == 0, close(fd) == 0, rename(temporary, path) == 0 else { fail("cannot save its state to \(path): errno \(errno)") }
+    }
+
+    /// FNV-1a over the state: what a relaunch must restore exactly.
+    var stateChecksum: UInt64 {
+        state.withUnsafeBytes { raw in
+            var h: UInt64 = 0xcbf2_9ce4_8422_2325
+            for word in raw.bindMemory(to: UInt64.self) { h = (h ^ word) &* 0x0000_0100_0000_01b3 }
+            return h
+        }
     }
 
     func mapAssets() {
@@ -329,6 +345,9 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
     func didFinishLaunching(_ client: LifecycleClient) { launch() }
 
     func didBecomeActive(_ client: LifecycleClient) {
+        // The state changes while the app is used: each activation counts in its first word, so
+        // a relaunch that restored an older state (or none) shows in the checksum.
+        if state.count >= 8 { state.withUnsafeMutableBytes { $0.storeBytes(of: $0.load(as: UInt64.self) &+ 1, as: UInt64.self) } }
         guard owesReady.exchange(false, ordering: .relaxed) else { return }
         if rebuilding.load(ordering: .relaxed) == false, !o.eagerRestore {
             // Lazy restore: ready now, rebuild after.
@@ -380,7 +399,10 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
     /// The answer names the bytes now held.
     func didReceiveCommand(_ client: LifecycleClient, _ text: String) -> String {
         let words = text.split(separator: " ")
-        guard words.count == 2, let n = Int(words[1]), n > 0, n <= 1 << 40 else { return "error: expected 'allocate N' or 'release N'" }
+        if words == ["state"] {
+            return "state fnv=\(String(stateChecksum, radix: 16)) restored=\(restoredFromDisk) bytes=\(state.count)"
+        }
+        guard words.count == 2, let n = Int(words[1]), n > 0, n <= 1 << 40 else { return "error: expected 'allocate N', 'release N' or 'state'" }
         switch words[0] {
         case "allocate":
             guard dirty.allocate(n) else { return "error: mmap of \(n) bytes refused" }

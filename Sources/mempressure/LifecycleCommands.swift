@@ -59,6 +59,14 @@ func renderEvent(_ e: SupervisorEvent) -> String {
     var line = time + "  " + app + "  " + pid + "  " + kind
     switch e.kind {
     case .state: line += "  \(e.from?.rawValue ?? "?") -> \(e.to?.rawValue ?? "?")"
+    case .jetsam:
+        line += "  \(e.reason ?? "?")"
+        if let rank = e.rank { line += ", rank \(rank)" }
+        if let policy = e.policy { line += " (\(policy))" }
+        if let f = e.footprintBytes { line += ", footprint \(ByteFormat.human(f))" }
+        if let r = e.reclaimedBytes { line += ", gave back \(ByteFormat.human(r))" }
+        if let d = e.detail { line += "; \(d)" }
+        if let x = e.explanation { line += "\n" + String(repeating: " ", count: 46) + x }
     default:
         if let n = e.name { line += "  \(n)" }
         if let d = e.detail { line += "  \(d)" }

@@ -153,6 +153,17 @@ public enum ChildSignals {
         }
     }
 
+    /// Whether `pid` is a live process (not gone, not a zombie), from /proc/PID/stat.
+    public static func isAlive(_ pid: Int32) throws -> Bool {
+        let bytes: [UInt8]
+        do {
+            bytes = try ProcFS.readBytes("/proc/\(pid)/stat")
+        } catch {
+            return false
+        }
+        return try !bytes.withUnsafeBytes { try ProcessStat.parse($0, pid: pid) }.isZombie
+    }
+
     /// Blocks until our child `pid` is stopped (WSTOPPED) or continued (WCONTINUED), without
     /// reaping it: waiting on the real event instead of sleeping.
     public static func waitUntil(_ event: Int32, pid: Int32) throws {

@@ -49,6 +49,9 @@ long mp_process_madvise(int pidfd, void *start, size_t length, int advice);
 // process_madvise(2) over `count` ranges (start, length) of the process, in batches of at most
 // IOV_MAX; returns the bytes advised, or -1 with errno (after a partial success: -1 too).
 long mp_process_madvise_ranges(int pidfd, const uint64_t *starts, const uint64_t *lengths, size_t count, int advice);
+// swapon(2) and swapoff(2) (sys/swap.h is not in Swift's Glibc module).
+int mp_swapon(const char *path, int flags);
+int mp_swapoff(const char *path);
 // process_mrelease(2) (Linux 5.15): frees the memory of a process that is being killed now.
 int mp_process_mrelease(int pidfd, unsigned int flags);
 

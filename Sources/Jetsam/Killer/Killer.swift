@@ -28,7 +28,7 @@ import Synchronization
 /// limits are checked at every footprint reading.
 public final class JetsamKiller: SupervisorPolicy {
     public let configuration: JetsamConfiguration
-    private let recorded = Mutex<[JetsamEpisode]>([])
+    private let recorded = Mutex<(episodes: [JetsamEpisode], subscribers: [AsyncStream<JetsamEpisode>.Continuation])>(([], []))
 
     public init(configuration: JetsamConfiguration = JetsamConfiguration()) {
         self.configuration = configuration
@@ -37,10 +37,21 @@ public final class JetsamKiller: SupervisorPolicy {
     public var watchesPressure: Bool { true }
 
     /// The episodes so far, oldest first.
-    public var episodes: [JetsamEpisode] { recorded.withLock { $0 } }
+    public var episodes: [JetsamEpisode] { recorded.withLock { $0.episodes } }
+
+    /// Every episode from now on, as it closes.
+    public func episodeUpdates() -> AsyncStream<JetsamEpisode> {
+        let (stream, continuation) = AsyncStream<JetsamEpisode>.makeStream(bufferingPolicy: .bufferingNewest(100))
+        recorded.withLock { $0.subscribers.append(continuation) }
+        return stream
+    }
 
     func add(_ episode: JetsamEpisode) {
-        recorded.withLock { $0.append(episode) }
+        let subscribers = recorded.withLock { r in
+            r.episodes.append(episode)
+            return r.subscribers
+        }
+        for s in subscribers { s.yield(episode) }
     }
 
     public func run(_ supervisor: Supervisor) async {
@@ -56,6 +67,11 @@ public final class JetsamKiller: SupervisorPolicy {
             await group.waitForAll()
         }
         await engine.finish()
+        let subscribers = recorded.withLock { r in
+            defer { r.subscribers.removeAll() }
+            return r.subscribers
+        }
+        for s in subscribers { s.finish() }
     }
 }
 
