@@ -6,8 +6,9 @@
 SWIFT ?= swift
 # Debian packages the build and the tests need (pkg-config finds jemalloc and libunwind).
 APT_PACKAGES := libjemalloc-dev libunwind-dev pkg-config util-linux
-# The benchmarks also compare against smem and pmap (procps).
-BENCH_APT_PACKAGES := smem procps
+# The benchmarks also compare against smem and pmap (procps), and jetsam against earlyoom and
+# nohang (which the benchmark starts itself, each inside a PID namespace of its own).
+BENCH_APT_PACKAGES := smem procps earlyoom nohang util-linux
 
 export PATH := /opt/swift/usr/bin:$(PATH)
 
@@ -30,8 +31,14 @@ endef
 deps:
 	$(call install_missing,$(APT_PACKAGES))
 
+# earlyoom and nohang are daemons that kill processes machine-wide: their packages must not start
+# them. A policy-rc.d that refuses every start is put in place for the install when there is none.
 bench-deps: deps
+	@if [ ! -e /usr/sbin/policy-rc.d ]; then \
+	  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && touch .policy-rc.d-made; \
+	fi
 	$(call install_missing,$(BENCH_APT_PACKAGES))
+	@if [ -e .policy-rc.d-made ]; then rm -f /usr/sbin/policy-rc.d .policy-rc.d-made; fi
 
 build: deps
 	$(SWIFT) build -c release
@@ -50,12 +57,14 @@ bench: bench-deps
 	cd Benchmarks && $(SWIFT) run -c release vmtracker-bench --mempressure-build ../.build/release --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release purgeable-bench --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release mappedfiles-bench --output ../Reports
+	cd Benchmarks && $(SWIFT) run -c release jetsam-bench --build ../.build/release --output ../Reports
 
 # Re-renders the reports from their JSON without measuring again.
 reports:
 	cd Benchmarks && $(SWIFT) run -c release vmtracker-bench --render-only --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release purgeable-bench --render-only --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release mappedfiles-bench --render-only --output ../Reports
+	cd Benchmarks && $(SWIFT) run -c release jetsam-bench --render-only --output ../Reports
 
 # Recaptures the golden /proc fixtures from real processes (then review and commit them).
 fixtures:

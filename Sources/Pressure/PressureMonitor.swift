@@ -86,11 +86,13 @@ public final class PressureMonitor: Sendable {
     /// Every change of level from now on, in order.
     public func events() -> AsyncStream<PressureEvent> { makeSubscription(\.subscribers) }
 
-    /// A new unbounded stream registered in `subscribers` until its consumer goes away.
+    /// A new stream registered in `subscribers` until its consumer goes away. It holds at most
+    /// `historyLimit` undelivered changes (a consumer that far behind loses the oldest): a
+    /// subscriber that stops reading cannot make a long-running service grow without bound.
     private func makeSubscription<Element>(_ subscribers: WritableKeyPath<State, [UInt64: AsyncStream<Element>.Continuation]>) -> AsyncStream<Element> {
         // A key path literal to a stored property: immutable, safe to use from any thread.
         nonisolated(unsafe) let subscribers = subscribers
-        let (stream, continuation) = AsyncStream<Element>.makeStream(bufferingPolicy: .unbounded)
+        let (stream, continuation) = AsyncStream<Element>.makeStream(bufferingPolicy: .bufferingNewest(Self.historyLimit))
         let id = state.withLock { s -> UInt64 in
             let id = s.nextSubscriber
             s.nextSubscriber += 1

@@ -395,19 +395,49 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
         if o.warningFrees > 0 { dirty.release(Int(Double(dirty.bytes) * o.warningFrees)) }
     }
 
-    /// `allocate N`: map and write N more bytes of dirty memory; `release N`: unmap N bytes.
-    /// The answer names the bytes now held.
-    func didReceiveCommand(_ client: LifecycleClient, _ text: String) -> String {
+    /// An app command (from the supervisor, or a line on standard input when unsupervised):
+    ///
+    ///     allocate N          map and write N more bytes of dirty memory    -> "dirty BYTES"
+    ///     release N           unmap N bytes of it                           -> "dirty BYTES"
+    ///     grow RATE TOTAL     allocate TOTAL bytes at RATE bytes a second, in 4 MiB steps,
+    ///                         on a thread of its own (an allocation spike)   -> "growing"
+    ///     state               the checksum of its state, and whether it was restored from disk
+    func didReceiveCommand(_ client: LifecycleClient, _ text: String) -> String { command(text) }
+
+    func command(_ text: String) -> String {
         let words = text.split(separator: " ")
         if words == ["state"] {
             return "state fnv=\(String(stateChecksum, radix: 16)) restored=\(restoredFromDisk) bytes=\(state.count)"
         }
-        guard words.count == 2, let n = Int(words[1]), n > 0, n <= 1 << 40 else { return "error: expected 'allocate N', 'release N' or 'state'" }
-        switch words[0] {
-        case "allocate":
-            guard dirty.allocate(n) else { return "error: mmap of \(n) bytes refused" }
-        case "release":
-            dirty.release(n)
+        let numbers = words.dropFirst().compactMap { Int($0) }
+        guard numbers.count == words.count - 1, !numbers.isEmpty, numbers.allSatisfy({ $0 > 0 && $0 <= 1 << 40 }) else {
+            return "error: expected 'allocate N', 'release N', 'grow RATE TOTAL' or 'state'"
+        }
+        switch (words[0], numbers.count) {
+        case ("allocate", 1):
+            guard dirty.allocate(numbers[0]) else { return "error: mmap of \(numbers[0]) bytes refused" }
+        case ("release", 1):
+            dirty.release(numbers[0])
+        case ("grow", 2):
+            let (rate, total) = (Double(numbers[0]), numbers[1])
+            let step = 4 << 20
+            thread("grow") { [dirty] in
+                let start = monotonicSeconds()
+                var done = 0
+                while done < total {
+                    let n = min(step, total - done)
+                    guard dirty.allocate(n) else { fail("grow: mmap of \(n) bytes refused") }
+                    done += n
+                    // Paced: the next step when the rate says so.
+                    let due = start + Double(done) / rate
+                    let wait = due - monotonicSeconds()
+                    if wait > 0 {
+                        var ts = timespec(tv_sec: Int(wait), tv_nsec: Int((wait - Double(Int(wait))) * 1e9))
+                        nanosleep(&ts, nil)
+                    }
+                }
+            }
+            return "growing"
         default:
             return "error: unknown command '\(words[0])'"
         }
@@ -440,11 +470,12 @@ if options.watchPressure {
     }
 }
 if LifecycleClient.start(delegate: workload) == nil {
-    // Unsupervised: launch, report on standard output, and wait.
+    // Unsupervised: launch, report on standard output, then answer commands, one per line on
+    // standard input, until end of file.
     workload.launch()
-    let line = "ready \(getpid())\n"
-    _ = line.withCString { write(1, $0, strlen($0)) }
-    while getchar() != EOF {}
+    func say(_ line: String) { _ = (line + "\n").withCString { write(1, $0, strlen($0)) } }
+    say("ready \(getpid())")
+    while let line = readLine() { say(workload.command(line)) }
     exit(0)
 }
 // Supervised: everything happens on the client's thread.

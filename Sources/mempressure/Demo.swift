@@ -2,6 +2,7 @@ import AppLifecycle
 import ArgumentParser
 import FoundationEssentials
 import Glibc
+import Jetsam
 import LifecycleProtocol
 import LinuxSystem
 import MemHogClient
@@ -17,7 +18,9 @@ struct Demo: AsyncParsableCommand {
             report and the three regions. Part 2 runs two model apps (mempressure-workload) under \
             the supervisor on a 512 MiB device (a memory cgroup, when the machine lets us make \
             one): launch, background with a background task, suspension, a system change queued \
-            for the suspended app, a memory warning, resume; then the accounting per state.
+            for the suspended app, a memory warning, resume; then the accounting per state. Part 3 \
+            fills a 384 MiB device with six apps in every band until memory runs short: jetsam \
+            warns the running apps, then kills in the iOS order, and prints its episode report.
             """
     )
 
@@ -27,7 +30,7 @@ struct Demo: AsyncParsableCommand {
     var file = "8m"
     @Option(name: .long, help: "Anonymous memory it writes and then marks MADV_FREE.")
     var purgeable = "12m"
-    @Flag(name: .long, help: "Print JSON: {\"vm\": the hog's VM report, \"lifecycle\": the scenario's log}.")
+    @Flag(name: .long, help: "Print JSON: {\"vm\": the hog's VM report, \"lifecycle\": the scenario's log, \"jetsam\": part 3's log}.")
     var json = false
     @Flag(name: .customLong("vm-only"), help: "Only part 1.")
     var vmOnly = false
@@ -49,16 +52,71 @@ struct Demo: AsyncParsableCommand {
                 return
             }
             let log = try await lifecycle()
+            let jetsamLog = try await jetsam()
             if json {
-                struct Both: Encodable {
+                struct All: Encodable {
                     var vm: VMReport
                     var lifecycle: ScenarioLog
+                    var jetsam: ScenarioLog?
                 }
-                output(try encodeJSON(Both(vm: report, lifecycle: log)))
+                output(try encodeJSON(All(vm: report, lifecycle: log, jetsam: jetsamLog)))
             }
         } catch {
             throw fail(error)
         }
+    }
+
+    /// Part 3: memory runs short on a small device; jetsam warns, then kills in the iOS order.
+    func jetsam() async throws -> ScenarioLog? {
+        guard Self.canBudget else {
+            if !json { output("\nPart 3 (jetsam) needs a device budget: a memory cgroup, which needs root and the memory controller. Skipped.\n") }
+            return nil
+        }
+        let directory = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
+        let data = "\(directory)/mempressure-demo-jetsam-\(getpid())"
+        try ProcFS.makeDirectory(data)
+        let apps: [(String, Int, Bool)] = [("Photos", 60, false), ("Maps", 50, false), ("Music", 40, true), ("Notes", 20, false), ("Podcasts", 24, true), ("Safari", 10, false)]
+        defer {
+            for (name, _, _) in apps {
+                for file in ["state.bin", "assets.bin"] { unlink("\(data)/\(name)/\(file)") }
+                rmdir("\(data)/\(name)")
+            }
+            rmdir(data)
+        }
+        var steps: [Command] = []
+        for (name, _, running) in apps where name != "Safari" {
+            steps += [.activate(name), .background(name, waitForSuspension: !running)]
+            if running { steps.append(.waitState(name, .backgroundRunning, timeout: 20)) }
+        }
+        steps += [.activate("Safari"), .allocate("Safari", bytes: 48 << 20), .waitState("Photos", .notRunning, timeout: 30), .wait(seconds: 0.5), .terminate("Safari")]
+        var j = JetsamConfiguration(policy: .ios)
+        j.highMemoryBytes = 32 << 20
+        j.targetAvailableShare = 0.5
+        let scenario = Scenario(
+            budgetBytes: 384 << 20, backgroundTaskLimit: 600, jetsam: j,
+            apps: apps.map { name, dirty, running in
+                AppSpec(name: name, command: ["mempressure-workload", "--data-dir", "\(data)/\(name)", "--state-mb", "1", "--image-cache-mb", "2", "--backing-mb", "1", "--assets-mb", "1", "--dirty-mb", "\(dirty)"] + (running ? ["--background-task", "600"] : []))
+            },
+            steps: steps)
+        if !json {
+            output("\nPart 3: memory runs short on a 384 MiB device. Photos, Maps and Notes are suspended, Music and Podcasts run in the background, Safari is in the foreground and allocates 48 MiB. Jetsam (ios policy, high memory from 32 MiB, half the budget to be free again) warns the running apps, then kills:\n\n")
+        }
+        let quiet = json
+        let log = try await scenario.run { event in
+            if !quiet, [.warning, .jetsam, .freeze, .exit, .pressure].contains(event.kind), event.app != nil || event.kind == .pressure {
+                output(renderEvent(event) + "\n")
+            }
+        }
+        if !json {
+            for e in log.episodes { output("\n" + e.renderText()) }
+            output("\nKernel cgroup OOM kills during the run: \(log.kernelOOMKills.map(String.init) ?? "?") (jetsam acted first). `mempressure jetsam replay` runs the same decisions under the other policies.\n")
+            for e in log.errors { output("error: \(e)\n") }
+        }
+        return log
+    }
+
+    static var canBudget: Bool {
+        getuid() == 0 && (ProcFS.isFile("/sys/fs/cgroup/memory/cgroup.procs") || ProcFS.isFile("/sys/fs/cgroup/cgroup.controllers"))
     }
 
     /// Part 2: the built-in lifecycle scenario.

@@ -81,8 +81,12 @@ public struct JetsamEpisode: Sendable, Hashable, Codable {
         public var policy: JetsamPolicyName
         public var footprintBytes: UInt64
         public var purgeableBytes: UInt64
-        /// From the pressure event to SIGKILL.
+        /// From the pressure event that opened the episode to SIGKILL (a warning's grace
+        /// period included).
         public var secondsFromEvent: Double
+        /// From the latest pressure event before the decision (a critical event that cut the
+        /// grace short, say) to SIGKILL: the killer's own decision latency.
+        public var secondsFromLatestEvent: Double?
         /// Available memory before the kill and once the victim had exited: what it gave back.
         public var reclaimedBytes: UInt64
         /// Whether process_mrelease freed its memory at once.

@@ -177,7 +177,7 @@ actor JetsamEngine {
     /// ones are read again first). Apps not running are left out.
     func snapshots() async -> [JetsamAppSnapshot] {
         var views = await supervisor.apps()
-        for (i, v) in views.enumerated() where v.pid != nil && (v.latest == nil || (v.sampleAgeSeconds ?? .infinity) > policy.maxSampleAgeSeconds / 2) {
+        for (i, v) in views.enumerated() where v.pid != nil && (v.latest == nil || (v.sampleAgeSeconds ?? .infinity) > policy.maxSampleAgeSeconds * 0.75) {
             if let fresh = await supervisor.refreshSample(v.name) { views[i] = fresh }
         }
         return views.compactMap { v in
@@ -234,13 +234,7 @@ actor JetsamEngine {
             for name in warned { ep.timeline.append(await entry("warning", app: name, pid: apps.first { $0.name == name }?.pid, "memory warning sent")) }
             for a in apps where a.state == .suspended { ep.timeline.append(await entry("warning", app: a.name, pid: a.pid, "not sent: suspended")) }
             await graceUnlessCritical(configuration.warningGraceSeconds)
-            if let s = measure() { status = s }
-            ep.timeline.append(await entry("measure", bytes: status.availableBytes, "after the warnings: \(Format.bytes(status.availableBytes)) available"))
-            if status.availableBytes >= target {
-                ep.outcome = "warnings sufficed: nobody killed"
-                await close(&ep, status)
-                return
-            }
+            if await recovered(after: "warnings", &ep, &status) { return }
         }
 
         // 2. Freeze-dry the small suspended apps.
@@ -268,15 +262,7 @@ actor JetsamEngine {
                         ep.timeline.append(await entry("note", app: a.name, pid: a.pid, "freeze-dry failed: \(error)"))
                     }
                 }
-                if froze {
-                    if let s = measure() { status = s }
-                    ep.timeline.append(await entry("measure", bytes: status.availableBytes, "after freeze-dry: \(Format.bytes(status.availableBytes)) available"))
-                    if status.availableBytes >= target {
-                        ep.outcome = "freeze-dry sufficed: nobody killed"
-                        await close(&ep, status)
-                        return
-                    }
-                }
+                if froze, await recovered(after: "freeze-dry", &ep, &status) { return }
             }
         }
 
@@ -307,6 +293,7 @@ actor JetsamEngine {
                 break
             }
             let before = status
+            let decidedAfter = lastEvent?.time ?? trigger.time
             let receipt: KillReceipt
             do {
                 receipt = try await supervisor.kill(victim.snapshot.name, pid: victim.snapshot.pid, reason: .vmPageShortage)
@@ -333,12 +320,24 @@ actor JetsamEngine {
                 name: victim.snapshot.name, pid: victim.snapshot.pid, state: victim.snapshot.state, reason: KillReason.vmPageShortage.rawValue,
                 rank: victim.rank, band: victim.band, policy: policy.name, footprintBytes: victim.snapshot.footprintBytes,
                 purgeableBytes: victim.snapshot.purgeableBytes, secondsFromEvent: receipt.signalledAt - trigger.time,
+                secondsFromLatestEvent: receipt.signalledAt - max(trigger.time, decidedAfter),
                 reclaimedBytes: reclaimed, memoryReleased: receipt.memoryReleased, exited: exited, needed: true, explanation: explanation))
         }
         if ep.outcome.isEmpty {
             ep.outcome = status.availableBytes >= target ? "recovered after \(kills) kill(s)" : "stopped: still short"
         }
         await close(&ep, status)
+    }
+
+    /// Measures again after `step` (the warnings, freeze-dry); when enough is free, closes the
+    /// episode ("warnings sufficed: nobody killed") and says so.
+    private func recovered(after step: String, _ ep: inout JetsamEpisode, _ status: inout MemoryStatus) async -> Bool {
+        if let s = measure() { status = s }
+        ep.timeline.append(await entry("measure", bytes: status.availableBytes, "after \(step): \(Format.bytes(status.availableBytes)) available"))
+        guard status.availableBytes >= ep.targetAvailableBytes else { return false }
+        ep.outcome = "\(step) sufficed: nobody killed"
+        await close(&ep, status)
+        return true
     }
 
     /// A timeline entry, stamped with the supervisor's log clock.
@@ -422,6 +421,7 @@ actor JetsamEngine {
             victims: [.init(
                 name: v.name, pid: pid, state: v.state, reason: KillReason.perProcessLimit.rawValue, rank: 1, band: "over-limit", policy: policy.name,
                 footprintBytes: latest.footprintBytes, purgeableBytes: latest.purgeableBytes, secondsFromEvent: receipt.signalledAt - checkedAt,
+                secondsFromLatestEvent: receipt.signalledAt - checkedAt,
                 reclaimedBytes: reclaimed, memoryReleased: receipt.memoryReleased, exited: exited, needed: true, explanation: explanation)],
             freezes: [], decisions: [], kernelOOMKillsBefore: nil, kernelOOMKillsAfter: await supervisor.kernelOOMKills(),
             outcome: "killed over its \(which) limit")

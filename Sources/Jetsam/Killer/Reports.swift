@@ -123,12 +123,13 @@ extension JetsamEpisode {
         if !victims.isEmpty {
             var t = TextTable([
                 .init("Rank"), .init("App", .left), .init("PID"), .init("State", .left), .init("Reason", .left), .init("Footprint"),
-                .init("Given back"), .init("Needed", .left), .init("Event to kill"),
+                .init("Given back"), .init("Needed", .left), .init("Event to kill"), .init("Latest event to kill"),
             ])
             for v in victims {
                 t.append([
                     "\(v.rank)", v.name, "\(v.pid)", v.state.rawValue, v.reason, ByteFormat.human(v.footprintBytes), ByteFormat.human(v.reclaimedBytes),
                     v.needed ? "yes" : "no (in hindsight)", ByteFormat.fixed(v.secondsFromEvent * 1000, 2) + " ms",
+                    v.secondsFromLatestEvent.map { ByteFormat.fixed($0 * 1000, 2) + " ms" } ?? "-",
                 ])
             }
             out += "\nVictims:\n" + t.render()

@@ -1,0 +1,124 @@
+// jetsam-bench: decision latency, the ranker alone, memory back after a kill (with and without
+// process_mrelease), and the same allocation spike under jetsam, earlyoom, nohang and the
+// kernel's cgroup OOM killer alone. Writes Reports/jetsam.{md,json,svg}.
+//
+// Needs root, a cgroup v1 memory controller and util-linux's unshare; earlyoom and nohang from
+// Debian (`make bench` installs them). Each peer runs only inside a PID namespace of its own.
+
+import ArgumentParser
+import BenchSupport
+import Foundation
+import Glibc
+import LinuxSystem
+
+@main
+struct JetsamBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "jetsam-bench", abstract: "Jetsam's benchmarks; writes Reports/jetsam.{md,json,svg}.",
+        subcommands: [Measure.self, PeerRun.self], defaultSubcommand: Measure.self)
+}
+
+struct Measure: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "measure")
+
+    @Option(help: "The main package's release build directory (mempressure-exec, mempressure-workload, mempressure-hog).") var build = "../.build/release"
+    @Option(help: "Where the report goes.") var output = "../Reports"
+    @Option(help: "Rounds of the spike per killer.") var rounds = 5
+    @Option(name: .customLong("latency-rounds"), help: "Rounds of the decision-latency measurement.") var latencyRounds = 20
+    @Option(name: .customLong("memory-rounds"), help: "Rounds per size of the memory-back measurement.") var memoryRounds = 15
+    @Flag(name: .customLong("render-only"), help: "Re-render the Markdown and SVG from the JSON.") var renderOnly = false
+    @Option(help: "Measure only this part (ranker, memory, latency, spike) and print it; no report is written.") var only: String?
+
+    func run() async throws {
+        if renderOnly {
+            let report = try readReport(JetsamReport.self, from: output, named: "jetsam")
+            try writeReport(report, to: output, named: "jetsam", tool: "jetsam-bench")
+            return
+        }
+        guard getuid() == 0 else { throw BenchError("jetsam-bench needs root (memory cgroups, pidfds on its own children, PID namespaces)") }
+        let build = URL(fileURLWithPath: self.build).standardizedFileURL.path
+        let data = "/tmp/mempressure-jetsam-bench-\(getpid())"
+        try ProcFS.makeDirectory(data)
+        defer { removeTree(data) }
+        let tool = "jetsam-bench"
+        if let only {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            switch only {
+            case "ranker": print(String(decoding: try encoder.encode(try rankerTimings()), as: UTF8.self))
+            case "memory": print(String(decoding: try encoder.encode(try memoryBack(sizesMB: [64, 256, 1024], rounds: memoryRounds, build: build)), as: UTF8.self))
+            case "latency": print(String(decoding: try encoder.encode(try await decisionLatency(apps: 100, rounds: latencyRounds, build: build, data: data)), as: UTF8.self))
+            case "spike":
+                var runs = [try await runJetsam(Spike(), round: 1, build: build, data: data)]
+                for peer in Peer.allCases { runs.append(try await runPeer(peer, Spike(), round: 1, build: build, data: data, benchBinary: Programs.selfPath)) }
+                for var r in runs {
+                    r.series = []
+                    print(String(decoding: try encoder.encode(r), as: UTF8.self))
+                }
+            default: throw BenchError("--only takes ranker, memory, latency or spike")
+            }
+            return
+        }
+        log(tool, "the ranker alone")
+        let ranker = try rankerTimings()
+        log(tool, "memory back after SIGKILL, with and without process_mrelease")
+        let back = try memoryBack(sizesMB: [64, 256, 1024], rounds: memoryRounds, build: build)
+        log(tool, "decision latency with 100 apps")
+        let latency = try await decisionLatency(apps: 100, rounds: latencyRounds, build: build, data: data)
+        let spike = Spike()
+        var runs: [SpikeRun] = []
+        let me = Programs.selfPath
+        for round in 1...rounds {
+            log(tool, "spike round \(round): jetsam")
+            runs.append(try await runJetsam(spike, round: round, build: build, data: data))
+            for peer in Peer.allCases {
+                log(tool, "spike round \(round): \(peer.rawValue)")
+                runs.append(try await runPeer(peer, spike, round: round, build: build, data: data, benchBinary: me))
+            }
+        }
+        let report = JetsamReport(
+            machine: "Linux \(kernelRelease()), \(onlineCPUs) CPUs", command: "make bench (cd Benchmarks && swift run -c release jetsam-bench --build ../.build/release --output ../Reports)",
+            latency: latency, ranker: ranker, memoryBack: back, spike: spike, runs: runs)
+        try writeReport(report, to: output, named: "jetsam", tool: tool)
+    }
+}
+
+struct PeerRun: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "peer-run", abstract: "Internal: one spike under a peer, inside its PID namespace.", shouldDisplay: false)
+    @Option var peer: Peer
+    @Option var cgroup: String
+    @Option var build: String
+    @Option var data: String
+    @Option var spike: String
+    @Option var round: Int
+    @Option var output: String
+
+    func run() throws {
+        guard getpid() == 1 else { throw BenchError("peer-run runs only as the first process of a PID namespace of its own (under unshare --pid --fork --mount-proc)") }
+        let s = try JSONDecoder().decode(Spike.self, from: Data(try ProcFS.readBytes(spike)))
+        try peerRun(peer: peer, cgroup: cgroup, build: build, data: data, spike: s, round: round, output: output)
+    }
+}
+
+extension Peer: ExpressibleByArgument {}
+
+enum Programs {
+    static var selfPath: String {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        return n > 0 ? String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
+    }
+}
+
+/// Removes a directory tree of the benchmark's own (plain files and directories).
+func removeTree(_ path: String) {
+    do {
+        for name in try ProcFS.listDirectory(path) {
+            let child = "\(path)/\(String(decoding: name, as: UTF8.self))"
+            if ProcFS.isDirectory(child) { removeTree(child) } else { unlink(child) }
+        }
+    } catch {
+        // Already gone.
+    }
+    rmdir(path)
+}

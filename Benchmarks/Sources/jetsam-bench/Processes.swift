@@ -1,0 +1,158 @@
+import BenchSupport
+import Glibc
+import LinuxSystem
+import Synchronization
+
+/// A child process the benchmark started, with pipes to its standard input and output and a
+/// pidfd: the only processes the benchmark ever signals.
+final class Child: @unchecked Sendable {
+    let pid: Int32
+    let handle: ProcessHandle
+    let input: Int32
+    let output: Int32
+    private var pending: [UInt8] = []
+
+    /// Starts `argv` with its stdin on a pipe, and its stdout on a pipe, or (with `logPath`) its
+    /// stdout and stderr appended to that file. Without `logPath` stderr is inherited.
+    init(_ argv: [String], logPath: String? = nil) throws {
+        var inPipe: [Int32] = [0, 0]
+        var outPipe: [Int32] = [0, 0]
+        guard pipe(&inPipe) == 0, pipe(&outPipe) == 0 else { throw BenchError("pipe: errno \(errno)") }
+        for fd in inPipe + outPipe { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }  // the child gets only what dup2 gives it
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, inPipe[0], 0)
+        if let logPath {
+            posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+            posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        } else {
+            posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
+        }
+        let args = argv.map { strdup($0) } + [nil]
+        defer { for a in args { free(a) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, argv[0], &actions, nil, args, environ)
+        close(inPipe[0])
+        close(outPipe[1])
+        guard rc == 0 else {
+            close(inPipe[1])
+            close(outPipe[0])
+            throw BenchError("posix_spawn \(argv[0]): \(String(cString: strerror(rc)))")
+        }
+        self.pid = pid
+        handle = try ProcessHandle(pid: pid)  // our child, not yet reaped: the PID is still its
+        input = inPipe[1]
+        output = outPipe[0]
+    }
+
+    deinit {
+        close(input)
+        close(output)
+    }
+
+    /// The next line it writes, or nil at end of file or after `timeout` seconds.
+    func readLine(timeout: Double) -> String? {
+        let deadline = monotonicSeconds() + timeout
+        while true {
+            if let nl = pending.firstIndex(of: 0x0a) {
+                let line = String(decoding: pending[..<nl], as: UTF8.self)
+                pending.removeFirst(nl + 1)
+                return line
+            }
+            let left = deadline - monotonicSeconds()
+            guard left > 0 else { return nil }
+            var p = pollfd(fd: output, events: Int16(POLLIN), revents: 0)
+            guard retryOnInterrupt({ poll(&p, 1, Int32(left * 1000) + 1) }) > 0 else { continue }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let n = buffer.withUnsafeMutableBytes { raw in retryOnInterrupt { read(output, raw.baseAddress!, raw.count) } }
+            guard n > 0 else { return nil }
+            pending += buffer[0..<n]
+        }
+    }
+
+    func send(_ line: String) throws {
+        try writeAll(input, Array((line + "\n").utf8), subject: "stdin of pid \(pid)")
+    }
+
+    func signal(_ sig: Int32) {
+        do { try handle.signal(sig) } catch { log("jetsam-bench", "\(error)") }
+    }
+
+    /// Kills and reaps it (if not already reaped by a `waitid(P_ALL)` loop).
+    func killAndReap() {
+        signal(SIGKILL)
+        var status: Int32 = 0
+        _ = retryOnInterrupt { waitpid(pid, &status, 0) }
+    }
+}
+
+/// A memory cgroup (v1) of the benchmark's own, removed when done.
+struct BenchCgroup {
+    let path: String
+
+    init(name: String, limitBytes: UInt64) throws {
+        let base = "/sys/fs/cgroup/memory"
+        guard ProcFS.isFile("\(base)/cgroup.procs") else { throw BenchError("no cgroup v1 memory controller at \(base)") }
+        path = "\(base)/\(name)"
+        try ProcFS.makeDirectory(path)
+        try ProcFS.writeFileInPlace("\(path)/memory.limit_in_bytes", Array("\(limitBytes)".utf8))
+    }
+
+    /// Its kernel OOM kill count (memory.oom_control `oom_kill`).
+    var oomKills: UInt64 {
+        do {
+            return ByteScanner.value(of: "oom_kill", inSpaceSeparatedLines: try ProcFS.readBytes("\(path)/memory.oom_control")) ?? 0
+        } catch {
+            return 0
+        }
+    }
+
+    /// rmdir, once its processes are gone (waits up to 5 s for them to be reaped and uncharged).
+    func remove() {
+        let deadline = monotonicSeconds() + 5
+        while rmdir(path) != 0 && errno == EBUSY && monotonicSeconds() < deadline {
+            var ts = timespec(tv_sec: 0, tv_nsec: 20_000_000)
+            nanosleep(&ts, nil)  // the kernel frees a dead task's cgroup asynchronously; retry briefly
+        }
+    }
+}
+
+/// Samples a cgroup's working set (usage − inactive_file, as Jetsam's MemoryStatus reads it)
+/// every `interval` seconds on a thread of its own, until stopped.
+final class WorkingSetSampler: @unchecked Sendable {
+    struct Point: Codable, Sendable { var t: Double; var usedBytes: UInt64 }
+    private final class Shared: Sendable {
+        let points = Mutex<[Point]>([])
+        let stop = Atomic<Bool>(false)
+    }
+    private let shared = Shared()
+    private var thread: OSThread?
+    let start: Double
+
+    init(cgroup: String, interval: Double = 0.01, start: Double = monotonicSeconds()) throws {
+        self.start = start
+        let usage = "\(cgroup)/memory.usage_in_bytes"
+        let stat = "\(cgroup)/memory.stat"
+        thread = try OSThread { [shared] in
+            while !shared.stop.load(ordering: .relaxed) {
+                do {
+                    let u = ByteScanner.singleNumber(try ProcFS.readBytes(usage)) ?? 0
+                    let inactive = ByteScanner.value(of: "total_inactive_file", inSpaceSeparatedLines: try ProcFS.readBytes(stat)) ?? 0
+                    let p = Point(t: monotonicSeconds() - start, usedBytes: u &- min(u, inactive))
+                    shared.points.withLock { $0.append(p) }
+                } catch {
+                    return  // the cgroup is gone
+                }
+                var ts = timespec(tv_sec: 0, tv_nsec: Int(interval * 1e9))
+                nanosleep(&ts, nil)  // the sampling period
+            }
+        }
+    }
+
+    func stop() -> [Point] {
+        shared.stop.store(true, ordering: .relaxed)
+        thread?.join()
+        return shared.points.withLock { $0 }
+    }
+}

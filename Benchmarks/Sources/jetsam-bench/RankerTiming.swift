@@ -1,0 +1,99 @@
+import Jetsam
+import LifecycleProtocol
+import LinuxSystem
+
+/// Timing statistics of one measured operation, in seconds.
+struct Stats: Codable, Sendable {
+    var rounds: Int
+    var median: Double
+    var p90: Double
+    var p99: Double
+    var min: Double
+    var max: Double
+
+    init(_ samples: [Double]) {
+        let s = samples.sorted()
+        func q(_ p: Double) -> Double { s[Swift.min(s.count - 1, Int(Double(s.count - 1) * p + 0.5))] }
+        rounds = s.count
+        median = s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
+        p90 = q(0.90)
+        p99 = q(0.99)
+        min = s.first ?? 0
+        max = s.last ?? 0
+    }
+}
+
+struct RankerTiming: Codable, Sendable {
+    var apps: Int
+    var policy: String
+    var decide: Stats
+    var rank: Stats
+    /// The same snapshots sorted by footprint alone, timed in the same rounds: the floor any
+    /// ranking pays.
+    var baselineSort: Stats
+    var decideOverBaseline: Double { decide.median / max(baselineSort.median, 1e-12) }
+}
+
+/// A fixed, seeded mix of apps in every state (SplitMix64: the same input in any process).
+func syntheticInput(apps n: Int, seed: UInt64 = 0x5eed) -> RankingInput {
+    var state = seed
+    func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    let states: [LifecycleState] = [.suspended, .suspended, .suspended, .backgroundRunning, .backgroundRunning, .inactive]
+    var apps: [JetsamAppSnapshot] = []
+    for i in 0..<n {
+        let state: LifecycleState = i == 0 ? .active : states[Int(next() % UInt64(states.count))]
+        let footprint = (next() % 300 + 2) << 20
+        apps.append(JetsamAppSnapshot(
+            name: "app\(i)", pid: Int32(1000 + i), state: state, footprintBytes: footprint, purgeableBytes: (next() % 20) << 20,
+            residentBytes: footprint + ((next() % 40) << 20), lifetimeMaxFootprintBytes: footprint + ((next() % 50) << 20),
+            secondsInState: Double(next() % 600), secondsSinceActive: state == .active ? 0 : Double(next() % 3600 + 1),
+            activations: Int(next() % 20) + 1, isProtected: next() % 50 == 0,
+            relaunchSeconds: next() % 4 == 0 ? nil : Double(next() % 3000) / 1000 + 0.2, sampleAgeSeconds: Double(next() % 1000) / 1000))
+    }
+    let total = apps.reduce(0) { $0 + $1.footprintBytes }
+    let budget = total + total / 8
+    // Short by a fifth of the budget: several victims.
+    return RankingInput(apps: apps, budgetBytes: budget, availableBytes: budget / 20, targetAvailableBytes: budget / 4, level: .critical)
+}
+
+func rankerTimings(sizes: [Int] = [10, 100, 1000]) throws -> [RankerTiming] {
+    var out: [RankerTiming] = []
+    for n in sizes {
+        let input = syntheticInput(apps: n)
+        let rounds = n <= 100 ? 400 : 80
+        for name in JetsamPolicyName.allCases {
+            let policy = JetsamPolicy(name: name)
+            var decide: [Double] = [], rank: [Double] = [], base: [Double] = []
+            for i in 0..<(rounds + 10) {
+                var t = monotonicSeconds()
+                let d = try Ranker.decide(input, policy: policy)
+                let td = monotonicSeconds() - t
+                t = monotonicSeconds()
+                let r = try Ranker.rank(input, policy: policy)
+                let tr = monotonicSeconds() - t
+                t = monotonicSeconds()
+                let sorted = input.apps.sorted { ($0.footprintBytes, $1.name) > ($1.footprintBytes, $0.name) }
+                let tb = monotonicSeconds() - t
+                guard !d.victims.isEmpty, !r.order.isEmpty, !sorted.isEmpty else { throw BenchFailure("ranker gave nothing at \(n) apps") }
+                if i >= 10 {  // the first rounds warm caches
+                    decide.append(td)
+                    rank.append(tr)
+                    base.append(tb)
+                }
+            }
+            out.append(RankerTiming(apps: n, policy: name.rawValue, decide: Stats(decide), rank: Stats(rank), baselineSort: Stats(base)))
+        }
+    }
+    return out
+}
+
+struct BenchFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ d: String) { description = d }
+}

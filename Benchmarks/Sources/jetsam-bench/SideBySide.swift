@@ -1,0 +1,280 @@
+import AppLifecycle
+import BenchSupport
+import Foundation
+import Glibc
+import Jetsam
+import LifecycleProtocol
+import LinuxSystem
+import Pressure
+
+/// The same allocation spike under each contender: a device of `budgetMB`, seven model apps in
+/// every band, and the foreground app growing at a fixed rate until the budget cannot hold all.
+struct Spike: Codable, Sendable {
+    enum Role: String, Codable, Sendable { case suspended, backgroundRunning, foreground }
+    struct App: Codable, Sendable {
+        var name: String
+        var role: Role
+        var dirtyMB: Int
+    }
+    var budgetMB = 1024
+    var apps: [App] = [
+        .init(name: "Photos", role: .suspended, dirtyMB: 180),
+        .init(name: "Maps", role: .suspended, dirtyMB: 140),
+        .init(name: "Music", role: .backgroundRunning, dirtyMB: 130),
+        .init(name: "Mail", role: .suspended, dirtyMB: 60),
+        .init(name: "Notes", role: .suspended, dirtyMB: 30),
+        .init(name: "Podcasts", role: .backgroundRunning, dirtyMB: 40),
+        .init(name: "Safari", role: .foreground, dirtyMB: 80),
+    ]
+    var growthMB = 350
+    var growthMBPerSecond = 150
+    /// After the growth ends (or the foreground app died), how long the run goes on.
+    var settleSeconds = 2.0
+
+    var foreground: String { apps.first { $0.role == .foreground }!.name }
+    var budgetBytes: UInt64 { UInt64(budgetMB) << 20 }
+    var growSeconds: Double { Double(growthMB) / Double(growthMBPerSecond) }
+
+    func workloadArguments(_ app: App, dataDirectory: String) -> [String] {
+        ["--name", app.name, "--data-dir", "\(dataDirectory)/\(app.name)", "--state-mb", "1", "--image-cache-mb", "2", "--image-kb", "256",
+         "--backing-mb", "1", "--assets-mb", "1", "--decode-cost", "16", "--dirty-mb", "\(app.dirtyMB)"]
+            + (app.role == .backgroundRunning ? ["--background-task", "3600"] : [])
+    }
+}
+
+/// One contender's run of the spike.
+struct SpikeRun: Codable, Sendable {
+    var contender: String
+    var round: Int
+    struct Death: Codable, Sendable {
+        var app: String
+        /// Seconds from the start of the growth.
+        var t: Double
+        var how: String
+        /// The working-set drop around the death: the highest in the 300 ms before it against the
+        /// lowest in the 300 ms after, or until the next death (kills close together share it:
+        /// the run's `freedBytes` is the whole).
+        var freedBytes: UInt64
+    }
+    var deaths: [Death]
+    var foregroundSurvived: Bool
+    var kernelOOMKills: UInt64
+    /// Working set when the growth began; what must be freed to end at the target (75%).
+    var startUsedBytes: UInt64
+    var neededBytes: UInt64
+    /// Before the first death against after the last: what the kills gave back.
+    var freedBytes: UInt64
+    /// From the working set first reaching 80% of the budget to its first return below 75%
+    /// after the last death; nil if it never came back.
+    var recoverySeconds: Double?
+    var peakUsedBytes: UInt64
+    var series: [WorkingSetSampler.Point]
+    var notes: [String]
+}
+
+extension Spike {
+    /// What the run's series and deaths say: needed, freed, recovery.
+    func finish(contender: String, round: Int, start: Double, series: [WorkingSetSampler.Point], deaths raw: [(app: String, t: Double, how: String)], oomKills: UInt64, notes: [String]) -> SpikeRun {
+        let startUsed = series.first { $0.t >= 0 }?.usedBytes ?? series.first?.usedBytes ?? 0
+        let target = budgetBytes / 4 * 3
+        let demand = startUsed + UInt64(growthMB) << 20
+        let needed = demand > target ? demand - target : 0
+        func used(at t: Double) -> UInt64? { series.last { $0.t <= t }?.usedBytes }
+        // Around each death: the highest working set in the 300 ms before it (the kill comes before
+        // the death is seen) against the lowest in the 300 ms after, or until the next death.
+        var deaths: [SpikeRun.Death] = []
+        let sorted = raw.sorted(by: { $0.t < $1.t })
+        func peak(before t: Double) -> UInt64 { series.filter { $0.t >= t - 0.3 && $0.t <= t }.map(\.usedBytes).max() ?? (used(at: t) ?? 0) }
+        func low(after t: Double, until end: Double) -> UInt64? { series.filter { $0.t >= t && $0.t <= end }.map(\.usedBytes).min() }
+        for (i, d) in sorted.enumerated() {
+            let end = min(d.t + 0.3, i + 1 < sorted.count ? sorted[i + 1].t : .infinity)
+            let before = peak(before: d.t)
+            let after = low(after: d.t, until: end) ?? before
+            deaths.append(.init(app: d.app, t: d.t, how: d.how, freedBytes: before &- min(before, after)))
+        }
+        // The whole: before the first death against after the last (per death, close kills share).
+        var freed: UInt64 = 0
+        if let first = sorted.first, let last = sorted.last {
+            let before = peak(before: first.t)
+            let after = low(after: last.t, until: last.t + 0.3) ?? before
+            freed = before &- min(before, after)
+        }
+        let pressureStart = series.first { $0.usedBytes >= budgetBytes / 5 * 4 }?.t
+        var recovery: Double?
+        if let pressureStart, let last = deaths.last {
+            recovery = series.first { $0.t >= last.t && $0.usedBytes <= target }.map { $0.t - pressureStart }
+        }
+        return SpikeRun(
+            contender: contender, round: round, deaths: deaths, foregroundSurvived: !raw.contains { $0.app == foreground },
+            kernelOOMKills: oomKills, startUsedBytes: startUsed, neededBytes: needed, freedBytes: freed,
+            recoverySeconds: recovery, peakUsedBytes: series.map(\.usedBytes).max() ?? 0, series: series, notes: notes)
+    }
+}
+
+// MARK: Our killer
+
+/// The spike under the supervisor with jetsam (ios policy, its defaults).
+func runJetsam(_ spike: Spike, round: Int, build: String, data: String) async throws -> SpikeRun {
+    let killer = JetsamKiller(configuration: JetsamConfiguration(policy: .ios))
+    var c = SupervisorConfiguration()
+    c.executableDirectory = build
+    c.budgetBytes = Int(spike.budgetBytes)
+    c.backgroundTaskLimit = 7200
+    c.expirationWarning = 5
+    var p = PressureConfiguration()
+    p.pollInterval = 0.05
+    c.pressure = p
+    c.policies = [killer]
+    let s = try Supervisor(configuration: c)
+    var notes: [String] = []
+    do {
+        for app in spike.apps {
+            try await s.register(AppSpec(name: app.name, command: ["\(build)/mempressure-workload"] + spike.workloadArguments(app, dataDirectory: data)))
+        }
+        for app in spike.apps where app.role != .foreground {
+            try await s.activate(app.name)
+            try await s.background(app.name, waitForSuspension: app.role == .suspended)
+            try await s.waitForState(app.name, app.role == .suspended ? .suspended : .backgroundRunning, timeout: 30)
+        }
+        try await s.activate(spike.foreground)
+        guard let cgroup = s.deviceMemoryCgroup else { throw BenchError("the supervisor made no device cgroup") }
+        let oomBefore = await s.kernelOOMKills() ?? 0
+        let start = monotonicSeconds()
+        let sampler = try WorkingSetSampler(cgroup: cgroup, start: start)
+        let t0 = await s.now()
+        _ = try await s.command(spike.foreground, "grow \(spike.growthMBPerSecond << 20) \(spike.growthMB << 20)")
+        // The run lasts the growth and the settling time (a timer: the spike's length is the experiment).
+        try await Task.sleep(for: .seconds(spike.growSeconds + spike.settleSeconds))
+        let series = sampler.stop()
+        let log = await s.log
+        // Deaths at SIGKILL, as the episodes have them (the memory comes back then, with
+        // process_mrelease); any other death (a crash) as the log has it.
+        var deaths: [(app: String, t: Double, how: String)] = []
+        for e in killer.episodes {
+            for v in e.victims { deaths.append((v.name, e.trigger.t + v.secondsFromEvent - t0, "SIGKILL (jetsam, \(v.reason), rank \(v.rank), \(v.band))")) }
+        }
+        for e in log where (e.kind == .exit || e.kind == .crash) && e.t >= t0 {
+            if let app = e.app, !deaths.contains(where: { $0.app == app }) { deaths.append((app, e.t - t0, e.detail ?? e.kind.rawValue)) }
+        }
+        if let e = killer.episodes.first { notes.append("first episode: \(e.outcome)") }
+        let oom = (await s.kernelOOMKills() ?? 0) - oomBefore
+        await s.shutdown()
+        return spike.finish(contender: "mempressure jetsam (ios)", round: round, start: start, series: series, deaths: deaths, oomKills: oom, notes: notes)
+    } catch {
+        await s.shutdown()
+        throw error
+    }
+}
+
+// MARK: Peers, each in a PID namespace of its own
+
+enum Peer: String, Codable, Sendable, CaseIterable {
+    case earlyoom, nohang
+    /// The kernel's memory-cgroup OOM killer alone.
+    case kernel
+}
+
+/// Runs the spike under `peer` inside `unshare --pid --fork --mount-proc`: the peer sees, and
+/// can kill, only the benchmark's processes; when the run ends, the namespace's first process
+/// exits and the kernel kills whatever is left in it.
+func runPeer(_ peer: Peer, _ spike: Spike, round: Int, build: String, data: String, benchBinary: String) async throws -> SpikeRun {
+    let cgroup = try BenchCgroup(name: "mempressure-bench-\(getpid())-\(peer.rawValue)-\(round)", limitBytes: spike.budgetBytes)
+    defer { cgroup.remove() }
+    let output = "\(data)/peer-\(peer.rawValue)-\(round).json"
+    let spikeFile = "\(data)/spike.json"
+    try writeText(String(decoding: try JSONEncoder().encode(spike), as: UTF8.self), to: spikeFile)
+    let argv = ["/usr/bin/unshare", "--pid", "--fork", "--mount-proc", "--", benchBinary, "peer-run", "--peer", peer.rawValue,
+                "--cgroup", cgroup.path, "--build", build, "--data", data, "--spike", spikeFile, "--round", "\(round)", "--output", output]
+    let child = try Child(argv, logPath: "\(data)/peer-\(peer.rawValue)-\(round).log")
+    var status: Int32 = 0
+    _ = retryOnInterrupt { waitpid(child.pid, &status, 0) }
+    guard (status & 0x7f) == 0, (status >> 8) & 0xff == 0 else {
+        throw BenchError("peer run \(peer.rawValue) failed (wait status \(status)); see \(data)/peer-\(peer.rawValue)-\(round).log")
+    }
+    return try JSONDecoder().decode(SpikeRun.self, from: Data(try ProcFS.readBytes(output)))
+}
+
+/// Inside the namespace: start the apps in the cgroup, the peer beside them, then the spike.
+func peerRun(peer: Peer, cgroup: String, build: String, data: String, spike: Spike, round: Int, output: String) throws {
+    var notes: [String] = []
+    var apps: [(app: Spike.App, child: Child)] = []
+    for app in spike.apps {
+        let c = try Child(["\(build)/mempressure-exec", "--cgroup", cgroup, "--", "\(build)/mempressure-workload"] + spike.workloadArguments(app, dataDirectory: data))
+        guard let line = c.readLine(timeout: 60), line.hasPrefix("ready") else { throw BenchError("\(app.name) did not start") }
+        apps.append((app, c))
+    }
+    for (app, c) in apps where app.role == .suspended {
+        c.signal(SIGSTOP)
+        var info = siginfo_t()
+        _ = retryOnInterrupt { waitid(P_PID, id_t(c.pid), &info, WSTOPPED | WNOWAIT) }
+    }
+    // The peer, with its own default thresholds, on a view of /proc/meminfo in which the
+    // machine is the device (see MeminfoView): earlyoom SIGTERM at 10% available, SIGKILL at
+    // 5%; nohang soft (SIGTERM) at 5%, hard (SIGKILL) at 2%.
+    var view: MeminfoView?
+    var peerChild: Child?
+    if peer != .kernel {
+        view = try MeminfoView(path: "\(data)/meminfo-\(peer.rawValue)-\(round)", cgroup: cgroup, budgetBytes: spike.budgetBytes)
+    }
+    defer { view?.stop() }
+    switch peer {
+    case .earlyoom:
+        // -s 100: act on memory alone (the machine has no swap; both must be low for earlyoom).
+        peerChild = try Child(["/usr/bin/earlyoom", "-m", "10,5", "-s", "100", "-r", "1"], logPath: "\(data)/earlyoom-\(round).log")
+        notes.append("earlyoom -m 10,5 (its default: SIGTERM at 10% available, SIGKILL at 5%)")
+    case .nohang:
+        peerChild = try Child(["/usr/bin/python3", "/usr/sbin/nohang", "--monitor", "-c", "/etc/nohang/nohang.conf"], logPath: "\(data)/nohang-\(round).log")
+        notes.append("nohang with its packaged configuration (SIGTERM at 5% available, SIGKILL at 2%)")
+    case .kernel:
+        notes.append("no killer: the kernel's cgroup OOM killer at the budget")
+    }
+    // Give the peer its first look at memory before the spike: its log's first line.
+    if peer != .kernel {
+        let log = "\(data)/\(peer.rawValue)-\(round).log"
+        let deadline = monotonicSeconds() + 10
+        func started() -> Bool {
+            do { return !(try ProcFS.readBytes(log)).isEmpty } catch { return false }  // not written yet
+        }
+        while monotonicSeconds() < deadline, !started() {
+            var ts = timespec(tv_sec: 0, tv_nsec: 10_000_000)
+            nanosleep(&ts, nil)  // polling its log file: it has no other way to say it started
+        }
+        if !started() { notes.append("\(peer.rawValue) wrote nothing within 10 s of its start") }
+    }
+    let oomBefore = BenchCgroup(existing: cgroup).oomKills
+    let start = monotonicSeconds()
+    let sampler = try WorkingSetSampler(cgroup: cgroup, start: start)
+    let foreground = apps.first { $0.app.role == .foreground }!.child
+    try foreground.send("grow \(spike.growthMBPerSecond << 20) \(spike.growthMB << 20)")
+    // Reap deaths as they come until the growth and the settling time are over.
+    var deaths: [(app: String, t: Double, how: String)] = []
+    let end = start + spike.growSeconds + spike.settleSeconds
+    while monotonicSeconds() < end {
+        var info = siginfo_t()
+        let rc = waitid(P_ALL, 0, &info, WEXITED | WNOHANG)
+        let pid = info._sifields._sigchld.si_pid
+        if rc == 0, pid != 0 {
+            let code = info._sifields._sigchld.si_status
+            let how = info.si_code == Int32(CLD_EXITED) ? "exited \(code)" : "killed by signal \(code)"
+            if let a = apps.first(where: { $0.child.pid == pid }) {
+                deaths.append((a.app.name, monotonicSeconds() - start, how))
+            } else if pid == peerChild?.pid {
+                notes.append("the peer exited: \(how)")
+            }
+            continue
+        }
+        var ts = timespec(tv_sec: 0, tv_nsec: 2_000_000)
+        nanosleep(&ts, nil)  // between non-blocking reaps
+    }
+    let series = sampler.stop()
+    let run = spike.finish(
+        contender: peer == .kernel ? "kernel cgroup OOM killer alone" : peer.rawValue, round: round, start: start, series: series,
+        deaths: deaths, oomKills: BenchCgroup(existing: cgroup).oomKills - oomBefore, notes: notes)
+    try writeText(String(decoding: try JSONEncoder().encode(run), as: UTF8.self), to: output)
+    // Returning ends the namespace's first process: the kernel kills the rest.
+}
+
+extension BenchCgroup {
+    init(existing path: String) { self.path = path }
+}
+
