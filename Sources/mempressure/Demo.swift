@@ -88,7 +88,7 @@ struct Demo: AsyncParsableCommand {
             steps += [.activate(name), .background(name, waitForSuspension: !running)]
             if running { steps.append(.waitState(name, .backgroundRunning, timeout: 20)) }
         }
-        steps += [.activate("Safari"), .allocate("Safari", bytes: 48 << 20), .waitState("Photos", .notRunning, timeout: 30), .wait(seconds: 0.5), .terminate("Safari")]
+        steps += [.activate("Safari"), .allocate("Safari", bytes: 100 << 20), .waitState("Photos", .notRunning, timeout: 30), .wait(seconds: 0.5), .terminate("Safari")]
         var j = JetsamConfiguration(policy: .ios)
         j.highMemoryBytes = 32 << 20
         j.targetAvailableShare = 0.5
@@ -99,11 +99,12 @@ struct Demo: AsyncParsableCommand {
             },
             steps: steps)
         if !json {
-            output("\nPart 3: memory runs short on a 384 MiB device. Photos, Maps and Notes are suspended, Music and Podcasts run in the background, Safari is in the foreground and allocates 48 MiB. Jetsam (ios policy, high memory from 32 MiB, half the budget to be free again) warns the running apps, then kills:\n\n")
+            output("\nPart 3: memory runs short on a 384 MiB device. Photos, Maps and Notes are suspended, Music and Podcasts run in the background, Safari is in the foreground and allocates 100 MiB. Jetsam (ios policy, high memory from 32 MiB, half the budget to be free again) warns the running apps, then kills:\n\n")
         }
         let quiet = json
         let log = try await scenario.run { event in
-            if !quiet, [.warning, .jetsam, .freeze, .exit, .pressure].contains(event.kind), event.app != nil || event.kind == .pressure {
+            let levelChange = event.kind == .pressure && ["normal", "warning", "critical"].contains(event.name ?? "")
+            if !quiet, levelChange || ([.warning, .jetsam, .freeze, .exit].contains(event.kind) && event.app != nil) {
                 output(renderEvent(event) + "\n")
             }
         }
