@@ -103,7 +103,7 @@ let package = Package(
         // Scripted experiments: a device, its apps, the steps; run under a supervisor of their own.
         .target(
             name: "Scenarios",
-            dependencies: ["AppLifecycle", "Jetsam", "LifecycleProtocol", "LinuxSystem", "Pressure", "VMTracker"],
+            dependencies: ["AppLifecycle", "Jetsam", "LifecycleProtocol", "LinuxSystem", "VMTracker"],
             swiftSettings: strict
         ),
         // Read-only file mappings: residency, hints, eviction; the map-or-read loader.
@@ -141,7 +141,6 @@ let package = Package(
                 "LifecycleProtocol",
                 "Scenarios",
                 "Jetsam",
-                "Pressure",
                 "CMemoryPressure",
                 "MemHogClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -224,7 +223,7 @@ let package = Package(
         ),
         .testTarget(
             name: "JetsamTests",
-            dependencies: ["Jetsam", "LifecycleProtocol", "AppLifecycle", "Scenarios", "Pressure", "VMTracker", "LinuxSystem", "TestSupport", "WorkloadApp", "mempressure-exec"],
+            dependencies: ["Jetsam", "CachePolicies", "LifecycleProtocol", "AppLifecycle", "Scenarios", "VMTracker", "LinuxSystem", "TestSupport", "WorkloadApp", "mempressure-exec"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -54,9 +54,9 @@ let package = Package(
             dependencies: [
                 "BenchSupport",
                 .product(name: "Jetsam", package: "MemoryPressure"),
+                .product(name: "CachePolicies", package: "MemoryPressure"),
                 .product(name: "AppLifecycle", package: "MemoryPressure"),
                 .product(name: "LifecycleProtocol", package: "MemoryPressure"),
-                .product(name: "Pressure", package: "MemoryPressure"),
                 .product(name: "LinuxSystem", package: "MemoryPressure"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

@@ -3,7 +3,6 @@ import FoundationEssentials
 import Glibc
 import Jetsam
 import LinuxSystem
-import Pressure
 import LifecycleProtocol
 import VMTracker
 
@@ -175,14 +174,7 @@ extension Scenario {
         let directory = executableDirectory ?? Programs.ownDirectory()
         var configuration = configuration(executableDirectory: directory)
         let killer = jetsam.map { JetsamKiller(configuration: $0) }
-        if let killer {
-            configuration.policies.append(killer)
-            // Usage read every 50 ms: the killer must see a fast allocation before the kernel's
-            // OOM killer does.
-            var pressure = PressureConfiguration()
-            pressure.pollInterval = 0.05
-            configuration.pressure = pressure
-        }
+        killer?.attach(to: &configuration)
         let supervisor = try Supervisor(configuration: configuration)
         let stream = await supervisor.logStream()
         let printer = Task {

@@ -6,7 +6,6 @@ import Jetsam
 import LifecycleProtocol
 import LinuxSystem
 import Logging
-import Pressure
 import Scenarios
 import ServiceLifecycle
 import UnixSignals
@@ -149,10 +148,7 @@ struct Supervise: AsyncParsableCommand {
                 j.protected = protect
                 j.reportDirectory = jetsamReports
                 try j.validate()
-                c.policies.append(JetsamKiller(configuration: j))
-                var pressure = PressureConfiguration()
-                pressure.pollInterval = 0.05
-                c.pressure = pressure
+                JetsamKiller(configuration: j).attach(to: &c)
             }
             let logger = Logger(label: "mempressure.supervise")
             let service = SupervisorService(configuration: c)

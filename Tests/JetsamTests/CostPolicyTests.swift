@@ -1,3 +1,4 @@
+import CachePolicies
 import Jetsam
 import LifecycleProtocol
 import Testing
@@ -146,7 +147,7 @@ struct CostPolicyTests {
     }
 
     @Test func theExactSearchAgreesWithBruteForce() throws {
-        var random = SplitMix64(state: 0x1234_5678)
+        var random = SplitMix64(seed: 0x1234_5678)
         let policy = JetsamPolicy(name: .cost)
         var nonTrivial = 0
         for _ in 0..<300 {
@@ -164,7 +165,7 @@ struct CostPolicyTests {
     }
 
     @Test func theGreedyFallbackIsSoundAndMinimal() throws {
-        var random = SplitMix64(state: 0xFEED)
+        var random = SplitMix64(seed: 0xFEED)
         let greedy = JetsamPolicy(name: .cost, exactSearchLimit: 0)
         for _ in 0..<200 {
             let input = randomInput(&random)

@@ -1,19 +1,12 @@
+import CachePolicies
 import Jetsam
 import LifecycleProtocol
 
 let mib: UInt64 = 1 << 20
 
-/// SplitMix64 (Steele, Lea, Flood 2014): a fixed-seed generator for the randomized tests, so a
-/// failure reproduces.
-struct SplitMix64 {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+/// CachePolicies' SplitMix64 (Steele, Lea, Flood 2014): a fixed-seed generator for the
+/// randomized tests, so a failure reproduces.
+extension SplitMix64 {
     mutating func below(_ n: UInt64) -> UInt64 { next() % n }
     mutating func unit() -> Double { Double(next() >> 11) / Double(UInt64(1) << 53) }
     /// Fisher–Yates with this generator.

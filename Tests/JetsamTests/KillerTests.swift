@@ -3,7 +3,6 @@ import Glibc
 import Jetsam
 import LifecycleProtocol
 import LinuxSystem
-import Pressure
 import Testing
 import TestSupport
 
@@ -29,10 +28,7 @@ func supervisor(budgetMB: Int, _ jetsam: JetsamConfiguration) throws -> (Supervi
     c.backgroundTaskLimit = 600
     c.expirationWarning = 5
     c.sampleInterval = 0.5
-    var p = PressureConfiguration()
-    p.pollInterval = 0.05
-    c.pressure = p
-    c.policies = [killer]
+    killer.attach(to: &c)
     return (try Supervisor(configuration: c), killer)
 }
 

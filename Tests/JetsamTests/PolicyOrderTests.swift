@@ -1,3 +1,4 @@
+import CachePolicies
 import Jetsam
 import LifecycleProtocol
 import Testing
@@ -83,7 +84,7 @@ struct PolicyOrderTests {
     func theInputOrderDoesNotShowThrough(_ name: JetsamPolicyName) throws {
         let policy = JetsamPolicy(name: name)
         let reference = try Ranker.rank(mixedInput(), policy: policy)
-        var random = SplitMix64(state: 0xC0FFEE)
+        var random = SplitMix64(seed: 0xC0FFEE)
         for _ in 0..<20 {
             var input = mixedInput()
             random.shuffle(&input.apps)

@@ -1,3 +1,4 @@
+import CachePolicies
 import FoundationEssentials
 import Jetsam
 import LifecycleProtocol
@@ -25,7 +26,7 @@ struct ReplayTests {
         #expect(try encode(JetsamReplay(recorded)) == bytes1)
         // And from the apps in another order.
         var shuffled = mixedInput()
-        var random = SplitMix64(state: 99)
+        var random = SplitMix64(seed: 99)
         random.shuffle(&shuffled.apps)
         #expect(try encode(JetsamReplay(shuffled)) == bytes1)
     }

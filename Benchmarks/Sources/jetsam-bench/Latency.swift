@@ -4,7 +4,6 @@ import Glibc
 import Jetsam
 import LifecycleProtocol
 import LinuxSystem
-import Pressure
 
 /// The first element of `stream`, or nil after `timeout` seconds.
 func first<Element: Sendable>(of stream: AsyncStream<Element>, within timeout: Double) async -> Element? {
@@ -48,10 +47,7 @@ func decisionLatency(apps count: Int, rounds: Int, build: String, data: String) 
     c.executableDirectory = build
     c.budgetBytes = budget
     c.sampleInterval = 1
-    var p = PressureConfiguration()
-    p.pollInterval = 0.05
-    c.pressure = p
-    c.policies = [killer]
+    killer.attach(to: &c)
     let s = try Supervisor(configuration: c)
     var notes: [String] = []
     var latencies: [Double] = []
@@ -114,7 +110,7 @@ func decisionLatency(apps count: Int, rounds: Int, build: String, data: String) 
         guard !latencies.isEmpty else { throw BenchFailure("no kill measured: \(notes)") }
         return LatencyResult(
             apps: count, rounds: latencies.count, eventToKill: Stats(latencies), decideOnRecordedInput: Stats(decides), kernelOOMKills: oom,
-            pollIntervalSeconds: p.pollInterval, notes: notes)
+            pollIntervalSeconds: JetsamKiller.usagePollInterval, notes: notes)
     } catch {
         await s.shutdown()
         throw error

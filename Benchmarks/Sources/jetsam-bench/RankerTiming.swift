@@ -1,3 +1,4 @@
+import CachePolicies
 import Jetsam
 import LifecycleProtocol
 import LinuxSystem
@@ -36,14 +37,8 @@ struct RankerTiming: Codable, Sendable {
 
 /// A fixed, seeded mix of apps in every state (SplitMix64: the same input in any process).
 func syntheticInput(apps n: Int, seed: UInt64 = 0x5eed) -> RankingInput {
-    var state = seed
-    func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    var random = SplitMix64(seed: seed)
+    func next() -> UInt64 { random.next() }
     let states: [LifecycleState] = [.suspended, .suspended, .suspended, .backgroundRunning, .backgroundRunning, .inactive]
     var apps: [JetsamAppSnapshot] = []
     for i in 0..<n {

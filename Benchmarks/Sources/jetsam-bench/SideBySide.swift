@@ -5,7 +5,6 @@ import Glibc
 import Jetsam
 import LifecycleProtocol
 import LinuxSystem
-import Pressure
 
 /// The same allocation spike under each contender: a device of `budgetMB`, seven model apps in
 /// every band, and the foreground app growing at a fixed rate until the budget cannot hold all.
@@ -121,10 +120,7 @@ func runJetsam(_ spike: Spike, round: Int, build: String, data: String) async th
     c.budgetBytes = Int(spike.budgetBytes)
     c.backgroundTaskLimit = 7200
     c.expirationWarning = 5
-    var p = PressureConfiguration()
-    p.pollInterval = 0.05
-    c.pressure = p
-    c.policies = [killer]
+    killer.attach(to: &c)
     let s = try Supervisor(configuration: c)
     var notes: [String] = []
     do {

@@ -36,6 +36,18 @@ public final class JetsamKiller: SupervisorPolicy {
 
     public var watchesPressure: Bool { true }
 
+    /// How often the device cgroup's usage is read while jetsam is attached: a fast allocation
+    /// (hundreds of MiB a second) must be seen before the kernel's cgroup OOM killer acts.
+    public static let usagePollInterval = 0.05
+
+    /// Adds the killer to a supervisor's configuration, with the pressure watching it needs.
+    public func attach(to c: inout SupervisorConfiguration) {
+        c.policies.append(self)
+        var p = c.pressure ?? PressureConfiguration()
+        p.pollInterval = min(p.pollInterval, Self.usagePollInterval)
+        c.pressure = p
+    }
+
     /// The episodes so far, oldest first.
     public var episodes: [JetsamEpisode] { recorded.withLock { $0.episodes } }
 
