@@ -105,7 +105,10 @@ public actor Supervisor {
         if configuration.pressure != nil || configuration.policies.contains(where: \.watchesPressure) {
             var pc = configuration.pressure ?? PressureConfiguration()
             if pc.cgroup == nil { pc.cgroup = cgroups?.memoryGroup }
-            pressureMonitor = PressureMonitor(configuration: pc)
+            let monitor = PressureMonitor(configuration: pc)
+            pressureMonitor = monitor
+            // Which sources are in use: the log's first lines (before anyone can subscribe).
+            for s in monitor.sources { logEvents.append(SupervisorEvent(t: 0, kind: .pressure, name: s.name, detail: s.description)) }
         } else {
             pressureMonitor = nil
         }
@@ -136,7 +139,6 @@ public actor Supervisor {
             })
         }
         if let monitor {
-            for s in monitor.sources { record(SupervisorEvent(t: now(), kind: .pressure, name: s.name, detail: s.description)) }
             let events = self.events
             loopTasks.append(Task {
                 for await e in monitor.events() { events.yield(.pressure(e)) }
@@ -181,10 +183,12 @@ public actor Supervisor {
     /// How many of the oldest events the bounded log has let go.
     public var droppedLogEvents: Int { logEvents.dropped }
 
-    /// Every log event from now on. A consumer that falls more than `logLimit` events behind
-    /// loses the oldest of them (the stream keeps the newest).
-    public func logStream() -> AsyncStream<SupervisorEvent> {
+    /// Every log event from now on (with `replaying`, the log so far first). A consumer that
+    /// falls more than `logLimit` events behind loses the oldest of them (the stream keeps the
+    /// newest).
+    public func logStream(replaying: Bool = false) -> AsyncStream<SupervisorEvent> {
         let (stream, continuation) = AsyncStream<SupervisorEvent>.makeStream(bufferingPolicy: .bufferingNewest(configuration.logLimit))
+        if replaying { for e in logEvents.all { continuation.yield(e) } }
         logSubscribers.append(continuation)
         return stream
     }

@@ -176,7 +176,7 @@ extension Scenario {
         let killer = jetsam.map { JetsamKiller(configuration: $0) }
         killer?.attach(to: &configuration)
         let supervisor = try Supervisor(configuration: configuration)
-        let stream = await supervisor.logStream()
+        let stream = await supervisor.logStream(replaying: true)
         let printer = Task {
             for await e in stream { onEvent?(e) }
         }

@@ -168,9 +168,10 @@ struct SupervisorService: Service {
         let supervisor = try Supervisor(configuration: configuration)
         try await supervisor.serveAdmin()
         let stream = await supervisor.logStream()
-        let printer = Task { for await e in stream { output(renderEvent(e) + "\n") } }
+        // The header first, then the log as it happens (pressure sources included).
         output("supervising: apps connect to \(await supervisor.socketPath); commands on \(await supervisor.adminSocketPath ?? "?")\n")
         for s in await supervisor.pressureSources { output("pressure: \(s)\n") }
+        let printer = Task { for await e in stream { output(renderEvent(e) + "\n") } }
         do {
             try await gracefulShutdown()
         } catch {

@@ -1,6 +1,9 @@
+import AppLifecycle
 import FoundationEssentials
 import Glibc
 import LinuxSystem
+import Subprocess
+import SystemPackage
 import Testing
 import TestSupport
 
@@ -151,4 +154,42 @@ struct JetsamCLITests {
             }
         }
     }
+
+    @Test("supervise --jetsam, driven by app: allocate and release grow and shrink the model app's dirty memory; background --no-wait", .enabled(if: canBudget, "needs root and a cgroup memory controller"))
+    func superviseAllocate() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let runtime = "\(dir.path)/rt"
+        _ = try await Subprocess.run(
+            .path(FilePath(buildDirectory + "/mempressure")),
+            arguments: ["supervise", "--dir", runtime, "--budget", "256m", "--jetsam", "--jetsam-policy", "cost", "--high-memory", "25%", "--protect", "W"],
+            input: .none, output: .sequence, error: .discarded
+        ) { execution in
+            var lines = execution.standardOutput.strings().makeAsyncIterator()
+            let first = try #require(try await lines.next())
+            #expect(first.hasPrefix("supervising: apps connect to \(runtime)/control.sock"))
+            func app(_ args: [String]) async throws -> CommandResult { try await runMempressure(["app", "--dir", runtime] + args) }
+            func footprint() async throws -> UInt64 {
+                let r = try await runMempressure(["apps", "--dir", runtime, "--json"])
+                let reports = try JSONDecoder().decode([AppReport].self, from: Data(r.standardOutput.utf8))
+                return try #require(reports.first?.footprint.last?.footprintBytes)
+            }
+            let launched = try await app(["launch", "W", "--", "mempressure-workload", "--state-mb", "1", "--image-cache-mb", "1", "--data-dir", "\(dir.path)/data"])
+            #expect(launched.status == 0, "\(launched.standardError)")
+            #expect(try await app(["activate", "W"]).standardOutput == "W: active\n")
+            let before = try await footprint()
+            let grown = try await app(["allocate", "W", "--bytes", "32m"])
+            #expect(grown.status == 0, "\(grown.standardError)")
+            #expect(try await app(["deactivate", "W"]).standardOutput == "W: inactive\n")  // a transition samples the footprint
+            let after = try await footprint()
+            #expect(after >= before + 30 << 20, "\(before) -> \(after)")
+            #expect(try await app(["release", "W", "--bytes", "32m"]).status == 0)
+            #expect(try await app(["background", "W", "--no-wait"]).status == 0)
+            let bad = try await app(["allocate", "W"])
+            #expect(bad.status != 0 && bad.standardError.contains("--bytes"))
+            try execution.send(signal: .terminate)
+            while let _ = try await lines.next() {}
+        }
+    }
 }
+

@@ -155,6 +155,7 @@ struct KillerTests {
         #expect(kill?.reason == "per-process-limit")
         try await s.waitForState("Hard", .notRunning, timeout: 10)
         #expect(try await s.state(of: "Soft").isRunning, "a soft limit kills nobody")
+        #expect(await s.kernelOOMKills() == 0)
         await s.shutdown()
     }
 
@@ -175,6 +176,7 @@ struct KillerTests {
             try await s.kill("A", pid: pid, reason: .vmPageShortage)
         }
         await #expect(throws: SupervisorError.noSuchApp("B")) { try await s.kill("B", pid: 1, reason: .vmPageShortage) }
+        #expect(await s.kernelOOMKills() == 0)
         await s.shutdown()
     }
 }
