@@ -12,7 +12,7 @@ BENCH_APT_PACKAGES := smem procps earlyoom nohang util-linux
 
 export PATH := /opt/swift/usr/bin:$(PATH)
 
-.PHONY: deps bench-deps build demo test bench reports fixtures clean
+.PHONY: deps bench-deps bench-packages build demo test bench reports fixtures clean
 
 define install_missing
 	@if command -v dpkg >/dev/null 2>&1; then \
@@ -32,13 +32,17 @@ deps:
 	$(call install_missing,$(APT_PACKAGES))
 
 # earlyoom and nohang are daemons that kill processes machine-wide: their packages must not start
-# them. A policy-rc.d that refuses every start is put in place for the install when there is none.
+# them. A policy-rc.d that refuses every start is put in place for the install when there is none,
+# and removed again however the install ends.
 bench-deps: deps
-	@if [ ! -e /usr/sbin/policy-rc.d ]; then \
-	  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && touch .policy-rc.d-made; \
-	fi
+	@made=; trap '[ -z "$$made" ] || rm -f /usr/sbin/policy-rc.d' EXIT; \
+	if [ ! -e /usr/sbin/policy-rc.d ] && [ "$$(id -u)" = 0 ]; then \
+	  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && made=1; \
+	fi; \
+	$(MAKE) --no-print-directory bench-packages
+
+bench-packages:
 	$(call install_missing,$(BENCH_APT_PACKAGES))
-	@if [ -e .policy-rc.d-made ]; then rm -f /usr/sbin/policy-rc.d .policy-rc.d-made; fi
 
 build: deps
 	$(SWIFT) build -c release

@@ -60,17 +60,20 @@ extension Supervisor {
         }
         guard !targets.isEmpty else { return }
         let readings = await Self.blocking(timeout: 30) {
-            targets.map { t -> (SampleTarget, MemoryCounters?) in
+            targets.map { t -> (SampleTarget, MemoryCounters?, Double) in
                 do {
-                    return (t, try Snapshotter().process(t.pid, options: .totalsOnly).totals)
+                    let c = try Snapshotter().process(t.pid, options: .totalsOnly).totals
+                    return (t, c, monotonicSeconds())
                 } catch {
-                    return (t, nil)  // exited or exiting
+                    return (t, nil, 0)  // exited or exiting
                 }
             }
         }
-        for (t, counters) in readings ?? [] {
+        for (t, counters, readAt) in readings ?? [] {
             guard let counters, let a = records[t.name], a.generation == t.generation, a.pid == t.pid else { continue }
-            apply(counters, to: a)
+            // A reading taken meanwhile at a transition or on request is newer: keep it.
+            if let latest = a.latest, latest.at > readAt { continue }
+            apply(counters, to: a, readAt: readAt)
         }
     }
 
@@ -86,20 +89,21 @@ extension Supervisor {
     func sample(_ a: AppRecord) -> FootprintSample? {
         guard let process = a.process else { return nil }
         do {
-            return apply(try Snapshotter().process(process.pid, options: .totalsOnly).totals, to: a)
+            return apply(try Snapshotter().process(process.pid, options: .totalsOnly).totals, to: a, readAt: monotonicSeconds())
         } catch {
             return nil  // exited or exiting: the timeline ends with its last sample
         }
     }
 
-    /// A reading of the app: its timeline, its latest, its lifetime maximum, the subscribers.
+    /// A reading of the app, taken at `readAt` (monotonic): its timeline, its latest, its
+    /// lifetime maximum, the subscribers.
     @discardableResult
-    private func apply(_ c: MemoryCounters, to a: AppRecord) -> FootprintSample {
+    private func apply(_ c: MemoryCounters, to a: AppRecord, readAt: Double) -> FootprintSample {
         let s = FootprintSample(
             t: now(), state: a.state, footprintBytes: c.footprint, residentBytes: c.resident, dirtyBytes: c.dirty,
             purgeableBytes: c.purgeable, swappedBytes: c.swapped)
         a.timeline.append(s)
-        a.latest = (s, monotonicSeconds())
+        a.latest = (s, readAt)
         a.lifetimeMaxFootprint = max(a.lifetimeMaxFootprint, c.footprint)
         if !sampleSubscribers.isEmpty {
             let v = view(a)

@@ -95,6 +95,8 @@ public enum Command: Sendable, Hashable {
             try Self.check(timeout)
         case .allocate(_, let bytes), .release(_, let bytes):
             guard bytes > 0 else { throw CommandError("\(verb.rawValue) needs a positive number of bytes") }
+        case .notify(_, let kind, _):
+            guard !kind.isEmpty else { throw CommandError("notify needs a kind") }
         case .register(let spec), .launch(_, registering: .some(let spec)):
             guard !spec.command.isEmpty, !spec.command[0].isEmpty else { throw CommandError("app \(spec.name) has an empty command") }
         default:
@@ -175,6 +177,7 @@ extension Command: Codable {
         case .relaunch: self = .relaunch(try named())
         case .warn: self = .warn(target(app))
         case .notify:
+            if app == "running" { throw CommandError("notify takes \"all\" or an app") }
             self = .notify(target(app), kind: try c.decodeIfPresent(String.self, forKey: .kind) ?? "", value: try c.decodeIfPresent(String.self, forKey: .value) ?? "")
         case .wait:
             let key: Key = c.contains(.seconds) ? .seconds : .wait

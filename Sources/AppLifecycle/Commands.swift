@@ -76,11 +76,16 @@ extension Supervisor {
         var generation = 0
         /// The stay in the background the command waits in.
         var backgroundPeriod = 0
+        /// Set when the run and the stay were fixed by the command this run continues (a
+        /// detached remainder): they are not read from the app again.
+        var pinned = false
     }
 
     private func perform(_ steps: ArraySlice<LifecycleStep>, on a: AppRecord, _ run: inout CommandRun) async throws(SupervisorError) {
-        run.generation = a.generation
-        run.backgroundPeriod = a.backgroundPeriod
+        if !run.pinned {
+            run.generation = a.generation
+            run.backgroundPeriod = a.backgroundPeriod
+        }
         var index = steps.startIndex
         while index < steps.endIndex {
             let step = steps[index]
@@ -91,8 +96,10 @@ extension Supervisor {
                 let rest = steps[index...]
                 let verb = run.verb
                 let name = a.name
+                // The rest acts on the run and the stay this command began, whatever came since.
+                let (pinnedRun, pinnedStay) = (run.generation, run.backgroundPeriod)
                 Task {
-                    var detached = CommandRun(verb: verb, holdsLock: false)
+                    var detached = CommandRun(verb: verb, holdsLock: false, generation: pinnedRun, backgroundPeriod: pinnedStay, pinned: true)
                     do {
                         try await self.perform(rest, on: a, &detached)
                     } catch {

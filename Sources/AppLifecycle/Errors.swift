@@ -23,6 +23,8 @@ public enum SupervisorError: Error, Sendable, Hashable, CustomStringConvertible 
     /// A kill was decided for one run of the app (this PID), but the app now runs as another
     /// (it was relaunched meanwhile), or not at all: nothing is signalled.
     case staleTarget(app: String, expectedPID: Int32, currentPID: Int32?)
+    /// The app is already being taken down (killed, or terminating): not killed again.
+    case dying(app: String, pid: Int32)
     /// The app's process could not be started.
     case launch(app: String, LaunchError)
     /// A cgroup could not be created, written or removed.
@@ -54,6 +56,7 @@ public enum SupervisorError: Error, Sendable, Hashable, CustomStringConvertible 
         case .timedOut(let app, let what, let seconds): "\(app) did not \(what) within \(ByteFormat.fixed(seconds, seconds < 1 ? 1 : 0)) s"
         case .staleTarget(let app, let expected, let current):
             "\(app) is no longer pid \(expected) (\(current.map { "now pid \($0)" } ?? "not running")): nothing signalled"
+        case .dying(let app, let pid): "\(app) (pid \(pid)) is already being taken down"
         case .launch(_, let error): "\(error)"
         case .cgroup(let error): "\(error)"
         case .system(let error): "\(error)"

@@ -67,7 +67,8 @@ extension Supervisor {
             secondsSinceBackgrounded: a.backgroundEnteredAt.map { t - $0 },
             secondsSinceActive: a.state == .active ? 0 : a.lastActiveAt.map { t - $0 },
             activations: a.activations, launches: a.generation, latest: a.latest?.sample, sampleAgeSeconds: a.latest.map { t - $0.at },
-            lifetimeMaxFootprintBytes: a.lifetimeMaxFootprint, launchToReadySeconds: a.launchToReady, isClient: a.isClient)
+            lifetimeMaxFootprintBytes: a.lifetimeMaxFootprint, launchToReadySeconds: a.launchToReady, isClient: a.isClient,
+            backgroundStay: a.backgroundPeriod, isDying: alive && a.terminating)
     }
 
     /// Reads the app's footprint now (when a policy will not decide on an old reading).
@@ -85,14 +86,16 @@ extension Supervisor {
     /// the reason, not as a crash.
     ///
     /// `pid` names the run the decision was made for: if the app now runs as another process
-    /// (relaunched meanwhile) or not at all, nothing is signalled (`.staleTarget`).
-    public func kill(_ name: String, pid: Int32, reason: KillReason) throws(SupervisorError) -> KillReceipt {
+    /// (relaunched meanwhile) or not at all, nothing is signalled (`.staleTarget`); with
+    /// `expectedState`, neither if it has changed state since (`.wrongState`). An app already
+    /// being taken down is not killed again (`.dying`).
+    public func kill(_ name: String, pid: Int32, reason: KillReason, expectedState: LifecycleState? = nil) throws(SupervisorError) -> KillReceipt {
         let a = try app(name)
         guard let process = a.process, process.pid == pid, a.state != .notRunning else {
             throw .staleTarget(app: name, expectedPID: pid, currentPID: a.pid)
         }
-        a.terminating = true
-        a.killReason = reason
+        if let expectedState, a.state != expectedState { throw .wrongState(app: name, state: a.state, command: "kill") }
+        guard !a.terminating else { throw .dying(app: name, pid: pid) }
         var released = false
         var signalledAt = 0.0
         for step in Teardown.jetsam {
@@ -102,8 +105,12 @@ extension Supervisor {
                 guard process.signal(sig) else {
                     throw .staleTarget(app: name, expectedPID: pid, currentPID: nil)  // already exited
                 }
+                // Set only once the signal went: the exit is logged as this kill's.
+                a.terminating = true
+                a.killReason = reason
             case .thaw:
-                if a.state == .suspended { letRun(a, process) }
+                // Always: a stopped or frozen app (or one being frozen right now) must run to die.
+                letRun(a, process)
             case .releaseMemory:
                 do {
                     try process.releaseMemory()
@@ -150,6 +157,10 @@ extension Supervisor {
         return pressureMonitor.events()
     }
 
+    /// The merged pressure level now (nil when pressure is not watched): where a policy that
+    /// subscribes to `pressureEvents()` late starts from.
+    public nonisolated var pressureLevel: PressureLevel? { pressureMonitor?.level }
+
     /// The device's memory cgroup (nil without a budget).
     public nonisolated var deviceMemoryCgroup: String? { cgroups?.memoryGroup }
 
@@ -162,10 +173,13 @@ extension Supervisor {
 
     /// Writes the app's anonymous memory out to swap (process_madvise MADV_PAGEOUT on every
     /// region holding anonymous pages, through its pidfd): freeze-dry. The app's state does not
-    /// change; its pages come back as it touches them. Needs swap to have any effect.
-    public func pageOut(_ name: String, pid: Int32) throws(SupervisorError) -> PageOutResult {
+    /// change; its pages come back as it touches them. Needs swap to have any effect. Only an
+    /// app still in `expectedState` (suspended, for freeze-dry) and not being taken down.
+    public func pageOut(_ name: String, pid: Int32, expectedState: LifecycleState = .suspended) throws(SupervisorError) -> PageOutResult {
         let a = try app(name)
         guard let process = a.process, process.pid == pid else { throw .staleTarget(app: name, expectedPID: pid, currentPID: a.pid) }
+        guard a.state == expectedState else { throw .wrongState(app: name, state: a.state, command: "page out") }
+        guard !a.terminating else { throw .dying(app: name, pid: pid) }
         let before: ProcessSnapshot
         do {
             before = try Snapshotter().process(pid, options: SnapshotOptions(detail: .regions))

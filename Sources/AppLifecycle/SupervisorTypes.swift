@@ -201,6 +201,11 @@ public struct AppView: Sendable, Hashable {
     public var launchToReadySeconds: [Double]
     /// Whether the program links the client library (gets callbacks, reports ready).
     public var isClient: Bool
+    /// Which stay in the background the app is in (or was last in): a decision about a
+    /// suspended app holds for this stay only.
+    public var backgroundStay: Int
+    /// Being taken down (killed, or terminating): not a candidate for anything any more.
+    public var isDying: Bool
 }
 
 /// Why the supervisor killed an app without notice (as XNU's JetsamEvent reasons name them).

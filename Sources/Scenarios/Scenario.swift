@@ -50,6 +50,7 @@ public struct Scenario: Sendable {
         guard !apps.isEmpty else { throw .invalid("the scenario has no apps") }
         var names = Set<String>()
         for app in apps {
+            guard ControlProtocol.isToken(Substring(app.name)) else { throw .invalid("app name '\(app.name)' must be letters, digits, '.', '-' or '_'") }
             guard names.insert(app.name).inserted else { throw .invalid("two apps are named \(app.name)") }
             guard !app.command.isEmpty, !app.command[0].isEmpty else { throw .invalid("app \(app.name) has an empty command") }
         }
@@ -181,10 +182,17 @@ extension Scenario {
             for await e in stream { onEvent?(e) }
         }
         var errors: [String] = []
-        for app in apps {
-            var spec = app
-            spec.command[0] = Programs.resolve(spec.command[0], in: directory)
-            try await supervisor.register(spec)
+        do {
+            for app in apps {
+                var spec = app
+                spec.command[0] = Programs.resolve(spec.command[0], in: directory)
+                try await supervisor.register(spec)
+            }
+        } catch {
+            // Nothing ran; the supervisor's cgroups and directory go all the same.
+            await supervisor.shutdown()
+            _ = await printer.value
+            throw error
         }
         for (i, step) in steps.enumerated() {
             do {

@@ -78,7 +78,7 @@ struct Demo: AsyncParsableCommand {
         let apps: [(String, Int, Bool)] = [("Photos", 60, false), ("Maps", 50, false), ("Music", 40, true), ("Notes", 20, false), ("Podcasts", 24, true), ("Safari", 10, false)]
         defer {
             for (name, _, _) in apps {
-                for file in ["state.bin", "assets.bin"] { unlink("\(data)/\(name)/\(file)") }
+                for file in ["state.bin", ".state.bin.tmp", "assets.bin"] { unlink("\(data)/\(name)/\(file)") }
                 rmdir("\(data)/\(name)")
             }
             rmdir(data)
@@ -127,7 +127,7 @@ struct Demo: AsyncParsableCommand {
         try ProcFS.makeDirectory(data)
         defer {
             for f in ["Photos", "Maps"] {
-                for file in ["state.bin", "assets.bin"] { unlink("\(data)/\(f)/\(file)") }
+                for file in ["state.bin", ".state.bin.tmp", "assets.bin"] { unlink("\(data)/\(f)/\(file)") }
                 rmdir("\(data)/\(f)")
             }
             rmdir(data)

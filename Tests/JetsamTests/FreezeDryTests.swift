@@ -22,33 +22,34 @@ struct FreezeDryTests {
         defer { dir.remove() }
         let swap = try TemporarySwapFile(path: "/var/tmp/mempressure-test-swap-\(getpid())", bytes: 512 << 20)
         defer { swap.remove() }
-        #expect(Swap.totalBytes() >= 512 << 20 - 4096)
+        #expect(try Swap.totalBytes().get() >= 512 << 20 - 4096)
         var j = JetsamConfiguration(policy: .ios)
         j.targetAvailableShare = 0.45
         let (s, killer) = try supervisor(budgetMB: 256, j)
-        try await s.register(model(dir, "Small1", dirtyMB: 4))
-        try await s.register(model(dir, "Small2", dirtyMB: 6))
-        try await s.register(model(dir, "Big", dirtyMB: 60))
-        try await s.register(model(dir, "F", dirtyMB: 10))
-        for name in ["Small1", "Small2", "Big"] { try await park(s, name) }
-        try await s.activate("F")
-        let episodes = killer.episodeUpdates()
-        _ = try await s.command("F", "allocate \(100 << 20)")
-        let episode = try #require(await first(of: episodes, within: 60), "no episode within 60 s")
-        let log = await s.log
-        let frozen = Set(episode.freezes.map(\.name))
-        #expect(frozen == ["Small1", "Small2"], "\(episode.freezes)")
-        for f in episode.freezes {
-            #expect(f.bytes > 0, "\(f.name) wrote nothing to swap")
-            #expect(f.residentAfter < f.residentBefore)
-            #expect(log.contains { $0.kind == .freeze && $0.app == f.name && ($0.bytes ?? 0) > 0 })
+        try await withShutdown(s) {
+            try await s.register(model(dir, "Small1", dirtyMB: 4))
+            try await s.register(model(dir, "Small2", dirtyMB: 6))
+            try await s.register(model(dir, "Big", dirtyMB: 60))
+            try await s.register(model(dir, "F", dirtyMB: 10))
+            for name in ["Small1", "Small2", "Big"] { try await park(s, name) }
+            try await s.activate("F")
+            let episodes = killer.episodeUpdates()
+            _ = try await s.command("F", "allocate \(100 << 20)")
+            let episode = try #require(await first(of: episodes, within: 60), "no episode within 60 s")
+            let log = await s.log
+            let frozen = Set(episode.freezes.map(\.name))
+            #expect(frozen == ["Small1", "Small2"], "\(episode.freezes)")
+            for f in episode.freezes {
+                #expect(f.bytes > 0, "\(f.name) wrote nothing to swap")
+                #expect(f.residentAfter < f.residentBefore)
+                #expect(log.contains { $0.kind == .freeze && $0.app == f.name && ($0.bytes ?? 0) > 0 })
+            }
+            #expect(!episode.victims.contains { frozen.contains($0.name) }, "a freeze-dried app is not a kill candidate")
+            #expect(try await s.state(of: "Small1") == .suspended)
+            #expect(await s.kernelOOMKills() == 0)
+            // It resumes: its pages come back from swap as it touches them.
+            try await s.activate("Small1")
+            try await s.waitForReady("Small1", count: 2, timeout: 30)
         }
-        #expect(!episode.victims.contains { frozen.contains($0.name) }, "a freeze-dried app is not a kill candidate")
-        #expect(try await s.state(of: "Small1") == .suspended)
-        #expect(await s.kernelOOMKills() == 0)
-        // It resumes: its pages come back from swap as it touches them.
-        try await s.activate("Small1")
-        try await s.waitForReady("Small1", count: 2, timeout: 30)
-        await s.shutdown()
     }
 }

@@ -32,6 +32,18 @@ func supervisor(budgetMB: Int, _ jetsam: JetsamConfiguration) throws -> (Supervi
     return (try Supervisor(configuration: c), killer)
 }
 
+/// Runs `body` and shuts the supervisor down whatever happens (a failed `#require` throws):
+/// its apps, cgroups and runtime directory never outlive the test.
+func withShutdown(_ s: Supervisor, _ body: () async throws -> Void) async throws {
+    do {
+        try await body()
+    } catch {
+        await s.shutdown()
+        throw error
+    }
+    await s.shutdown()
+}
+
 /// Foreground, then background: suspended, or (with a long background task and no wait)
 /// running in the background.
 func park(_ s: Supervisor, _ name: String, running: Bool = false) async throws {
@@ -51,60 +63,61 @@ struct KillerTests {
         j.protected = ["P"]
         j.targetAvailableShare = 0.6
         let (s, killer) = try supervisor(budgetMB: 400, j)
-        for spec in [
-            model(dir, "S1", dirtyMB: 60), model(dir, "S2", dirtyMB: 50), model(dir, "B1", dirtyMB: 40, ["--background-task", "600"]),
-            model(dir, "S3", dirtyMB: 20), model(dir, "B2", dirtyMB: 24, ["--background-task", "600"]), model(dir, "P", dirtyMB: 60),
-            model(dir, "F", dirtyMB: 10),
-        ] { try await s.register(spec) }
-        try await s.activate("S1")
-        let savedState = try await s.command("S1", "state")
-        try await s.background("S1")
-        for name in ["S2", "S3", "P"] { try await park(s, name) }
-        for name in ["B1", "B2"] { try await park(s, name, running: true) }
-        try await s.activate("F")
-        let oomBefore = try #require(await s.kernelOOMKills())
-        let episodes = killer.episodeUpdates()
-        // Real pressure: the foreground app allocates.
-        _ = try await s.command("F", "allocate \(48 << 20)")
-        let episode = try #require(await first(of: episodes, within: 60), "no episode within 60 s")
-        let log = await s.log
+        try await withShutdown(s) {
+            for spec in [
+                model(dir, "S1", dirtyMB: 60), model(dir, "S2", dirtyMB: 50), model(dir, "B1", dirtyMB: 40, ["--background-task", "600"]),
+                model(dir, "S3", dirtyMB: 20), model(dir, "B2", dirtyMB: 24, ["--background-task", "600"]), model(dir, "P", dirtyMB: 60),
+                model(dir, "F", dirtyMB: 10),
+            ] { try await s.register(spec) }
+            try await s.activate("S1")
+            let savedState = try await s.command("S1", "state")
+            try await s.background("S1")
+            for name in ["S2", "S3", "P"] { try await park(s, name) }
+            for name in ["B1", "B2"] { try await park(s, name, running: true) }
+            try await s.activate("F")
+            let oomBefore = try #require(await s.kernelOOMKills())
+            let episodes = killer.episodeUpdates()
+            // Real pressure: the foreground app allocates.
+            _ = try await s.command("F", "allocate \(48 << 20)")
+            let episode = try #require(await first(of: episodes, within: 60), "no episode within 60 s")
+            let log = await s.log
 
-        let victims = log.filter { $0.kind == .jetsam }.compactMap(\.app)
-        let order = ["S1", "S2", "B1", "S3", "B2"]
-        #expect(victims.count >= 3, "\(victims)")
-        #expect(Array(order.prefix(victims.count)) == victims, "killed \(victims), expected a prefix of \(order)")
-        #expect(try await s.state(of: "F") == .active, "the foreground app survives")
-        #expect(try await s.state(of: "P") == .suspended, "the protected app survives")
-        #expect(await s.kernelOOMKills() == oomBefore, "the kernel's OOM killer never fired")
-        #expect(episode.kernelOOMKillsBefore == episode.kernelOOMKillsAfter)
+            let victims = log.filter { $0.kind == .jetsam }.compactMap(\.app)
+            let order = ["S1", "S2", "B1", "S3", "B2"]
+            #expect(victims.count >= 3, "\(victims)")
+            #expect(Array(order.prefix(victims.count)) == victims, "killed \(victims), expected a prefix of \(order)")
+            #expect(try await s.state(of: "F") == .active, "the foreground app survives")
+            #expect(try await s.state(of: "P") == .suspended, "the protected app survives")
+            #expect(await s.kernelOOMKills() == oomBefore, "the kernel's OOM killer never fired")
+            #expect(episode.kernelOOMKillsBefore == episode.kernelOOMKillsAfter)
 
-        // Warnings first, to running apps only, before any kill.
-        let firstKill = try #require(log.firstIndex { $0.kind == .jetsam })
-        let warned = log.enumerated().filter { $0.element.kind == .warning && $0.element.detail == "sent" }
-        #expect(Set(warned.map { $0.element.app }) == ["F", "B1", "B2"])
-        #expect(warned.allSatisfy { $0.offset < firstKill })
-        #expect(log.contains { $0.kind == .warning && $0.app == "S1" && $0.detail == "not sent: suspended" })
+            // Warnings first, to running apps only, before any kill.
+            let firstKill = try #require(log.firstIndex { $0.kind == .jetsam })
+            let warned = log.enumerated().filter { $0.element.kind == .warning && $0.element.detail == "sent" }
+            #expect(Set(warned.map { $0.element.app }) == ["F", "B1", "B2"])
+            #expect(warned.allSatisfy { $0.offset < firstKill })
+            #expect(log.contains { $0.kind == .warning && $0.app == "S1" && $0.detail == "not sent: suspended" })
 
-        // The report: each kill with what it gave back, explained; exits are not crashes.
-        #expect(episode.victims.map(\.name) == victims)
-        for v in episode.victims {
-            #expect(v.reason == "vm-pageshortage")
-            #expect(v.reclaimedBytes >= v.footprintBytes / 10 * 8, "\(v.name) gave back \(v.reclaimedBytes) of \(v.footprintBytes)")
-            #expect(v.explanation.contains("band"), "\(v.explanation)")
-            #expect(v.memoryReleased, "process_mrelease freed \(v.name)'s memory")
-            #expect(log.contains { $0.app == v.name && $0.kind == .exit && $0.detail?.contains("jetsam, vm-pageshortage") == true })
-            #expect(!log.contains { $0.app == v.name && $0.kind == .crash })
+            // The report: each kill with what it gave back, explained; exits are not crashes.
+            #expect(episode.victims.map(\.name) == victims)
+            for v in episode.victims {
+                #expect(v.reason == "vm-pageshortage")
+                #expect(v.reclaimedBytes >= v.footprintBytes / 10 * 8, "\(v.name) gave back \(v.reclaimedBytes) of \(v.footprintBytes)")
+                #expect(v.explanation.contains("band"), "\(v.explanation)")
+                #expect(v.memoryReleased, "process_mrelease freed \(v.name)'s memory")
+                #expect(log.contains { $0.app == v.name && $0.kind == .exit && $0.detail?.contains("jetsam, vm-pageshortage") == true })
+                #expect(!log.contains { $0.app == v.name && $0.kind == .crash })
+            }
+            #expect(episode.memoryAfter.map { $0.availableBytes >= episode.targetAvailableBytes } == true)
+            #expect(!episode.decisions.isEmpty)
+
+            // Relaunched, the first victim has the state it saved when it went to the background.
+            try await s.launch("S1")
+            let restored = try await s.command("S1", "state")
+            func checksum(_ answer: String) -> Substring? { answer.split(separator: " ").first { $0.hasPrefix("fnv=") } }
+            #expect(checksum(restored) != nil && checksum(restored) == checksum(savedState), "before: \(savedState); after: \(restored)")
+            #expect(restored.contains("restored=true"), "\(restored)")
         }
-        #expect(episode.memoryAfter.map { $0.availableBytes >= episode.targetAvailableBytes } == true)
-        #expect(!episode.decisions.isEmpty)
-
-        // Relaunched, the first victim has the state it saved when it went to the background.
-        try await s.launch("S1")
-        let restored = try await s.command("S1", "state")
-        func checksum(_ answer: String) -> Substring? { answer.split(separator: " ").first { $0.hasPrefix("fnv=") } }
-        #expect(checksum(restored) != nil && checksum(restored) == checksum(savedState), "before: \(savedState); after: \(restored)")
-        #expect(restored.contains("restored=true"), "\(restored)")
-        await s.shutdown()
     }
 
     @Test("when the warned apps free enough, nobody is killed")
@@ -114,23 +127,24 @@ struct KillerTests {
         var j = JetsamConfiguration(policy: .ios)
         j.warningGraceSeconds = 2
         let (s, killer) = try supervisor(budgetMB: 256, j)
-        try await s.register(model(dir, "S", dirtyMB: 40))
-        try await s.register(model(dir, "F", dirtyMB: 60, ["--warning-frees", "1"]))
-        try await park(s, "S")
-        try await s.activate("F")
-        let episodes = killer.episodeUpdates()
-        _ = try await s.command("F", "allocate \(90 << 20)")
-        let episode = try #require(await first(of: episodes, within: 60), "no episode within 60 s")
-        let log = await s.log
-        #expect(episode.outcome.hasPrefix("warnings sufficed"), "\(episode.outcome)")
-        #expect(episode.victims.isEmpty)
-        #expect(!log.contains { $0.kind == .jetsam })
-        #expect(log.contains { $0.kind == .warning && $0.app == "F" && $0.detail == "sent" })
-        #expect(log.contains { $0.kind == .warning && $0.app == "S" && $0.detail == "not sent: suspended" })
-        #expect(!log.contains { $0.app == "S" && $0.kind == .callback && $0.name == "didReceiveMemoryWarning" })
-        #expect(try await s.state(of: "S") == .suspended)
-        #expect(await s.kernelOOMKills() == 0)
-        await s.shutdown()
+        try await withShutdown(s) {
+            try await s.register(model(dir, "S", dirtyMB: 40))
+            try await s.register(model(dir, "F", dirtyMB: 60, ["--warning-frees", "1"]))
+            try await park(s, "S")
+            try await s.activate("F")
+            let episodes = killer.episodeUpdates()
+            _ = try await s.command("F", "allocate \(90 << 20)")
+            let episode = try #require(await first(of: episodes, within: 60), "no episode within 60 s")
+            let log = await s.log
+            #expect(episode.outcome.hasPrefix("warnings sufficed"), "\(episode.outcome)")
+            #expect(episode.victims.isEmpty)
+            #expect(!log.contains { $0.kind == .jetsam })
+            #expect(log.contains { $0.kind == .warning && $0.app == "F" && $0.detail == "sent" })
+            #expect(log.contains { $0.kind == .warning && $0.app == "S" && $0.detail == "not sent: suspended" })
+            #expect(!log.contains { $0.app == "S" && $0.kind == .callback && $0.name == "didReceiveMemoryWarning" })
+            #expect(try await s.state(of: "S") == .suspended)
+            #expect(await s.kernelOOMKills() == 0)
+        }
     }
 
     @Test("an app over its limit for its state is killed with per-process-limit; over a soft limit it is only warned")
@@ -143,20 +157,21 @@ struct KillerTests {
             "Soft": .init(activeBytes: 16 << 20, soft: true),
         ]
         let (s, _) = try supervisor(budgetMB: 512, j)
-        try await s.register(model(dir, "Hard", dirtyMB: 30))
-        try await s.register(model(dir, "Soft", dirtyMB: 30))
-        let events = await s.logStream()
-        try await s.activate("Soft")
-        let soft = await first(of: events, within: 30) { $0.kind == .warning && $0.app == "Soft" && $0.detail?.contains("soft active limit") == true }
-        #expect(soft != nil, "the soft limit warns")
-        try await s.activate("Hard")  // within its active limit
-        try await s.background("Hard")  // over its inactive limit once suspended
-        let kill = await first(of: events, within: 30) { $0.kind == .jetsam && $0.app == "Hard" }
-        #expect(kill?.reason == "per-process-limit")
-        try await s.waitForState("Hard", .notRunning, timeout: 10)
-        #expect(try await s.state(of: "Soft").isRunning, "a soft limit kills nobody")
-        #expect(await s.kernelOOMKills() == 0)
-        await s.shutdown()
+        try await withShutdown(s) {
+            try await s.register(model(dir, "Hard", dirtyMB: 30))
+            try await s.register(model(dir, "Soft", dirtyMB: 30))
+            let events = await s.logStream()
+            try await s.activate("Soft")
+            let soft = await first(of: events, within: 30) { $0.kind == .warning && $0.app == "Soft" && $0.detail?.contains("soft active limit") == true }
+            #expect(soft != nil, "the soft limit warns")
+            try await s.activate("Hard")  // within its active limit
+            try await s.background("Hard")  // over its inactive limit once suspended
+            let kill = await first(of: events, within: 30) { $0.kind == .jetsam && $0.app == "Hard" }
+            #expect(kill?.reason == "per-process-limit")
+            try await s.waitForState("Hard", .notRunning, timeout: 10)
+            #expect(try await s.state(of: "Soft").isRunning, "a soft limit kills nobody")
+            #expect(await s.kernelOOMKills() == 0)
+        }
     }
 
     @Test("a kill names the run it was decided for: another PID, or an app not running, is refused and nothing is signalled")
@@ -164,19 +179,20 @@ struct KillerTests {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let (s, _) = try supervisor(budgetMB: 256, JetsamConfiguration())
-        try await s.register(model(dir, "A", dirtyMB: 1))
-        try await park(s, "A")
-        let pid = try #require(try await s.pid(of: "A"))
-        await #expect(throws: SupervisorError.staleTarget(app: "A", expectedPID: pid + 1, currentPID: pid)) {
-            try await s.kill("A", pid: pid + 1, reason: .vmPageShortage)
+        try await withShutdown(s) {
+            try await s.register(model(dir, "A", dirtyMB: 1))
+            try await park(s, "A")
+            let pid = try #require(try await s.pid(of: "A"))
+            await #expect(throws: SupervisorError.staleTarget(app: "A", expectedPID: pid + 1, currentPID: pid)) {
+                try await s.kill("A", pid: pid + 1, reason: .vmPageShortage)
+            }
+            #expect(try await s.state(of: "A") == .suspended, "untouched")
+            try await s.terminate("A")
+            await #expect(throws: SupervisorError.staleTarget(app: "A", expectedPID: pid, currentPID: nil)) {
+                try await s.kill("A", pid: pid, reason: .vmPageShortage)
+            }
+            await #expect(throws: SupervisorError.noSuchApp("B")) { try await s.kill("B", pid: 1, reason: .vmPageShortage) }
+            #expect(await s.kernelOOMKills() == 0)
         }
-        #expect(try await s.state(of: "A") == .suspended, "untouched")
-        try await s.terminate("A")
-        await #expect(throws: SupervisorError.staleTarget(app: "A", expectedPID: pid, currentPID: nil)) {
-            try await s.kill("A", pid: pid, reason: .vmPageShortage)
-        }
-        await #expect(throws: SupervisorError.noSuchApp("B")) { try await s.kill("B", pid: 1, reason: .vmPageShortage) }
-        #expect(await s.kernelOOMKills() == 0)
-        await s.shutdown()
     }
 }

@@ -80,7 +80,7 @@ func decisionLatency(apps count: Int, rounds: Int, build: String, data: String) 
             guard let episode = await first(of: updates, within: 60) else { throw BenchFailure("no episode in round \(round)") }
             if let first = episode.victims.first, let latency = first.secondsFromLatestEvent {
                 latencies.append(latency)
-                if let input = episode.decisions.first {
+                if let input = episode.decisions.first(where: { $0.victim != nil })?.input {
                     let t = monotonicSeconds()
                     _ = try Ranker.decide(input, policy: episode.policy)
                     decides.append(monotonicSeconds() - t)
@@ -150,6 +150,10 @@ func memoryBack(sizesMB: [Int], rounds: Int, build: String) throws -> [MemoryBac
             }
             while try usage() > back {
                 guard monotonicSeconds() - t0 < 10 else { throw BenchFailure("memory not back 10 s after SIGKILL") }
+                // A short pause between reads, so that the poll does not take the CPU the victim
+                // needs to run its exit (2 CPUs here).
+                var ts = timespec(tv_sec: 0, tv_nsec: 20_000)
+                nanosleep(&ts, nil)
             }
             let elapsed = monotonicSeconds() - t0
             if release { with.append(elapsed) } else { without.append(elapsed) }

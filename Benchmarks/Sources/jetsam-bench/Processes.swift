@@ -1,5 +1,6 @@
 import BenchSupport
 import Glibc
+import Jetsam
 import LinuxSystem
 import Synchronization
 
@@ -125,24 +126,26 @@ final class WorkingSetSampler: @unchecked Sendable {
     private final class Shared: Sendable {
         let points = Mutex<[Point]>([])
         let stop = Atomic<Bool>(false)
+        let failure = Mutex<String?>(nil)
     }
+
+    /// Why sampling stopped early, if it did.
+    var failure: String? { shared.failure.withLock { $0 } }
     private let shared = Shared()
     private var thread: OSThread?
     let start: Double
 
     init(cgroup: String, interval: Double = 0.01, start: Double = monotonicSeconds()) throws {
         self.start = start
-        let usage = "\(cgroup)/memory.usage_in_bytes"
-        let stat = "\(cgroup)/memory.stat"
+        let reader = MemoryStatusReader(cgroup: cgroup)  // v1 or v2
         thread = try OSThread { [shared] in
             while !shared.stop.load(ordering: .relaxed) {
                 do {
-                    let u = ByteScanner.singleNumber(try ProcFS.readBytes(usage)) ?? 0
-                    let inactive = ByteScanner.value(of: "total_inactive_file", inSpaceSeparatedLines: try ProcFS.readBytes(stat)) ?? 0
-                    let p = Point(t: monotonicSeconds() - start, usedBytes: u &- min(u, inactive))
+                    let p = Point(t: monotonicSeconds() - start, usedBytes: try reader.read().usedBytes)
                     shared.points.withLock { $0.append(p) }
                 } catch {
-                    return  // the cgroup is gone
+                    shared.failure.withLock { $0 = "\(error)" }
+                    return  // the cgroup is gone, or unreadable: the series ends here, and says why
                 }
                 var ts = timespec(tv_sec: 0, tv_nsec: Int(interval * 1e9))
                 nanosleep(&ts, nil)  // the sampling period

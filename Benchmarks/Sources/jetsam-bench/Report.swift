@@ -52,7 +52,7 @@ struct JetsamReport: RenderedReport {
         md += spike.apps.map { "\($0.name) (\($0.role.rawValue), \($0.dirtyMB) MiB)" }.joined(separator: ", ")
         md += "; the foreground app, \(spike.foreground), then grows by \(spike.growthMB) MiB at \(spike.growthMBPerSecond) MiB/s. "
         md += "earlyoom and nohang run with their own default thresholds (earlyoom: SIGTERM at 10% available, SIGKILL at 5%; nohang: 5% and 2%), each inside a PID namespace of its own holding only these processes, where /proc/meminfo shows the device as LXCFS shows a container its own: MemTotal the budget, MemAvailable the budget less the cgroup's working set, refreshed every 5 ms; "
-        md += "\"kernel\" is the memory cgroup's own OOM killer, with no killer beside it. Needed: what must be freed for the working set to end at 75% of the budget. Recovery: from the working set first reaching 80% of the budget to its return below 75% after the last death.\n\n"
+        md += "\"kernel\" is the memory cgroup's own OOM killer, with no killer beside it. Needed: what must be freed for the working set to end at 75% of the budget. Recovery: from the working set first reaching 80% of the budget to its first return to 75% after its peak. A death is timed at SIGKILL for jetsam (its own record) and when reaped for the others (the benchmark sees only that); freed memory is read from the working set around it.\n\n"
         md += "| killer | rounds | victims (round 1) | kills, median | foreground survived | freed / needed, median | recovery, median (min–max) | peak working set | kernel OOM kills |\n|---|---:|---|---:|---:|---:|---:|---:|---:|\n"
         var contenders: [String] = []
         for r in runs where !contenders.contains(r.contender) { contenders.append(r.contender) }

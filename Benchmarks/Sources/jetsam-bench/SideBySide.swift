@@ -63,8 +63,8 @@ struct SpikeRun: Codable, Sendable {
     var neededBytes: UInt64
     /// Before the first death against after the last: what the kills gave back.
     var freedBytes: UInt64
-    /// From the working set first reaching 80% of the budget to its first return below 75%
-    /// after the last death; nil if it never came back.
+    /// From the working set first reaching 80% of the budget to its first return to 75% after
+    /// its peak; nil if it never came back (or nobody died).
     var recoverySeconds: Double?
     var peakUsedBytes: UInt64
     var series: [WorkingSetSampler.Point]
@@ -98,10 +98,13 @@ extension Spike {
             let after = low(after: last.t, until: last.t + 0.3) ?? before
             freed = before &- min(before, after)
         }
+        // Recovery, from the working set alone (not from when each killer's deaths are seen, which
+        // differs: ours at SIGKILL, the peers' when reaped): from its first reaching 80% of the
+        // budget to its first return to 75% after its peak.
         let pressureStart = series.first { $0.usedBytes >= budgetBytes / 5 * 4 }?.t
         var recovery: Double?
-        if let pressureStart, let last = deaths.last {
-            recovery = series.first { $0.t >= last.t && $0.usedBytes <= target }.map { $0.t - pressureStart }
+        if let pressureStart, !raw.isEmpty, let peakAt = series.max(by: { $0.usedBytes < $1.usedBytes })?.t {
+            recovery = series.first { $0.t >= peakAt && $0.usedBytes <= target }.map { $0.t - pressureStart }
         }
         return SpikeRun(
             contender: contender, round: round, deaths: deaths, foregroundSurvived: !raw.contains { $0.app == foreground },
@@ -142,6 +145,7 @@ func runJetsam(_ spike: Spike, round: Int, build: String, data: String) async th
         // The run lasts the growth and the settling time (a timer: the spike's length is the experiment).
         try await Task.sleep(for: .seconds(spike.growSeconds + spike.settleSeconds))
         let series = sampler.stop()
+        if let failure = sampler.failure { notes.append("working-set sampling stopped early: \(failure)") }
         let log = await s.log
         // Deaths at SIGKILL, as the episodes have them (the memory comes back then, with
         // process_mrelease); any other death (a crash) as the log has it.
@@ -263,6 +267,7 @@ func peerRun(peer: Peer, cgroup: String, build: String, data: String, spike: Spi
         nanosleep(&ts, nil)  // between non-blocking reaps
     }
     let series = sampler.stop()
+    if let failure = sampler.failure { notes.append("working-set sampling stopped early: \(failure)") }
     let run = spike.finish(
         contender: peer == .kernel ? "kernel cgroup OOM killer alone" : peer.rawValue, round: round, start: start, series: series,
         deaths: deaths, oomKills: BenchCgroup(existing: cgroup).oomKills - oomBefore, notes: notes)

@@ -32,8 +32,9 @@ public struct JetsamEpisode: Sendable, Hashable, Codable {
     public var timeline: [Entry]
     public var victims: [Victim]
     public var freezes: [Freeze]
-    /// Every decision's input (the snapshots decided on), in order: what replay runs.
-    public var decisions: [RankingInput]
+    /// Every decision, in order: its input (the snapshots decided on, what replay runs) and
+    /// whom the killer took on it (nil: no one; `note` says why).
+    public var decisions: [DecisionRecord]
     /// The kernel's cgroup OOM kills in the device before and after (nil without a cgroup).
     public var kernelOOMKillsBefore: UInt64?
     public var kernelOOMKillsAfter: UInt64?
@@ -93,10 +94,32 @@ public struct JetsamEpisode: Sendable, Hashable, Codable {
         public var memoryReleased: Bool
         /// Whether it exited within the cooldown.
         public var exited: Bool
-        /// In hindsight: would available memory still have been under the target at the end of
-        /// the episode without this kill? (final available − what it gave back < target)
+        /// In hindsight: would available memory have been under the target at the end of the
+        /// episode without this kill? Judged from the last kill back, so that kills the end
+        /// could have done without together are not all called needed (`markNeeded`).
         public var needed: Bool
         public var explanation: String
+    }
+
+    public struct DecisionRecord: Sendable, Hashable, Codable {
+        public var input: RankingInput
+        public var victim: String?
+        public var note: String?
+    }
+
+    /// In hindsight, from the last kill back: a kill whose bytes the end of the episode could
+    /// have done without (together with the later kills found unneeded) was not needed.
+    mutating func markNeeded() {
+        guard let after = memoryAfter else { return }
+        var spare = after.availableBytes &- min(after.availableBytes, targetAvailableBytes)
+        for i in victims.indices.reversed() where victims[i].reason == "vm-pageshortage" {
+            if victims[i].reclaimedBytes <= spare {
+                victims[i].needed = false
+                spare -= victims[i].reclaimedBytes
+            } else {
+                victims[i].needed = true
+            }
+        }
     }
 
     public struct Freeze: Sendable, Hashable, Codable {

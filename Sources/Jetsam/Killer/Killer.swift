@@ -48,8 +48,10 @@ public final class JetsamKiller: SupervisorPolicy {
         c.pressure = p
     }
 
-    /// The episodes so far, oldest first.
+    /// The episodes so far, oldest first (at most `episodeLimit`, the newest; with a
+    /// `reportDirectory`, every one is also on disk).
     public var episodes: [JetsamEpisode] { recorded.withLock { $0.episodes } }
+    public static let episodeLimit = 1000
 
     /// Every episode from now on, as it closes.
     public func episodeUpdates() -> AsyncStream<JetsamEpisode> {
@@ -61,6 +63,7 @@ public final class JetsamKiller: SupervisorPolicy {
     func add(_ episode: JetsamEpisode) {
         let subscribers = recorded.withLock { r in
             r.episodes.append(episode)
+            if r.episodes.count > Self.episodeLimit { r.episodes.removeFirst(r.episodes.count - Self.episodeLimit) }
             return r.subscribers
         }
         for s in subscribers { s.yield(episode) }
@@ -69,9 +72,15 @@ public final class JetsamKiller: SupervisorPolicy {
     public func run(_ supervisor: Supervisor) async {
         let engine = JetsamEngine(configuration: configuration, supervisor: supervisor, killer: self)
         let samples = await supervisor.samples()
+        let events = supervisor.pressureEvents()
+        // Events are changes of level: a device already under pressure when the killer starts
+        // would never send one. Start from the level now.
+        if let level = supervisor.pressureLevel, level >= .warning {
+            await engine.pressure(PressureEvent(level: level, source: "jetsam", detail: "pressure was \(level) when jetsam started", time: monotonicSeconds()))
+        }
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                for await e in supervisor.pressureEvents() { await engine.pressure(e) }
+                for await e in events { await engine.pressure(e) }
             }
             group.addTask {
                 for await v in samples { await engine.sampled(v) }
@@ -98,13 +107,28 @@ actor JetsamEngine {
     var lastEvent: PressureEvent?
     var episodeTask: Task<Void, Never>?
     var episodeCount = 0
-    var levelWaiters: [CheckedContinuation<Void, Never>] = []
-    /// Apps frozen dry, by pid: not frozen again, not killed in their stead while suspended.
-    var frozen: Set<Int32> = []
+    /// Graces waiting for their time or for a critical event, by id, with their timers.
+    var graces: [Int: (continuation: CheckedContinuation<Void, Never>, timer: Task<Void, Never>)] = [:]
+    var nextGrace = 0
+    /// Apps frozen dry, for the stay in the background they were frozen in: not frozen again,
+    /// and not killed in their stead, until they leave it.
+    var frozen: Set<StayKey> = []
     var saidNoSwap = false
     var lastReevaluation = 0.0
-    /// Apps over a soft limit already warned (by pid), so each crossing warns once.
-    var softWarned: Set<Int32> = []
+    /// Apps over a soft limit already warned, for the run they were warned in, so each
+    /// crossing warns once.
+    var softWarned: Set<RunKey> = []
+
+    struct StayKey: Hashable {
+        var name: String
+        var generation: Int
+        var stay: Int
+    }
+
+    struct RunKey: Hashable {
+        var name: String
+        var generation: Int
+    }
 
     init(configuration: JetsamConfiguration, supervisor: Supervisor, killer: JetsamKiller) {
         self.configuration = configuration
@@ -119,7 +143,7 @@ actor JetsamEngine {
     func pressure(_ e: PressureEvent) {
         level = e.level
         lastEvent = e
-        if e.level == .critical { wakeLevelWaiters() }
+        if e.level == .critical { endGraces() }
         if e.level >= .warning, episodeTask == nil { start(trigger: e, reevaluation: false) }
     }
 
@@ -131,13 +155,16 @@ actor JetsamEngine {
         let t = monotonicSeconds()
         guard t - lastReevaluation >= 1 else { return }
         lastReevaluation = t
-        guard let status = measure(), status.availableBytes < target(status) else { return }
+        guard case .measured(let status) = measure(), status.availableBytes < target(status) else { return }
         start(trigger: PressureEvent(level: level, source: "jetsam", detail: "still short: \(Format.bytes(status.availableBytes)) available, \(Format.bytes(target(status))) needed (last event: \(e.source))", time: t), reevaluation: true)
     }
 
-    func finish() {
+    /// Stops: the episode under way ends at its next step (it kills no one after this) and is
+    /// waited for, so that its report is kept.
+    func finish() async {
         episodeTask?.cancel()
-        wakeLevelWaiters()
+        endGraces()
+        await episodeTask?.value
     }
 
     private func start(trigger: PressureEvent, reevaluation: Bool) {
@@ -149,35 +176,49 @@ actor JetsamEngine {
 
     private func episodeEnded() { episodeTask = nil }
 
-    private func wakeLevelWaiters() {
-        let w = levelWaiters
-        levelWaiters = []
-        for c in w { c.resume() }
+    private func endGraces() {
+        let all = graces
+        graces = [:]
+        for (_, g) in all {
+            g.timer.cancel()
+            g.continuation.resume()
+        }
     }
 
-    /// Waits `seconds`, or less if pressure turns critical meanwhile.
+    private func endGrace(_ id: Int) {
+        graces.removeValue(forKey: id)?.continuation.resume()
+    }
+
+    /// Waits `seconds`, or less if pressure turns critical (or the killer stops) meanwhile.
     private func graceUnlessCritical(_ seconds: Double) async {
-        guard level < .critical, seconds > 0 else { return }
+        guard level < .critical, seconds > 0, !Task.isCancelled else { return }
+        nextGrace += 1
+        let id = nextGrace
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            levelWaiters.append(c)
-            Task {
+            let timer = Task {
                 do {
                     try await Task.sleep(for: .seconds(seconds))
                 } catch {
-                    // Cancelled (the killer is stopping): the grace ends now.
+                    return  // cancelled: a critical event or the stop ended this grace
                 }
-                self.wakeLevelWaiters()
+                self.endGrace(id)
             }
+            graces[id] = (c, timer)
         }
     }
 
     // MARK: Measuring
 
-    func measure() -> MemoryStatus? {
+    enum Measurement {
+        case measured(MemoryStatus)
+        case failed(String)
+    }
+
+    func measure() -> Measurement {
         do {
-            return try reader.read()
+            return .measured(try reader.read())
         } catch {
-            return nil
+            return .failed("\(error)")
         }
     }
 
@@ -186,21 +227,31 @@ actor JetsamEngine {
     }
 
     /// The apps as the ranker sees them, on readings no older than the policy allows (stale
-    /// ones are read again first). Apps not running are left out.
-    func snapshots() async -> [JetsamAppSnapshot] {
+    /// ones are read again first), with the views they come from. Apps not running, and apps
+    /// being taken down, are left out; a frozen-dry app still in the stay it was frozen in is
+    /// protected.
+    func snapshots() async -> [(view: AppView, snapshot: JetsamAppSnapshot)] {
         var views = await supervisor.apps()
-        for (i, v) in views.enumerated() where v.pid != nil && (v.latest == nil || (v.sampleAgeSeconds ?? .infinity) > policy.maxSampleAgeSeconds * 0.75) {
+        for (i, v) in views.enumerated() where v.pid != nil && !v.isDying && (v.latest == nil || (v.sampleAgeSeconds ?? .infinity) > policy.maxSampleAgeSeconds * 0.75) {
             if let fresh = await supervisor.refreshSample(v.name) { views[i] = fresh }
         }
+        // Forget freeze-drys of stays that are over.
+        frozen = frozen.filter { key in views.contains { $0.name == key.name && Self.stay($0) == key } }
         return views.compactMap { v in
-            guard let pid = v.pid, v.state != .notRunning, let latest = v.latest else { return nil }
-            return JetsamAppSnapshot(
+            guard let pid = v.pid, v.state != .notRunning, !v.isDying, let latest = v.latest else { return nil }
+            let frozenNow = frozen.contains(Self.stay(v))
+            return (v, JetsamAppSnapshot(
                 name: v.name, pid: pid, state: v.state, footprintBytes: latest.footprintBytes, purgeableBytes: latest.purgeableBytes,
                 residentBytes: latest.residentBytes, lifetimeMaxFootprintBytes: v.lifetimeMaxFootprintBytes,
                 secondsInState: v.secondsInState, secondsSinceActive: v.secondsSinceActive, activations: v.activations,
-                isProtected: configuration.protected.contains(v.name), relaunchSeconds: Self.median(v.launchToReadySeconds),
-                sampleAgeSeconds: v.sampleAgeSeconds ?? .infinity)
+                isProtected: configuration.protected.contains(v.name) || frozenNow, relaunchSeconds: Self.median(v.launchToReadySeconds),
+                sampleAgeSeconds: v.sampleAgeSeconds ?? .infinity))
         }
+    }
+
+    /// The stay in the background an app is in: a suspended app's freeze-dry holds for it.
+    static func stay(_ v: AppView) -> StayKey {
+        StayKey(name: v.name, generation: v.generation, stay: v.state == .suspended ? v.backgroundStay : -1)
     }
 
     static func median(_ xs: [Double]) -> Double? {
@@ -212,18 +263,18 @@ actor JetsamEngine {
     // MARK: An episode
 
     private func episode(trigger: PressureEvent, reevaluation: Bool) async {
-        guard var status = measure() else {
+        guard case .measured(var status) = measure() else {
             await note("memory could not be measured (\(reader.cgroup ?? "/proc/meminfo")): no decision on partial data")
             return
         }
         let target = target(status)
-        let logNow = await supervisor.now()
-        let eventT = logNow - (monotonicSeconds() - trigger.time)
-        var apps = await snapshots()
-        // Nothing to do: enough is free and pressure is only a warning from page cache.
+        // Nothing to do: enough is free (pressure from page cache alone, say).
         if reevaluation {
             guard status.availableBytes < target else { return }
         }
+        let logNow = await supervisor.now()
+        let eventT = logNow - (monotonicSeconds() - trigger.time)
+        let apps = await snapshots().map(\.snapshot)
         episodeCount += 1
         var ep = JetsamEpisode(
             number: episodeCount, startedAt: Timestamp.now(), start: eventT, end: nil,
@@ -249,21 +300,24 @@ actor JetsamEngine {
             if await recovered(after: "warnings", &ep, &status) { return }
         }
 
-        // 2. Freeze-dry the small suspended apps.
-        if configuration.freezeDryBelowBytes > 0 {
-            if Swap.totalBytes() == 0 {
+        // 2. Freeze-dry the small suspended apps (as they are now, after the grace).
+        if configuration.freezeDryBelowBytes > 0, !Task.isCancelled {
+            switch Swap.totalBytes() {
+            case .failure(let error):
+                ep.timeline.append(await entry("note", "cannot tell whether there is swap (\(error)): no freeze-dry in this episode"))
+            case .success(0):
                 if !saidNoSwap {
                     saidNoSwap = true
                     await supervisor.record(SupervisorEvent(t: await supervisor.now(), kind: .freeze, detail: "no swap on this machine: freeze-dry is off (suspended apps are killed instead)"))
-                    ep.timeline.append(await entry("note", "no swap: freeze-dry is off"))
                 }
-            } else {
+                ep.timeline.append(await entry("note", "no swap: freeze-dry is off"))
+            case .success:
                 var froze = false
-                for a in apps where a.state == .suspended && !a.isProtected && a.footprintBytes > 0
-                    && a.footprintBytes < configuration.freezeDryBelowBytes && !frozen.contains(a.pid) {
+                for (v, a) in await snapshots() where a.state == .suspended && !a.isProtected && a.footprintBytes > 0
+                    && a.footprintBytes < configuration.freezeDryBelowBytes && !Task.isCancelled {
                     do {
-                        let r = try await supervisor.pageOut(a.name, pid: a.pid)
-                        frozen.insert(a.pid)
+                        let r = try await supervisor.pageOut(a.name, pid: a.pid, expectedState: .suspended)
+                        frozen.insert(Self.stay(v))
                         froze = true
                         ep.freezes.append(.init(name: a.name, pid: a.pid, footprintBytes: a.footprintBytes, bytes: r.writtenBytes, residentBefore: r.residentBefore, residentAfter: r.residentAfter))
                         var event = SupervisorEvent(t: await supervisor.now(), app: a.name, pid: a.pid, kind: .freeze, detail: "freeze-dried: \(Format.bytes(r.writtenBytes)) written to swap, resident \(Format.bytes(r.residentBefore)) -> \(Format.bytes(r.residentAfter))")
@@ -278,73 +332,96 @@ actor JetsamEngine {
             }
         }
 
-        // 3. Kills, one at a time, deciding again after each.
+        // 3. Kills, one at a time, deciding again after each on fresh readings.
         var kills = 0
         while status.availableBytes < target, !Task.isCancelled, kills < 1000 {
-            apps = await snapshots().map { a in
-                var a = a
-                // A frozen-dry app stays suspended and out of the ranking while it is.
-                if frozen.contains(a.pid) && a.state == .suspended { a.isProtected = true }
-                return a
-            }
+            // The event the decision answers: the latest before it (a critical one that cut the
+            // grace short, say).
+            let decidedAfter = max(trigger.time, lastEvent?.time ?? trigger.time)
+            let candidates = await snapshots()
             let input = RankingInput(
-                apps: apps, budgetBytes: status.budgetBytes, availableBytes: status.availableBytes, targetAvailableBytes: target,
+                apps: candidates.map(\.snapshot), budgetBytes: status.budgetBytes, availableBytes: status.availableBytes, targetAvailableBytes: target,
                 level: PressureLevelValue(rawValue: level.rawValue) ?? .warning)
-            ep.decisions.append(input)
             let decision: Decision
             do {
                 decision = try Ranker.decide(input, policy: policy)
             } catch {
-                ep.timeline.append(await entry("note", "no decision: \(error)"))
+                ep.decisions.append(.init(input: input, victim: nil, note: "no decision: \(error)"))
                 ep.outcome = "no decision: \(error)"
+                ep.timeline.append(await entry("note", ep.outcome))
                 break
             }
             guard let victim = decision.victims.first else {
+                ep.decisions.append(.init(input: input, victim: nil, note: decision.explanation))
                 ep.outcome = "nothing left to kill: still short by \(Format.bytes(target - min(target, status.availableBytes))) (\(decision.explanation))"
                 ep.timeline.append(await entry("note", ep.outcome))
                 break
             }
-            let before = status
-            let decidedAfter = lastEvent?.time ?? trigger.time
+            let v = victim.snapshot
+            // Just before the kill: what is free now, so that what it gives back is its own.
+            guard case .measured(let before) = measure() else {
+                ep.outcome = "memory could not be measured before a kill: stopped (no decision on partial data)"
+                ep.timeline.append(await entry("note", ep.outcome))
+                break
+            }
             let receipt: KillReceipt
             do {
-                receipt = try await supervisor.kill(victim.snapshot.name, pid: victim.snapshot.pid, reason: .vmPageShortage)
+                receipt = try await supervisor.kill(v.name, pid: v.pid, reason: .vmPageShortage, expectedState: v.state)
             } catch {
-                // Exited or relaunched since the reading: decide again on fresh data.
-                ep.timeline.append(await entry("note", app: victim.snapshot.name, pid: victim.snapshot.pid, "not killed: \(error)"))
+                // Exited, relaunched, changed state or already dying since the reading: decide
+                // again on fresh data.
+                ep.decisions.append(.init(input: input, victim: nil, note: "\(v.name) not killed: \(error)"))
+                ep.timeline.append(await entry("note", app: v.name, pid: v.pid, "not killed: \(error)"))
                 continue
             }
-            let exited = await supervisor.waitForExit(victim.snapshot.name, pid: victim.snapshot.pid, timeout: configuration.cooldownSeconds)
-            if let s = measure() { status = s }
-            let reclaimed = status.availableBytes &- min(status.availableBytes, before.availableBytes)
+            ep.decisions.append(.init(input: input, victim: v.name, note: nil))
+            // What it gave back: measured at once (with process_mrelease most of its memory is back
+            // when kill returns, before anything else can grow into it) and once it has exited
+            // (what its exit freed); the larger of the two, as others' growth only hides some.
+            let atOnce = measure()
+            let exited = await supervisor.waitForExit(v.name, pid: v.pid, timeout: configuration.cooldownSeconds)
+            guard case .measured(let now) = measure() else {
+                ep.outcome = "memory could not be measured after a kill: stopped (no decision on partial data)"
+                ep.timeline.append(await entry("note", ep.outcome))
+                break
+            }
+            status = now
+            var reclaimed = now.availableBytes &- min(now.availableBytes, before.availableBytes)
+            if case .measured(let first) = atOnce { reclaimed = max(reclaimed, first.availableBytes &- min(first.availableBytes, before.availableBytes)) }
             kills += 1
-            let explanation = victim.explanation
-            var event = SupervisorEvent(t: await supervisor.now(), app: victim.snapshot.name, pid: victim.snapshot.pid, kind: .jetsam, detail: exited ? nil : "still exiting \(configuration.cooldownSeconds) s after SIGKILL")
+            var event = SupervisorEvent(t: await supervisor.now(), app: v.name, pid: v.pid, kind: .jetsam, detail: exited ? nil : "still exiting \(configuration.cooldownSeconds) s after SIGKILL")
             event.reason = KillReason.vmPageShortage.rawValue
             event.rank = victim.rank
             event.policy = policy.name.rawValue
-            event.footprintBytes = victim.snapshot.footprintBytes
+            event.footprintBytes = v.footprintBytes
             event.reclaimedBytes = reclaimed
-            event.explanation = explanation
+            event.explanation = victim.explanation
             await supervisor.record(event)
-            ep.timeline.append(await entry("kill", app: victim.snapshot.name, pid: victim.snapshot.pid, bytes: reclaimed, "rank \(victim.rank) (\(victim.band)): \(Format.bytes(reclaimed)) given back"))
+            ep.timeline.append(await entry("kill", app: v.name, pid: v.pid, bytes: reclaimed, "rank \(victim.rank) (\(victim.band)): \(Format.bytes(reclaimed)) given back"))
             ep.victims.append(.init(
-                name: victim.snapshot.name, pid: victim.snapshot.pid, state: victim.snapshot.state, reason: KillReason.vmPageShortage.rawValue,
-                rank: victim.rank, band: victim.band, policy: policy.name, footprintBytes: victim.snapshot.footprintBytes,
-                purgeableBytes: victim.snapshot.purgeableBytes, secondsFromEvent: receipt.signalledAt - trigger.time,
-                secondsFromLatestEvent: receipt.signalledAt - max(trigger.time, decidedAfter),
-                reclaimedBytes: reclaimed, memoryReleased: receipt.memoryReleased, exited: exited, needed: true, explanation: explanation))
+                name: v.name, pid: v.pid, state: v.state, reason: KillReason.vmPageShortage.rawValue,
+                rank: victim.rank, band: victim.band, policy: policy.name, footprintBytes: v.footprintBytes,
+                purgeableBytes: v.purgeableBytes, secondsFromEvent: receipt.signalledAt - trigger.time,
+                secondsFromLatestEvent: receipt.signalledAt - decidedAfter,
+                reclaimedBytes: reclaimed, memoryReleased: receipt.memoryReleased, exited: exited, needed: true, explanation: victim.explanation))
         }
         if ep.outcome.isEmpty {
-            ep.outcome = status.availableBytes >= target ? "recovered after \(kills) kill(s)" : "stopped: still short"
+            ep.outcome = status.availableBytes >= target ? "recovered after \(kills) kill(s)" : (Task.isCancelled ? "stopped: the supervisor is shutting down" : "stopped: still short")
         }
         await close(&ep, status)
     }
 
     /// Measures again after `step` (the warnings, freeze-dry); when enough is free, closes the
-    /// episode ("warnings sufficed: nobody killed") and says so.
+    /// episode ("warnings sufficed: nobody killed") and says so. When memory cannot be measured,
+    /// closes it too: no decision on partial data.
     private func recovered(after step: String, _ ep: inout JetsamEpisode, _ status: inout MemoryStatus) async -> Bool {
-        if let s = measure() { status = s }
+        guard case .measured(let s) = measure() else {
+            ep.outcome = "memory could not be measured after \(step): stopped (no decision on partial data)"
+            ep.timeline.append(await entry("note", ep.outcome))
+            await close(&ep, status)
+            return true
+        }
+        status = s
         ep.timeline.append(await entry("measure", bytes: status.availableBytes, "after \(step): \(Format.bytes(status.availableBytes)) available"))
         guard status.availableBytes >= ep.targetAvailableBytes else { return false }
         ep.outcome = "\(step) sufficed: nobody killed"
@@ -361,11 +438,7 @@ actor JetsamEngine {
         ep.end = await supervisor.now()
         ep.memoryAfter = status
         ep.kernelOOMKillsAfter = await supervisor.kernelOOMKills()
-        // In hindsight: without this kill, would the end still have been short of the target?
-        for i in ep.victims.indices {
-            let without = status.availableBytes &- min(status.availableBytes, ep.victims[i].reclaimedBytes)
-            ep.victims[i].needed = without < ep.targetAvailableBytes
-        }
+        ep.markNeeded()
         killer.add(ep)
         if let dir = configuration.reportDirectory {
             do {
@@ -385,37 +458,53 @@ actor JetsamEngine {
 
     // MARK: Per-app limits
 
-    private func checkLimit(_ v: AppView) async {
-        let checkedAt = monotonicSeconds()
-        guard let pid = v.pid, let latest = v.latest, let limit = configuration.limits[v.name] else { return }
-        let foreground = v.state == .active || v.state == .inactive
-        guard let bytes = foreground ? limit.activeBytes : limit.inactiveBytes else { return }
-        guard latest.footprintBytes > bytes else {
-            softWarned.remove(pid)
+    private func checkLimit(_ streamed: AppView) async {
+        guard let limit = configuration.limits[streamed.name], !configuration.protected.contains(streamed.name), streamed.pid != nil, !streamed.isDying else { return }
+        func over(_ v: AppView) -> (bytes: UInt64, limit: UInt64, which: String)? {
+            guard let latest = v.latest else { return nil }
+            let foreground = v.state == .active || v.state == .inactive
+            guard let bytes = foreground ? limit.activeBytes : limit.inactiveBytes, latest.footprintBytes > bytes else { return nil }
+            return (latest.footprintBytes, bytes, foreground ? "active" : "inactive")
+        }
+        let run = RunKey(name: streamed.name, generation: streamed.generation)
+        guard over(streamed) != nil else {
+            softWarned.remove(run)
             return
         }
-        let which = foreground ? "active" : "inactive"
+        // The streamed reading may be behind: decide on a fresh one.
+        let checkedAt = monotonicSeconds()
+        guard let v = await supervisor.refreshSample(streamed.name), let pid = v.pid, !v.isDying, v.generation == streamed.generation,
+            let latest = v.latest, let (bytes, limitBytes, which) = over(v)
+        else { return }
         if limit.soft == true {
-            guard softWarned.insert(pid).inserted else { return }
-            await supervisor.record(SupervisorEvent(t: await supervisor.now(), app: v.name, pid: pid, kind: .warning, detail: "over its soft \(which) limit: \(Format.bytes(latest.footprintBytes)) > \(Format.bytes(bytes))"))
+            guard softWarned.insert(run).inserted else { return }
+            await supervisor.record(SupervisorEvent(t: await supervisor.now(), app: v.name, pid: pid, kind: .warning, detail: "over its soft \(which) limit: \(Format.bytes(bytes)) > \(Format.bytes(limitBytes))"))
             await supervisor.warn(.app(v.name))
             return
         }
-        let before = measure()
+        guard case .measured(let before) = measure() else {
+            await note("\(v.name) is over its \(which) limit, but memory could not be measured: not killed on partial data")
+            return
+        }
         let receipt: KillReceipt
         do {
-            receipt = try await supervisor.kill(v.name, pid: pid, reason: .perProcessLimit)
+            receipt = try await supervisor.kill(v.name, pid: pid, reason: .perProcessLimit, expectedState: v.state)
         } catch {
-            return  // exited meanwhile
+            return  // exited, changed state or already dying meanwhile
         }
+        let atOnce = measure()
         let exited = await supervisor.waitForExit(v.name, pid: pid, timeout: configuration.cooldownSeconds)
-        let after = measure()
-        let reclaimed = (after?.availableBytes ?? 0) &- min(after?.availableBytes ?? 0, before?.availableBytes ?? 0)
-        let explanation = "footprint \(Format.bytes(latest.footprintBytes)) over its \(which) limit \(Format.bytes(bytes)) (state \(v.state.rawValue))"
+        var reclaimed: UInt64 = 0
+        var afterStatus: MemoryStatus?
+        for case .measured(let a) in [atOnce, measure()] {
+            afterStatus = a
+            reclaimed = max(reclaimed, a.availableBytes &- min(a.availableBytes, before.availableBytes))
+        }
+        let explanation = "footprint \(Format.bytes(bytes)) over its \(which) limit \(Format.bytes(limitBytes)) (state \(v.state.rawValue))"
         var event = SupervisorEvent(t: await supervisor.now(), app: v.name, pid: pid, kind: .jetsam)
         event.reason = KillReason.perProcessLimit.rawValue
         event.policy = "limit"
-        event.footprintBytes = latest.footprintBytes
+        event.footprintBytes = bytes
         event.reclaimedBytes = reclaimed
         event.explanation = explanation
         await supervisor.record(event)
@@ -424,15 +513,14 @@ actor JetsamEngine {
         var ep = JetsamEpisode(
             number: episodeCount, startedAt: Timestamp.now(), start: t, end: t,
             trigger: .init(level: PressureLevelValue(rawValue: level.rawValue) ?? .normal, source: "per-process-limit", detail: explanation, t: t),
-            policy: policy, memoryBefore: before ?? MemoryStatus(budgetBytes: 0, usedBytes: 0, availableBytes: 0, source: "unmeasured"),
-            memoryAfter: after, targetAvailableBytes: 0, largestApp: v.name,
-            apps: [.init(name: v.name, pid: pid, state: v.state, footprintBytes: latest.footprintBytes, purgeableBytes: latest.purgeableBytes,
+            policy: policy, memoryBefore: before, memoryAfter: afterStatus, targetAvailableBytes: 0, largestApp: v.name,
+            apps: [.init(name: v.name, pid: pid, state: v.state, footprintBytes: bytes, purgeableBytes: latest.purgeableBytes,
                          residentBytes: latest.residentBytes, lifetimeMaxFootprintBytes: v.lifetimeMaxFootprintBytes, secondsInState: v.secondsInState,
-                         isProtected: configuration.protected.contains(v.name))],
+                         isProtected: false)],
             timeline: [.init(t: t, kind: "kill", app: v.name, pid: pid, bytes: reclaimed, detail: explanation)],
             victims: [.init(
                 name: v.name, pid: pid, state: v.state, reason: KillReason.perProcessLimit.rawValue, rank: 1, band: "over-limit", policy: policy.name,
-                footprintBytes: latest.footprintBytes, purgeableBytes: latest.purgeableBytes, secondsFromEvent: receipt.signalledAt - checkedAt,
+                footprintBytes: bytes, purgeableBytes: latest.purgeableBytes, secondsFromEvent: receipt.signalledAt - checkedAt,
                 secondsFromLatestEvent: receipt.signalledAt - checkedAt,
                 reclaimedBytes: reclaimed, memoryReleased: receipt.memoryReleased, exited: exited, needed: true, explanation: explanation)],
             freezes: [], decisions: [], kernelOOMKillsBefore: nil, kernelOOMKillsAfter: await supervisor.kernelOOMKills(),

@@ -163,9 +163,8 @@ public struct ReplayReport: Sendable, Hashable, Codable {
     public init(_ episodes: [JetsamEpisode], policies: [JetsamPolicy]) throws(RankingError) {
         var out: [Entry] = []
         for e in episodes {
-            for (i, input) in e.decisions.enumerated() {
-                let taken = i < e.victims.count ? e.victims[i].name : nil
-                out.append(Entry(episode: e.number, decision: i + 1, recorded: taken, replay: try JetsamReplay(input, policies: policies)))
+            for (i, d) in e.decisions.enumerated() {
+                out.append(Entry(episode: e.number, decision: i + 1, recorded: d.victim, replay: try JetsamReplay(d.input, policies: policies)))
             }
         }
         decisions = out
