@@ -358,12 +358,10 @@ actor JetsamEngine {
                 break
             }
             let v = victim.snapshot
-            // Just before the kill: what is free now, so that what it gives back is its own.
-            guard case .measured(let before) = measure() else {
-                ep.outcome = "memory could not be measured before a kill: stopped (no decision on partial data)"
-                ep.timeline.append(await entry("note", ep.outcome))
-                break
-            }
+            // What was free when the decision was made (measured moments ago: after the grace or
+            // freeze-dry, or after the previous kill), against which this kill's gift is counted.
+            // Not measured again here: the SIGKILL would wait for it.
+            let before = status
             let receipt: KillReceipt
             do {
                 receipt = try await supervisor.kill(v.name, pid: v.pid, reason: .vmPageShortage, expectedState: v.state)
