@@ -70,11 +70,14 @@ struct Measure: AsyncParsableCommand {
         let me = Programs.selfPath
         for round in 1...rounds {
             log(tool, "spike round \(round): jetsam")
-            runs.append(try await runJetsam(spike, round: round, build: build, data: data))
+            var roundRuns = [try await runJetsam(spike, round: round, build: build, data: data)]
             for peer in Peer.allCases {
                 log(tool, "spike round \(round): \(peer.rawValue)")
-                runs.append(try await runPeer(peer, spike, round: round, build: build, data: data, benchBinary: me))
+                roundRuns.append(try await runPeer(peer, spike, round: round, build: build, data: data, benchBinary: me))
             }
+            // The plot shows round 1: later rounds keep their figures, not their series.
+            if round > 1 { for i in roundRuns.indices { roundRuns[i].series = [] } }
+            runs += roundRuns
         }
         let report = JetsamReport(
             machine: "Linux \(kernelRelease()), \(onlineCPUs) CPUs", command: "make bench (cd Benchmarks && swift run -c release jetsam-bench --build ../.build/release --output ../Reports)",
