@@ -95,7 +95,14 @@ struct LifecycleMachineTests {
         ]
         for verb in LifecycleVerb.allCases {
             for from in S.allCases {
-                guard let steps = try? LifecycleMachine.plan(verb, from: from) else { continue }
+                let steps: [LifecycleStep]
+                do {
+                    steps = try LifecycleMachine.plan(verb, from: from)
+                } catch {
+                    // Refused (deactivate when not active, launch when running): covered above.
+                    #expect(error == LifecycleMachine.Refusal(verb: verb, state: from))
+                    continue
+                }
                 let o = LifecycleMachine.outcome(of: steps, from: from)
                 let end = o.states.last ?? from
                 #expect(promised[verb]!.contains(end), "\(verb) from \(from) ends \(end)")
