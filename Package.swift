@@ -88,7 +88,7 @@ let package = Package(
         .target(
             name: "AppLifecycle",
             dependencies: [
-                "LifecycleProtocol", "Pressure", "VMTracker", "LinuxSystem", "CMemoryPressure",
+                "LifecycleProtocol", "Pressure", "RegionTags", "VMTracker", "LinuxSystem", "CMemoryPressure",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ],

@@ -39,11 +39,24 @@ final class AppProcess: @unchecked Sendable {
     let pid: Int32
     let pidfd: Int32
     let launchedAt: Double
+    /// Its start time after boot (field 22 of /proc/PID/stat), read while it is our unreaped
+    /// child: with the PID, it names this process and no later one.
+    let startTicks: UInt64?
 
     private init(pid: Int32, pidfd: Int32) {
         self.pid = pid
         self.pidfd = pidfd
         launchedAt = monotonicSeconds()
+        startTicks = Self.startTicks(of: pid)
+    }
+
+    private static func startTicks(of pid: Int32) -> UInt64? {
+        do {
+            let bytes = try ProcFS.readBytes("/proc/\(pid)/stat")
+            return try bytes.withUnsafeBytes { (b) throws(ProcError) in try ProcessStat.parse(b, pid: pid) }.startTicks
+        } catch {
+            return nil
+        }
     }
 
     deinit { close(pidfd) }

@@ -51,6 +51,8 @@ extension Supervisor {
     /// Takes the app's lock, plans `verb` from its state and carries the plan out.
     func run(_ verb: LifecycleVerb, _ name: String, waitForSuspension: Bool = true) async throws(SupervisorError) {
         let a = try app(name)
+        // Once shutting down, only teardown: nothing is launched or resumed any more.
+        guard !shuttingDown || verb == .terminate else { throw .invalidCommand("the supervisor is shutting down: \(verb.rawValue) \(name) refused") }
         await lock(name)
         var run = CommandRun(verb: verb, holdsLock: true)
         do throws(SupervisorError) {

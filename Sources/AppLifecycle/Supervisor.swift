@@ -1,6 +1,7 @@
 import Glibc
 import LifecycleProtocol
 import Pressure
+import RegionTags
 import LinuxSystem
 
 /// Supervises real app processes through the iOS lifecycle: the mechanism core.
@@ -53,7 +54,10 @@ public actor Supervisor {
     /// descriptor is closed only after the last answer was written.
     var adminConnections: [Int32: AdminConnection] = [:]
     var drainWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Set when shutdown (or abort) begins: no command starts after it.
     var shuttingDown = false
+    /// The shutdown under way or done: it runs once.
+    var shutdownTask: Task<Void, Never>?
 
     struct AdminConnection {
         var pending: [String] = []
@@ -283,6 +287,8 @@ public actor Supervisor {
         if let failure = cgroups?.removeApp(name) {
             record(.error, a, detail: "\(failure) (a process it started is still in it)")
         }
+        // A region registry file the app could not withdraw itself (killed, or ended by SIGTERM).
+        if let ticks = process.startTicks { RegionRegistry().withdrawExited(pid: process.pid, startTicks: ticks) }
         checkWaiters(name)
     }
 
@@ -300,9 +306,38 @@ public actor Supervisor {
 
     // MARK: Shutdown
 
+    /// Ends everything at once, for an interrupted run (Ctrl-C): the policies stop, every app is
+    /// killed through its pidfd (no callbacks, no waiting behind a command), then the cleanup
+    /// of `shutdown()`. No command runs after it begins.
+    public func abort() async {
+        shuttingDown = true
+        for t in policyTasks { t.cancel() }
+        for name in order {
+            guard let a = records[name], let process = a.process else { continue }
+            a.terminating = true
+            process.signal(SIGKILL)
+            letRun(a, process)
+        }
+        for name in order where records[name]?.process != nil {
+            _ = await waitFor(name, timeout: 5) { !$0.alive }
+        }
+        await shutdown()
+    }
+
     /// Stops the policies, terminates every app, closes every connection, removes the cgroups,
     /// the sockets and the runtime directory.
     public func shutdown() async {
+        // Once: a second caller (an abort racing the end of a run) waits for the first.
+        if let running = shutdownTask {
+            await running.value
+            return
+        }
+        let task = Task { await self.shutdownOnce() }
+        shutdownTask = task
+        await task.value
+    }
+
+    private func shutdownOnce() async {
         for t in policyTasks { t.cancel() }
         for t in policyTasks { await t.value }
         policyTasks.removeAll()

@@ -74,6 +74,28 @@ public struct RegionRegistry: RegionTagSource, Sendable, Hashable {
         unlink("\(directory)/\(pid)")
     }
 
+    /// Removes the file a process that has exited left behind (one killed by a signal cannot
+    /// withdraw its own): only if it is that process's — the same PID and start time — so that
+    /// the file of a new process that took the PID meanwhile stays. For whoever reaped it.
+    /// Returns whether a file was removed.
+    @discardableResult
+    public func withdrawExited(pid: Int32, startTicks: UInt64) -> Bool {
+        let path = "\(directory)/\(pid)"
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard fd >= 0 else { return false }  // none: it withdrew, or never published
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, st.st_size < 1 << 20 else { return false }
+        var buffer = ReadBuffer(capacity: 16 * 1024)
+        do {
+            try buffer.readAll(from: fd, subject: path)
+        } catch {
+            return false
+        }
+        guard let entry = buffer.withBytes({ Self.parse(Array($0)) }), entry.pid == pid, entry.startTicks == startTicks else { return false }
+        return unlink(path) == 0
+    }
+
     static func oneLine(_ text: String) -> String {
         String(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? " " : Character($0) })
     }

@@ -169,7 +169,9 @@ public struct ScenarioLog: Sendable, Codable {
 extension Scenario {
     /// Runs the scenario with a supervisor of its own: registers the apps, performs the steps in
     /// order (a failing step is logged and the run goes on), then terminates everything.
-    /// `onEvent` sees every log event as it happens.
+    /// `onEvent` sees every log event as it happens. Cancelling the calling task (on Ctrl-C,
+    /// say) aborts the run: every app is killed and everything the supervisor made is removed
+    /// before this returns.
     public func run(executableDirectory: String? = nil, onEvent: (@Sendable (SupervisorEvent) -> Void)? = nil) async throws -> ScenarioLog {
         try validate()
         let directory = executableDirectory ?? Programs.ownDirectory()
@@ -194,12 +196,20 @@ extension Scenario {
             _ = await printer.value
             throw error
         }
-        for (i, step) in steps.enumerated() {
-            do {
-                try await supervisor.perform(step)
-            } catch {
-                errors.append("step \(i + 1): \(error)")
+        await withTaskCancellationHandler {
+            for (i, step) in steps.enumerated() {
+                guard !Task.isCancelled else {
+                    errors.append("interrupted before step \(i + 1)")
+                    break
+                }
+                do {
+                    try await supervisor.perform(step)
+                } catch {
+                    errors.append("step \(i + 1): \(error)")
+                }
             }
+        } onCancel: {
+            Task { await supervisor.abort() }
         }
         let reports = await supervisor.reports()
         let oomKills = await supervisor.kernelOOMKills()

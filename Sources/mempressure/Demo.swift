@@ -36,6 +36,11 @@ struct Demo: AsyncParsableCommand {
     var vmOnly = false
 
     func run() async throws {
+        let demo = self
+        try await interruptible { try await demo.all() }
+    }
+
+    func all() async throws {
         do {
             let directory = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
             let path = "\(directory)/mempressure-demo-\(getpid()).dat"
@@ -51,7 +56,9 @@ struct Demo: AsyncParsableCommand {
                 if json { output(try encodeJSON(report)) }
                 return
             }
+            try Task.checkCancellation()
             let log = try await lifecycle()
+            try Task.checkCancellation()
             let jetsamLog = try await jetsam()
             if json {
                 struct All: Encodable {

@@ -32,8 +32,10 @@ struct Run: AsyncParsableCommand {
         do {
             let s = try Scenario.load(scenario)
             let printLive = !json
-            let log = try await s.run { event in
-                if printLive { output(renderEvent(event) + "\n") }
+            let log = try await interruptible {
+                try await s.run { event in
+                    if printLive { output(renderEvent(event) + "\n") }
+                }
             }
             if json {
                 output(try encodeJSON(log))
@@ -48,6 +50,34 @@ struct Run: AsyncParsableCommand {
             throw fail(error)
         }
     }
+}
+
+/// Runs `body` so that SIGINT or SIGTERM cancels it — a scenario then kills its apps and
+/// removes its cgroups and files — and waits for that cleanup; an interrupted run exits with
+/// status 130.
+func interruptible<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    let work = Task { try await body() }
+    let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
+    let watcher = Task {
+        for await _ in signals {
+            work.cancel()
+            return
+        }
+    }
+    defer { watcher.cancel() }
+    func interrupted() -> ExitCode {
+        writeStandardError("mempressure: interrupted: every app was killed and what the run made was removed\n")
+        return ExitCode(130)
+    }
+    let result: T
+    do {
+        result = try await work.value
+    } catch {
+        if work.isCancelled { throw interrupted() }
+        throw error
+    }
+    if work.isCancelled { throw interrupted() }
+    return result
 }
 
 func renderEvent(_ e: SupervisorEvent) -> String {

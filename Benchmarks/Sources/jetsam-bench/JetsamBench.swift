@@ -30,6 +30,27 @@ struct Measure: AsyncParsableCommand {
     @Option(help: "Measure only this part (ranker, memory, latency, spike) and print it; no report is written.") var only: String?
 
     func run() async throws {
+        // Ctrl-C (or SIGTERM) cancels the measurement; every section then kills what it started
+        // and removes its cgroups and files before the benchmark exits.
+        let measure = self
+        let work = Task { try await measure.measure() }
+        Glibc.signal(SIGINT, SIG_IGN)
+        Glibc.signal(SIGTERM, SIG_IGN)
+        let sources = [SIGINT, SIGTERM].map { DispatchSource.makeSignalSource(signal: $0) }
+        for source in sources {
+            source.setEventHandler { work.cancel() }
+            source.resume()
+        }
+        defer { for s in sources { s.cancel() } }
+        do {
+            try await work.value
+        } catch {
+            if work.isCancelled { throw BenchError("interrupted: what the benchmark started was killed and removed") }
+            throw error
+        }
+    }
+
+    func measure() async throws {
         if renderOnly {
             let report = try readReport(JetsamReport.self, from: output, named: "jetsam")
             try writeReport(report, to: output, named: "jetsam", tool: "jetsam-bench")
@@ -61,14 +82,17 @@ struct Measure: AsyncParsableCommand {
         }
         log(tool, "the ranker alone")
         let ranker = try rankerTimings()
+        try Task.checkCancellation()
         log(tool, "memory back after SIGKILL, with and without process_mrelease")
         let back = try memoryBack(sizesMB: [64, 256, 1024], rounds: memoryRounds, build: build)
+        try Task.checkCancellation()
         log(tool, "decision latency with 100 apps")
         let latency = try await decisionLatency(apps: 100, rounds: latencyRounds, build: build, data: data)
         let spike = Spike()
         var runs: [SpikeRun] = []
         let me = Programs.selfPath
         for round in 1...rounds {
+            try Task.checkCancellation()
             log(tool, "spike round \(round): jetsam")
             var roundRuns = [try await runJetsam(spike, round: round, build: build, data: data)]
             for peer in Peer.allCases {

@@ -52,6 +52,9 @@ func decisionLatency(apps count: Int, rounds: Int, build: String, data: String) 
     var notes: [String] = []
     var latencies: [Double] = []
     var decides: [Double] = []
+    // Cancelled (Ctrl-C): every app is killed at once; the commands under way then fail, and the
+    // catch below finishes the cleanup.
+    return try await withTaskCancellationHandler {
     do {
         // count - 1 small model apps, suspended, holding 1 to 12 MiB of dirty memory each (their
         // launch returns once didFinishLaunching has run: the memory is there when they stop).
@@ -115,6 +118,9 @@ func decisionLatency(apps count: Int, rounds: Int, build: String, data: String) 
         await s.shutdown()
         throw error
     }
+    } onCancel: {
+        Task { await s.abort() }
+    }
 }
 
 /// How long after SIGKILL a victim's memory is back in its cgroup, with process_mrelease (the
@@ -135,6 +141,7 @@ func memoryBack(sizesMB: [Int], rounds: Int, build: String) throws -> [MemoryBac
     for size in sizesMB {
         var with: [Double] = [], without: [Double] = [], call: [Double] = []
         for round in 0..<(2 * rounds) {
+            try Task.checkCancellation()
             let release = round % 2 == 0
             let base = try usage()
             let child = try Child(["\(build)/mempressure-exec", "--cgroup", cgroup.path, "--", "\(build)/mempressure-hog", "--dirty", "\(size)m", "--wait", "stdin"])

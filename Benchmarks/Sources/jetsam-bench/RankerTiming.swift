@@ -60,6 +60,7 @@ func syntheticInput(apps n: Int, seed: UInt64 = 0x5eed) -> RankingInput {
 func rankerTimings(sizes: [Int] = [10, 100, 1000]) throws -> [RankerTiming] {
     var out: [RankerTiming] = []
     for n in sizes {
+        try Task.checkCancellation()
         let input = syntheticInput(apps: n)
         let rounds = n <= 100 ? 400 : 80
         for name in JetsamPolicyName.allCases {

@@ -126,6 +126,7 @@ func runJetsam(_ spike: Spike, round: Int, build: String, data: String) async th
     killer.attach(to: &c)
     let s = try Supervisor(configuration: c)
     var notes: [String] = []
+    return try await withTaskCancellationHandler {
     do {
         for app in spike.apps {
             try await s.register(AppSpec(name: app.name, command: ["\(build)/mempressure-workload"] + spike.workloadArguments(app, dataDirectory: data)))
@@ -164,6 +165,9 @@ func runJetsam(_ spike: Spike, round: Int, build: String, data: String) async th
         await s.shutdown()
         throw error
     }
+    } onCancel: {
+        Task { await s.abort() }
+    }
 }
 
 // MARK: Peers, each in a PID namespace of its own
@@ -187,7 +191,13 @@ func runPeer(_ peer: Peer, _ spike: Spike, round: Int, build: String, data: Stri
                 "--cgroup", cgroup.path, "--build", build, "--data", data, "--spike", spikeFile, "--round", "\(round)", "--output", output]
     let child = try Child(argv, logPath: "\(data)/peer-\(peer.rawValue)-\(round).log")
     var status: Int32 = 0
-    _ = retryOnInterrupt { waitpid(child.pid, &status, 0) }
+    // Cancelled: the namespace's first process is killed, and with it everything in it.
+    await withTaskCancellationHandler {
+        _ = retryOnInterrupt { waitpid(child.pid, &status, 0) }
+    } onCancel: {
+        child.signal(SIGKILL)
+    }
+    try Task.checkCancellation()
     guard (status & 0x7f) == 0, (status >> 8) & 0xff == 0 else {
         throw BenchError("peer run \(peer.rawValue) failed (wait status \(status)); see \(data)/peer-\(peer.rawValue)-\(round).log")
     }
@@ -197,6 +207,11 @@ func runPeer(_ peer: Peer, _ spike: Spike, round: Int, build: String, data: Stri
 /// Inside the namespace: start the apps in the cgroup, the peer beside them, then the spike.
 func peerRun(peer: Peer, cgroup: String, build: String, data: String, spike: Spike, round: Int, output: String) throws {
     var notes: [String] = []
+    // The apps publish their purgeable regions in a registry of this run's own: their PIDs are
+    // this namespace's, which would mean other processes in /dev/shm, and the peers kill them
+    // before they can withdraw. It goes with the run's data directory.
+    try ProcFS.makeDirectory("\(data)/registry-\(peer.rawValue)-\(round)")
+    setenv("MEMPRESSURE_REGISTRY", "\(data)/registry-\(peer.rawValue)-\(round)", 1)
     var apps: [(app: Spike.App, child: Child)] = []
     for app in spike.apps {
         let c = try Child(["\(build)/mempressure-exec", "--cgroup", cgroup, "--", "\(build)/mempressure-workload"] + spike.workloadArguments(app, dataDirectory: data))
