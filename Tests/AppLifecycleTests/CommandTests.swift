@@ -3,6 +3,7 @@ import FoundationEssentials
 import LifecycleProtocol
 import Scenarios
 import Testing
+import TestSupport
 
 /// One command vocabulary: the step form, the admin form and the CLI decode to the same thing.
 @Suite("commands")
@@ -87,5 +88,35 @@ struct CommandTests {
         }
         let unknown = try JSONDecoder().decode(Scenario.self, from: Data(#"{"apps": [{"name": "A", "command": ["x"]}], "steps": [{"activate": "B"}]}"#.utf8))
         #expect(throws: ScenarioError.step(1, "no app named B")) { try unknown.validate() }
+    }
+}
+
+@Suite("scenario interruption")
+struct ScenarioInterruptionTests {
+    @Test("cancelling a running scenario kills its apps at once and cleans up before it returns")
+    func cancel() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let scenario = Scenario(
+            backgroundTaskLimit: 600,
+            apps: [AppSpec(name: "A", command: workloadCommand(dir)), AppSpec(name: "B", command: ["/bin/sleep", "600"], client: false)],
+            steps: [.activate("A"), .activate("B"), .background("B", waitForSuspension: true), .wait(seconds: 600), .terminate("A")])
+        let (events, continuation) = AsyncStream<SupervisorEvent>.makeStream()
+        let run = Task {
+            try await scenario.run(executableDirectory: buildDirectory) { continuation.yield($0) }
+        }
+        // Wait for the real event: B suspended (the scenario is then in its long wait).
+        let suspended = await first(of: events, within: 60) { $0.app == "B" && $0.kind == .state && $0.to == .suspended }
+        try #require(suspended != nil, "B never suspended")
+        run.cancel()
+        let log = try await run.value
+        #expect(log.errors.contains { $0.hasPrefix("interrupted") }, "\(log.errors)")
+        for app in ["A", "B"] {
+            let pid = try #require(log.events.first { $0.app == app && $0.kind == .launch }?.pid)
+            #expect(try !ChildSignals.isAlive(pid), "\(app) (pid \(pid)) was killed")
+            #expect(log.events.contains { $0.app == app && $0.kind == .state && $0.to == .notRunning })
+            #expect(log.events.contains { $0.app == app && $0.kind == .exit && $0.detail?.contains("SIGKILL") == true }, "killed, not asked")
+        }
+        #expect(!log.events.contains { $0.kind == .callback && $0.name == "willTerminate" }, "an abort sends no callback")
     }
 }
