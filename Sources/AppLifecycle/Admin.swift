@@ -37,7 +37,7 @@ public enum AdminRequest: Sendable, Hashable, Codable {
             try command.encode(to: encoder)
         case .apps, .log, .status:
             var c = encoder.container(keyedBy: Key.self)
-            try c.encode(Self.queries.first { $0.value == self }?.key, forKey: .command)
+            try c.encode(self == .apps ? "apps" : self == .log ? "log" : "status", forKey: .command)
         }
     }
 }

@@ -2,6 +2,14 @@ import Glibc
 import SystemPackage
 import LinuxSystem
 
+extension Supervisor {
+    /// Whether this machine lets a supervisor give the device a RAM budget: root, and a memory
+    /// controller (cgroup v1) or the unified hierarchy (v2) at `cgroupRoot`.
+    public static func canBudget(cgroupRoot: String = "/sys/fs/cgroup") -> Bool {
+        getuid() == 0 && (ProcFS.isFile("\(cgroupRoot)/memory/cgroup.procs") || ProcFS.isFile("\(cgroupRoot)/cgroup.controllers"))
+    }
+}
+
 /// The cgroups of one supervisor: the "device" memory cgroup with the RAM budget, and one
 /// cgroup per app for the freezer. Created by the supervisor and removed by it.
 ///

@@ -299,11 +299,15 @@ extension Supervisor {
 
     /// Frees a dying app's memory at once (process_mrelease, Linux 5.15); where the kernel
     /// lacks it, the memory comes back when the process exits.
-    func releaseMemory(_ a: AppRecord, _ process: AppProcess) {
+    /// Whether it freed the memory (an error is logged).
+    @discardableResult
+    func releaseMemory(_ a: AppRecord, _ process: AppProcess) -> Bool {
         do {
             try process.releaseMemory()
+            return true
         } catch {
             record(.error, a, detail: "\(error)")
+            return false
         }
     }
 

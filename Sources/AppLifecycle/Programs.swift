@@ -1,12 +1,11 @@
 import Glibc
+import LinuxSystem
 
 /// Where this package's executables are, and how a program named in a command is found.
 public enum Programs {
     /// The directory of the running executable (for a test bundle, the build directory).
     public static func ownDirectory() -> String {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        let exe = n > 0 ? String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "."
+        let exe = ProcFS.ownExecutablePath() ?? "."
         var dir = Substring(exe[..<(exe.lastIndex(of: "/") ?? exe.endIndex)])
         if dir.hasSuffix(".xctest") { dir = dir[..<(dir.lastIndex(of: "/") ?? dir.endIndex)] }
         return String(dir)

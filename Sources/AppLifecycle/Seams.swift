@@ -112,12 +112,7 @@ extension Supervisor {
                 // Always: a stopped or frozen app (or one being frozen right now) must run to die.
                 letRun(a, process)
             case .releaseMemory:
-                do {
-                    try process.releaseMemory()
-                    released = true
-                } catch {
-                    record(.error, a, detail: "\(error)")
-                }
+                released = releaseMemory(a, process)
             case .callback, .awaitExit:
                 break  // not part of a kill
             }

@@ -228,9 +228,6 @@ public actor Supervisor {
 
     public func pid(of name: String) throws(SupervisorError) -> Int32? { try app(name).process?.pid }
 
-    /// The registered apps' names, in registration order.
-    public var appNames: [String] { order }
-
     /// Reports of every app, in registration order (timelines included: for a cheap view, `apps()`).
     public func reports() -> [AppReport] {
         order.compactMap { records[$0] }.map { a in

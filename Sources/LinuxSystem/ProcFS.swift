@@ -118,6 +118,15 @@ public struct ProcFS: Sendable, Hashable {
         return FileIdentity(device: DeviceNumber(major: major, minor: minor), inode: UInt64(st.st_ino))
     }
 
+    /// The path of the running executable (`/proc/self/exe`), or nil when it cannot be read.
+    public static func ownExecutablePath() -> String? {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let n = buffer.withUnsafeMutableBufferPointer { buf in
+            buf.withMemoryRebound(to: CChar.self) { readlink("/proc/self/exe", $0.baseAddress!, $0.count - 1) }
+        }
+        return n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self) : nil
+    }
+
     /// Whether `path` names a directory.
     public static func isDirectory(_ path: String) -> Bool {
         var st = stat()

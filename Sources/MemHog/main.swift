@@ -27,12 +27,7 @@ import Purgeable
 let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
 
 /// This program's own path, so that children run under its name (not "exe").
-let selfPath: String = {
-    var buffer = [CChar](repeating: 0, count: 4096)
-    let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-    guard n > 0 else { return "/proc/self/exe" }
-    return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-}()
+let selfPath = ProcFS.ownExecutablePath() ?? "/proc/self/exe"
 
 func fail(_ message: String) -> Never {
     let text = "mempressure-hog: \(message)\n"

@@ -213,7 +213,13 @@ extension Scenario {
         }
         let reports = await supervisor.reports()
         let oomKills = await supervisor.kernelOOMKills()
-        await supervisor.shutdown()
+        // Interrupted: abort here too, whichever of this and the cancellation handler's runs
+        // first (a graceful shutdown would ask the apps to terminate).
+        if Task.isCancelled {
+            await supervisor.abort()
+        } else {
+            await supervisor.shutdown()
+        }
         _ = await printer.value
         return ScenarioLog(events: await supervisor.log, apps: reports, errors: errors, episodes: killer?.episodes ?? [], kernelOOMKills: oomKills)
     }

@@ -75,7 +75,7 @@ struct Demo: AsyncParsableCommand {
 
     /// Part 3: memory runs short on a small device; jetsam warns, then kills in the iOS order.
     func jetsam() async throws -> ScenarioLog? {
-        guard Self.canBudget else {
+        guard Supervisor.canBudget() else {
             if !json { output("\nPart 3 (jetsam) needs a device budget: a memory cgroup, which needs root and the memory controller. Skipped.\n") }
             return nil
         }
@@ -123,10 +123,6 @@ struct Demo: AsyncParsableCommand {
         return log
     }
 
-    static var canBudget: Bool {
-        getuid() == 0 && (ProcFS.isFile("/sys/fs/cgroup/memory/cgroup.procs") || ProcFS.isFile("/sys/fs/cgroup/cgroup.controllers"))
-    }
-
     /// Part 2: the built-in lifecycle scenario.
     func lifecycle() async throws -> ScenarioLog {
         let directory = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
@@ -139,7 +135,7 @@ struct Demo: AsyncParsableCommand {
             }
             rmdir(data)
         }
-        let canBudget = getuid() == 0 && (ProcFS.isFile("/sys/fs/cgroup/memory/cgroup.procs") || ProcFS.isFile("/sys/fs/cgroup/cgroup.controllers"))
+        let canBudget = Supervisor.canBudget()
         func workload(_ name: String, _ extra: [String]) -> AppSpec {
             AppSpec(name: name, command: ["mempressure-workload", "--data-dir", "\(data)/\(name)", "--state-mb", "16", "--image-cache-mb", "32", "--backing-mb", "8", "--assets-mb", "16"] + extra)
         }

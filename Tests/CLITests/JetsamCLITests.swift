@@ -9,7 +9,7 @@ import TestSupport
 
 @Suite("mempressure jetsam")
 struct JetsamCLITests {
-    static let canBudget = getuid() == 0 && (ProcFS.isFile("/sys/fs/cgroup/memory/cgroup.procs") || ProcFS.isFile("/sys/fs/cgroup/cgroup.controllers"))
+    static let canBudget = Supervisor.canBudget()
 
     struct DryRun: Decodable {
         var formatVersion: Int

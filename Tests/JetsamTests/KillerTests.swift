@@ -8,7 +8,7 @@ import TestSupport
 
 /// Whether this machine lets the tests give a device a memory budget (root and a memory
 /// cgroup controller); the killer's tests need one.
-let canBudget = getuid() == 0 && (ProcFS.isFile("/sys/fs/cgroup/memory/cgroup.procs") || ProcFS.isFile("/sys/fs/cgroup/cgroup.controllers"))
+let canBudget = Supervisor.canBudget()
 let workloadPath = buildDirectory + "/mempressure-workload"
 
 /// A small model app holding `dirtyMB` of plain dirty memory beside a little of everything.

@@ -59,9 +59,7 @@ public struct TestFailure: Error, CustomStringConvertible {
 
 /// The directory holding the built products (the test bundle runs from it).
 public let buildDirectory: String = {
-    var buffer = [CChar](repeating: 0, count: 4096)
-    let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-    let exe = String(decoding: buffer[0..<max(n, 0)].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    let exe = ProcFS.ownExecutablePath() ?? ""
     var dir = Substring(exe[..<(exe.lastIndex(of: "/") ?? exe.endIndex)])
     if dir.hasSuffix(".xctest") { dir = dir[..<(dir.lastIndex(of: "/") ?? dir.endIndex)] }
     return String(dir)

@@ -71,7 +71,7 @@ struct Measure: AsyncParsableCommand {
             case "latency": print(String(decoding: try encoder.encode(try await decisionLatency(apps: 100, rounds: latencyRounds, build: build, data: data)), as: UTF8.self))
             case "spike":
                 var runs = [try await runJetsam(Spike(), round: 1, build: build, data: data)]
-                for peer in Peer.allCases { runs.append(try await runPeer(peer, Spike(), round: 1, build: build, data: data, benchBinary: Programs.selfPath)) }
+                for peer in Peer.allCases { runs.append(try await runPeer(peer, Spike(), round: 1, build: build, data: data, benchBinary: (ProcFS.ownExecutablePath() ?? CommandLine.arguments[0]))) }
                 for var r in runs {
                     r.series = []
                     print(String(decoding: try encoder.encode(r), as: UTF8.self))
@@ -90,7 +90,7 @@ struct Measure: AsyncParsableCommand {
         let latency = try await decisionLatency(apps: 100, rounds: latencyRounds, build: build, data: data)
         let spike = Spike()
         var runs: [SpikeRun] = []
-        let me = Programs.selfPath
+        let me = (ProcFS.ownExecutablePath() ?? CommandLine.arguments[0])
         for round in 1...rounds {
             try Task.checkCancellation()
             log(tool, "spike round \(round): jetsam")
@@ -129,13 +129,6 @@ struct PeerRun: ParsableCommand {
 
 extension Peer: ExpressibleByArgument {}
 
-enum Programs {
-    static var selfPath: String {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        return n > 0 ? String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
-    }
-}
 
 /// Removes a directory tree of the benchmark's own (plain files and directories).
 func removeTree(_ path: String) {

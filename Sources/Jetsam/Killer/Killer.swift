@@ -244,7 +244,7 @@ actor JetsamEngine {
                 name: v.name, pid: pid, state: v.state, footprintBytes: latest.footprintBytes, purgeableBytes: latest.purgeableBytes,
                 residentBytes: latest.residentBytes, lifetimeMaxFootprintBytes: v.lifetimeMaxFootprintBytes,
                 secondsInState: v.secondsInState, secondsSinceActive: v.secondsSinceActive, activations: v.activations,
-                isProtected: configuration.protected.contains(v.name) || frozenNow, relaunchSeconds: Self.median(v.launchToReadySeconds),
+                isProtected: configuration.protected.contains(v.name) || frozenNow, relaunchSeconds: Validation.median(v.launchToReadySeconds),
                 sampleAgeSeconds: v.sampleAgeSeconds ?? .infinity))
         }
     }
@@ -252,12 +252,6 @@ actor JetsamEngine {
     /// The stay in the background an app is in: a suspended app's freeze-dry holds for it.
     static func stay(_ v: AppView) -> StayKey {
         StayKey(name: v.name, generation: v.generation, stay: v.state == .suspended ? v.backgroundStay : -1)
-    }
-
-    static func median(_ xs: [Double]) -> Double? {
-        guard !xs.isEmpty else { return nil }
-        let s = xs.sorted()
-        return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
     }
 
     // MARK: An episode

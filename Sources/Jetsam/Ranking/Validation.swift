@@ -128,6 +128,14 @@ enum Validation {
         return (app, notes)
     }
 
+    /// The median of `values` (nil when empty): the middle one, or the mean of the middle two.
+    static func median(_ values: [Double]) -> Double? {
+        guard !values.isEmpty else { return nil }
+        let s = values.sorted()
+        let middle = s.count / 2
+        return s.count % 2 == 1 ? s[middle] : (s[middle - 1] + s[middle]) / 2
+    }
+
     /// The relaunch prior: the median of the measured relaunch times in the input (any app whose
     /// value is sound, running or not: each is a measurement of this machine), else the policy's
     /// default.
@@ -138,8 +146,7 @@ enum Validation {
         guard !known.isEmpty else {
             return (policy.defaultRelaunchSeconds, "policy default (no app has a measured relaunch time)")
         }
-        let middle = known.count / 2
-        let median = known.count % 2 == 1 ? known[middle] : (known[middle - 1] + known[middle]) / 2
+        let median = Self.median(known) ?? policy.defaultRelaunchSeconds
         let noun = known.count == 1 ? "the one measured relaunch time" : "median of \(known.count) measured relaunch times"
         return (median, noun)
     }
