@@ -7,8 +7,9 @@ SWIFT ?= swift
 # Debian packages the build and the tests need (pkg-config finds jemalloc and libunwind).
 APT_PACKAGES := libjemalloc-dev libunwind-dev pkg-config util-linux
 # The benchmarks also compare against smem and pmap (procps), and jetsam against earlyoom and
-# nohang (which the benchmark starts itself, each inside a PID namespace of its own).
-BENCH_APT_PACKAGES := smem procps earlyoom nohang util-linux
+# nohang (which the benchmark starts itself, each inside a PID namespace of its own); their plots
+# are drawn by gnuplot.
+BENCH_APT_PACKAGES := smem procps earlyoom nohang util-linux gnuplot-nox
 
 export PATH := /opt/swift/usr/bin:$(PATH)
 
@@ -22,7 +23,7 @@ define install_missing
 	    echo "installing:$$missing"; \
 	    if [ "$$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
 	    else echo "make: please install:$$missing (apt-get install -y$$missing)" >&2; exit 1; fi; \
-	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	  fi; \
 	fi
 	@command -v $(SWIFT) >/dev/null 2>&1 || { echo "make: swift not found (Swift 6.2 or later, from swift.org)" >&2; exit 1; }
@@ -63,8 +64,8 @@ bench: bench-deps
 	cd Benchmarks && $(SWIFT) run -c release mappedfiles-bench --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release jetsam-bench --build ../.build/release --output ../Reports
 
-# Re-renders the reports from their JSON without measuring again.
-reports:
+# Re-renders the reports (Markdown, and plots through gnuplot) from their JSON without measuring.
+reports: bench-deps
 	cd Benchmarks && $(SWIFT) run -c release vmtracker-bench --render-only --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release purgeable-bench --render-only --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release mappedfiles-bench --render-only --output ../Reports

@@ -1,4 +1,5 @@
-// Shared by the benchmark harnesses: timing, reports, plots.
+// Shared by the benchmark harnesses: timing, reports (plots are in Gnuplot.swift, progress in
+// Progress.swift).
 
 import Foundation
 import Glibc
@@ -48,36 +49,6 @@ public struct Measurement: Codable, Sendable {
     public var minSeconds: Double
 }
 
-/// A horizontal bar chart as SVG: one bar per row, labelled, with its value printed.
-public func barChart(title: String, rows: [(label: String, value: Double, highlight: Bool)], unit: String, decimals: Int = 1) -> String {
-    let width = 900.0, barLeft = 430.0, rowHeight = 22.0
-    let maxValue = max(rows.map(\.value).max() ?? 1, 1e-12)
-    var out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(width))\" height=\"\(Int(Double(rows.count) * rowHeight + 40))\" font-family=\"sans-serif\" font-size=\"12\">\n"
-    out += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-    out += "<text x=\"10\" y=\"16\" font-weight=\"bold\">\(escapeXML(title))</text>\n"
-    for (i, r) in rows.enumerated() {
-        let y = 28 + Double(i) * rowHeight
-        let w = max(1, (width - barLeft - 90) * r.value / maxValue)
-        out += "<text x=\"\(Int(barLeft - 6))\" y=\"\(Int(y + 14))\" text-anchor=\"end\">\(escapeXML(r.label))</text>\n"
-        out += "<rect x=\"\(Int(barLeft))\" y=\"\(Int(y + 3))\" width=\"\(Int(w))\" height=\"\(Int(rowHeight - 6))\" fill=\"\(r.highlight ? "#999" : "#4a7bd0")\"/>\n"
-        out += "<text x=\"\(Int(barLeft + w + 4))\" y=\"\(Int(y + 14))\">\(ByteFormat.fixed(r.value, decimals))\(unit)</text>\n"
-    }
-    return out + "</svg>\n"
-}
-
-public func escapeXML(_ s: String) -> String {
-    var out = ""
-    for c in s {
-        switch c {
-        case "&": out += "&amp;"
-        case "<": out += "&lt;"
-        case ">": out += "&gt;"
-        default: out.append(c)
-        }
-    }
-    return out
-}
-
 public struct BenchError: Error, CustomStringConvertible {
     public var description: String
     public init(_ d: String) { description = d }
@@ -100,21 +71,24 @@ public func kernelRelease() -> String {
 
 public var onlineCPUs: Int { Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))) }
 
-/// A benchmark's report: the JSON holds every sample; the Markdown and the SVG are rendered
+/// A benchmark's report: the JSON holds every sample; the Markdown and the plots are rendered
 /// from it (so `--render-only` can rebuild them without measuring).
 public protocol RenderedReport: Codable {
     func markdown() -> String
-    func svg() -> String
+    /// Its plots, drawn by gnuplot from scripts written beside the report.
+    func plots() -> [Plot]
 }
 
-/// Writes `OUTPUT/NAME.json`, `.md` and `.svg`, and prints the Markdown.
+/// Writes `OUTPUT/NAME.json` and `.md`, and each plot's `.gp` script and the `.svg` gnuplot
+/// draws from it; prints the Markdown.
 public func writeReport(_ report: some RenderedReport, to output: String, named name: String, tool: String) throws {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
     try writeText(String(decoding: try encoder.encode(report), as: UTF8.self) + "\n", to: "\(output)/\(name).json")
     try writeText(report.markdown(), to: "\(output)/\(name).md")
-    try writeText(report.svg(), to: "\(output)/\(name).svg")
-    log(tool, "wrote \(output)/\(name).{md,json,svg}")
+    let plots = report.plots()
+    for plot in plots { try render(plot, in: output) }
+    log(tool, "wrote \(output)/\(name).{md,json}" + plots.map { ", \($0.name).{gp,svg}" }.joined())
     print(report.markdown())
 }
 

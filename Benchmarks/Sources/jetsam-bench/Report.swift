@@ -74,42 +74,30 @@ struct JetsamReport: RenderedReport {
     }
 
     /// The working set over time, round 1 of each killer, with the budget and the deaths.
-    func svg() -> String {
-        let width = 900.0, height = 420.0, left = 70.0, right = 20.0, top = 40.0, bottom = 50.0
+    func plots() -> [Plot] {
         var contenders: [String] = []
         for r in runs where !contenders.contains(r.contender) { contenders.append(r.contender) }
         let firsts = contenders.compactMap { c in runs.first { $0.contender == c } }
-        let tMax = max(1, firsts.flatMap { $0.series.map(\.t) }.max() ?? 1)
-        let yMax = Double(spike.budgetBytes) * 1.1
-        func x(_ t: Double) -> Double { left + (width - left - right) * t / tMax }
-        func y(_ b: Double) -> Double { top + (height - top - bottom) * (1 - b / yMax) }
-        let colors = ["#d04a4a", "#4a7bd0", "#3a9a4a", "#9a6a2a", "#777"]
-        var out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(width))\" height=\"\(Int(height))\" font-family=\"sans-serif\" font-size=\"12\">\n"
-        out += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-        out += "<text x=\"10\" y=\"18\" font-weight=\"bold\">Working set of the device during the spike (round 1 of each killer); a dot is a death</text>\n"
-        for f in [0.0, 0.25, 0.5, 0.75, 1.0] {
-            let b = Double(spike.budgetBytes) * f
-            out += "<line x1=\"\(Int(left))\" x2=\"\(Int(width - right))\" y1=\"\(Int(y(b)))\" y2=\"\(Int(y(b)))\" stroke=\"\(f == 1 ? "#000" : "#ddd")\"\(f == 1 ? " stroke-dasharray=\"4,3\"" : "")/>\n"
-            out += "<text x=\"\(Int(left - 6))\" y=\"\(Int(y(b) + 4))\" text-anchor=\"end\">\(Int(b / 1048576)) MiB</text>\n"
-        }
-        out += "<text x=\"\(Int(width - right))\" y=\"\(Int(y(Double(spike.budgetBytes)) - 4))\" text-anchor=\"end\">budget</text>\n"
-        var s = 0.0
-        while s <= tMax {
-            out += "<text x=\"\(Int(x(s)))\" y=\"\(Int(height - bottom + 16))\" text-anchor=\"middle\">\(Int(s)) s</text>\n"
-            s += 1
-        }
+        var p = Plot(name: "jetsam", title: "Working set of the device during the spike (round 1 of each killer); a dot is a death", width: 900, height: 440)
+        var plot: [String] = []
+        let colors = ["#d04a4a", "#4a7bd0", "#3a9a4a", "#9a6a2a", "#777777"]
         for (i, r) in firsts.enumerated() {
+            p.data("series\(i)", columns: ["seconds", "MiB"], rows: r.series.filter { $0.t >= 0 }.map { [.number($0.t), .number(Double($0.usedBytes) / 1048576)] })
+            p.data("deaths\(i)", columns: ["seconds", "MiB", "app"], rows: r.deaths.map { d in
+                [.number(d.t), .number(Double(r.series.last { $0.t <= d.t }?.usedBytes ?? 0) / 1048576), .text(d.app)]
+            })
             let color = colors[i % colors.count]
-            let points = r.series.filter { $0.t >= 0 }.map { "\(ByteFormat.fixed(x($0.t), 1)),\(ByteFormat.fixed(y(Double($0.usedBytes)), 1))" }.joined(separator: " ")
-            out += "<polyline fill=\"none\" stroke=\"\(color)\" stroke-width=\"1.5\" points=\"\(points)\"/>\n"
-            for d in r.deaths {
-                let used = r.series.last { $0.t <= d.t }?.usedBytes ?? 0
-                out += "<circle cx=\"\(Int(x(d.t)))\" cy=\"\(Int(y(Double(used))))\" r=\"4\" fill=\"\(color)\"><title>\(escapeXML(d.app)) at \(ByteFormat.fixed(d.t, 2)) s</title></circle>\n"
-            }
-            let ly = height - 14.0
-            let lx = left + Double(i) * 205
-            out += "<rect x=\"\(Int(lx))\" y=\"\(Int(ly - 9))\" width=\"12\" height=\"3\" fill=\"\(color)\"/><text x=\"\(Int(lx + 16))\" y=\"\(Int(ly))\">\(escapeXML(r.contender))</text>\n"
+            plot.append("$series\(i) using 1:2 with lines lw 1.5 lc rgb '\(color)' title \(Plot.quoted(r.contender))")
+            plot.append("$deaths\(i) using 1:2 with points pt 7 ps 0.8 lc rgb '\(color)' notitle")
         }
-        return out + "</svg>\n"
+        let budget = Double(spike.budgetBytes) / 1048576
+        p.command("set key outside bottom center horizontal")
+        p.command("set xlabel 'seconds since the spike began'")
+        p.command("set ylabel 'working set (MiB)'")
+        p.command("set yrange [0:\(budget * 1.1)]")
+        p.command("set arrow from graph 0, first \(budget) to graph 1, first \(budget) nohead dt 2 lc rgb 'black'")
+        p.command("set label 'budget' at graph 0.99, first \(budget) right offset 0,0.6")
+        p.command("plot " + plot.joined(separator: ", \\\n     "))
+        return [p]
     }
 }

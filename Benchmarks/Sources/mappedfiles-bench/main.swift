@@ -16,7 +16,7 @@ struct MappedFilesBench: AsyncParsableCommand {
     @Option(help: "File sizes in MiB.") var sizes: [Int] = [1, 16, 256, 1024]
     @Option(help: "Rounds of each measurement (interleaved).") var rounds = 3
     @Option(help: "Directory for the test files (on the disk to measure).") var scratch = "/var/tmp"
-    @Option(help: "Where to write mapped-files.md, .json and .svg.") var output = "../Reports"
+    @Option(help: "Where to write mapped-files.md, .json, .gp and .svg.") var output = "../Reports"
     @Flag(help: "Re-render the Markdown and SVG from the JSON already in --output.") var renderOnly = false
 
     func run() async throws {
@@ -215,11 +215,11 @@ struct Report: RenderedReport {
         return out
     }
 
-    func svg() -> String {
+    func plots() -> [Plot] {
         let chartRows = rows.map { r in
             (label: "\(r.mib) MiB, \(r.cache), \(r.measure)", value: r.mappedSeconds / r.readSeconds, highlight: r.measure == "full scan")
         }
-        return barChart(title: "time mapped / time read (below 1: mapping is faster)", rows: chartRows, unit: "x", decimals: 3)
+        return [Plot.bars(name: "mapped-files", title: "time mapped / time read (below 1: mapping is faster)", rows: chartRows, unit: "x", decimals: 3)]
     }
 }
 

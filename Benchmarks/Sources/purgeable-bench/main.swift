@@ -21,7 +21,7 @@ struct PurgeableBench: AsyncParsableCommand {
     @Option(help: "Round trips (and recreations) of a 1 MiB entry per round.") var roundTrips = 500
     @Option(help: "Requests in each simulated trace.") var requests = 1_000_000
     @Option(help: "Objects in each simulated trace.") var objects = 100_000
-    @Option(help: "Where to write purgeable-cache.md, .json and .svg.") var output = "../Reports"
+    @Option(help: "Where to write purgeable-cache.md, .json, .gp and .svg.") var output = "../Reports"
     @Flag(help: "Re-render the Markdown and SVG from the JSON already in --output.") var renderOnly = false
 
     func run() async throws {
@@ -337,12 +337,12 @@ struct Report: RenderedReport {
         return out
     }
 
-    func svg() -> String {
+    func plots() -> [Plot] {
         var rows: [(label: String, value: Double, highlight: Bool)] = []
         for kind in PurgeableBench.Kind.allCases {
             rows.append(("\(kind.rawValue), get hit", median(kind, .hit, 1) / 1e6, kind == .nscache))
         }
-        return barChart(title: "get (hit), 1 thread, millions of operations per second", rows: rows, unit: "", decimals: 2)
+        return [Plot.bars(name: "purgeable-cache", title: "get (hit), 1 thread, millions of operations per second", rows: rows, unit: "", decimals: 2)]
     }
 }
 

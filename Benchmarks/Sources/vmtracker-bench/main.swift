@@ -22,8 +22,8 @@ struct VMTrackerBench: AsyncParsableCommand {
     @Option(help: "Rounds of smem (it is slow).") var smemRounds = 3
     @Option(help: "Regions (x2) of the process used for the per-process comparison.") var bigRegions = 10_000
     @Option(help: "Directory holding the release build of mempressure and mempressure-hog.") var mempressureBuild = "../.build/release"
-    @Option(help: "Where to write vmtracker.md, .json and .svg.") var output = "../Reports"
-    @Flag(help: "Re-render vmtracker.md and .svg from the vmtracker.json already in --output, without measuring.")
+    @Option(help: "Where to write vmtracker.md, .json, .gp and .svg.") var output = "../Reports"
+    @Flag(help: "Re-render vmtracker.md and the plot from the vmtracker.json already in --output, without measuring.")
     var renderOnly = false
 
     func run() async throws {
@@ -316,10 +316,10 @@ struct BenchReport: RenderedReport {
         return out
     }
 
-    func svg() -> String {
-        barChart(
-            title: "median wall time, ms (\(processes) processes, \(regions) regions)",
-            rows: measurements.map { ($0.name, $0.medianSeconds * 1000, $0.name.hasPrefix("floor")) }, unit: "")
+    func plots() -> [Plot] {
+        [Plot.bars(
+            name: "vmtracker", title: "median wall time, ms (\(processes) processes, \(regions) regions)",
+            rows: measurements.map { ($0.name, $0.medianSeconds * 1000, $0.name.hasPrefix("floor")) }, unit: "")]
     }
 }
 
