@@ -1,31 +1,15 @@
 // mempressure-workload: the model app the demo, the tests and the benchmarks run under the
-// supervisor. It holds what a real app holds, in sizes set by its arguments:
-//
-//   --state-mb N          app state: saved to --data-dir on didEnterBackground and willTerminate,
-//                         restored from there when relaunched
-//   --image-cache-mb N    decoded images in a PurgeableCache; decoding costs real CPU
-//                         (--decode-cost iterations per KiB)
-//   --backing-mb N        view backing stores in purgeable buffers
-//   --assets-mb N         asset files, mmap'd
-//   --trim F              fraction (0...1) of the rebuildable memory (images, backing stores)
-//                         released on didEnterBackground
-//   --restore lazy|eager  on resume, rebuild what was released before reporting ready (eager)
-//                         or report ready at once and rebuild after (lazy)
-//   --background-task S   on didEnterBackground, run a task ("uploadPhotos") for S seconds
-//   --ignore-expiration   the task ignores its expiration handler (and overruns)
-//   --ignore-warnings     memory warnings release nothing
-//   --spin                burn CPU on a thread while running
-//   --watch-pressure      watch memory pressure in-process (PressureMonitor) and shrink its
-//                         caches at warning, as a supervisor's memory warning would
-//
-// It reports ready after launch (once active) and after each resume. Without a supervisor it
-// runs once through launch and waits for end of file on its standard input.
-
-// mempressure-workload: the model app the demo, the tests and the benchmarks run under the
 // supervisor. It holds what a real app holds, in sizes set by its options (`--help` lists them):
 // saved state, a decoded-image cache in a PurgeableCache, view backing stores in purgeable
-// buffers, mmap'd asset files, and plain dirty memory it can be told to grow and shrink while it
-// runs (`allocate N` / `release N`, from a scenario step or `mempressure app allocate`).
+// buffers, mmap'd asset files, a model it computed (plain dirty memory it can rebuild), and plain
+// dirty memory it can be told to grow and shrink while it runs (`allocate N` / `release N`, from a
+// scenario step or `mempressure app allocate`).
+//
+// On didEnterBackground it saves its state and releases `--trim` of what it can rebuild (images,
+// backing stores, the model); on resume it rebuilds what is missing, before reporting ready
+// (`--restore eager`) or after (`lazy`). The benchmarks ask it, through app commands, when the
+// rebuild has finished and what it cost (`restored`), and check every byte of its state
+// (`verify`).
 //
 // It reports ready after launch (once active) and after each resume. Without a supervisor it
 // runs once through launch and waits for end of file on its standard input.
@@ -57,9 +41,10 @@ struct Options: ParsableCommand, Sendable {
     @Option(name: .customLong("image-kb"), help: "The size of one image (KiB, at least 4).") var imageKB = 256
     @Option(name: .customLong("backing-mb"), help: "View backing stores in purgeable buffers (MiB, 1 MiB each).") var backingMB = 8
     @Option(name: .customLong("assets-mb"), help: "Asset files, mmap'd read-only (MiB).") var assetsMB = 8
+    @Option(name: .customLong("model-mb"), help: "A model computed at launch (MiB, 1 MiB chunks of plain dirty memory, --decode-cost like images): trimmed in the background and rebuilt on resume.") var modelMB = 0
     @Option(name: .customLong("dirty-mb"), help: "Plain dirty memory allocated at launch (MiB); grows and shrinks with allocate and release.") var dirtyMB = 0
     @Option(name: .customLong("decode-cost"), help: "Rounds of mixing per KiB when decoding an image (real CPU).") var decodeCost = 64
-    @Option(help: "Fraction (0...1) of the rebuildable memory (images, backing stores) released on didEnterBackground.") var trim = 0.5
+    @Option(help: "Fraction (0...1) of the rebuildable memory (images, backing stores, the model) released on didEnterBackground.") var trim = 0.5
     @Option(help: "On resume, rebuild what was released before reporting ready (eager) or after (lazy).") var restore: Restore = .lazy
     @Option(name: .customLong("background-task"), help: "On didEnterBackground, run a task (uploadPhotos) for this many seconds.") var backgroundTaskSeconds = 0.0
     @Option(name: .customLong("warning-frees"), help: "Fraction (0...1) of its plain dirty memory freed on a memory warning (a cache it can rebuild).") var warningFrees = 0.0
@@ -69,10 +54,10 @@ struct Options: ParsableCommand, Sendable {
     @Flag(name: .customLong("watch-pressure"), help: "Watch memory pressure in-process and shrink its caches at warning.") var watchPressure = false
 
     mutating func validate() throws {
-        guard stateMB >= 0, imageCacheMB >= 0, backingMB >= 0, assetsMB >= 0, dirtyMB >= 0, decodeCost >= 0 else {
+        guard stateMB >= 0, imageCacheMB >= 0, backingMB >= 0, assetsMB >= 0, modelMB >= 0, dirtyMB >= 0, decodeCost >= 0 else {
             throw ValidationError("sizes and costs are non-negative integers")
         }
-        guard stateMB <= 1 << 20, imageCacheMB <= 1 << 20, backingMB <= 1 << 20, assetsMB <= 1 << 20, dirtyMB <= 1 << 20 else {
+        guard stateMB <= 1 << 20, imageCacheMB <= 1 << 20, backingMB <= 1 << 20, assetsMB <= 1 << 20, modelMB <= 1 << 20, dirtyMB <= 1 << 20 else {
             throw ValidationError("sizes are at most 1048576 MiB")
         }
         imageKB = max(4, imageKB)
@@ -151,6 +136,28 @@ final class DirtyMemory: @unchecked Sendable {
     }
 }
 
+/// What one rebuild did: what it rebuilt, and its wall and CPU time (this thread's).
+struct Rebuild {
+    var images = 0
+    var stores = 0
+    var modelChunks = 0
+    var seconds = 0.0
+    var cpuSeconds = 0.0
+    /// Of `seconds`, the time spent touching the asset mapping again (its refaults).
+    var assetSeconds = 0.0
+
+    var text: String {
+        "images=\(images) stores=\(stores) model=\(modelChunks) seconds=\(seconds) cpu=\(cpuSeconds) assets=\(assetSeconds)"
+    }
+}
+
+/// CPU time of the calling thread, in seconds.
+func threadCPUSeconds() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
 /// The app's model: everything it holds, and how it builds, trims and restores it.
 final class Workload: LifecycleDelegate, @unchecked Sendable {
     let o: Options
@@ -167,6 +174,12 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
     let taskShouldStop = Atomic<Bool>(false)
     let taskBegun = Atomic<Bool>(false)
     var restoredFromDisk = false
+    /// The checksum of the state as launch found it (restored from disk, or new).
+    var launchChecksum: UInt64 = 0
+    /// The model: 1 MiB chunks of computed content; nil where trimmed.
+    var model: [[UInt8]?] = []
+    /// What the last rebuild did and cost (read by the `restored` command).
+    var lastRebuild = Rebuild()
 
     let dirty = DirtyMemory()
 
@@ -182,9 +195,10 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
 
     // MARK: Building
 
-    /// Decodes image `id`: real CPU work, `decodeCost` rounds of mixing per KiB.
-    func decode(_ id: Int) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: o.imageKB * 1024)
+    /// Decodes image `id` (or `bytes` of content): real CPU work, `decodeCost` rounds of mixing
+    /// per KiB.
+    func decode(_ id: Int, bytes: Int? = nil) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: bytes ?? o.imageKB * 1024)
         out.withUnsafeMutableBytes { raw in
             let words = raw.bindMemory(to: UInt64.self)
             var x = UInt64(truncatingIfNeeded: id) &* 0x9E37_79B9_7F4A_7C15 | 1
@@ -240,8 +254,30 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
             state = [UInt8](repeating: 0, count: size)
             state.withUnsafeMutableBytes { raw in
                 let words = raw.bindMemory(to: UInt64.self)
-                for i in words.indices { words[i] = UInt64(truncatingIfNeeded: i) &* 0x9E37_79B9_7F4A_7C15 }
+                for i in words.indices { words[i] = Self.stateWord(i) }
             }
+        }
+        launchChecksum = stateChecksum
+    }
+
+    /// Word `i` of a new state; word 0 then counts activations.
+    static func stateWord(_ i: Int) -> UInt64 { UInt64(truncatingIfNeeded: i) &* 0x9E37_79B9_7F4A_7C15 }
+
+    /// The bytes of the state that differ from what it must hold after `activations`
+    /// activations since its first launch: every byte is compared, and a missing or short state
+    /// counts whole.
+    func lostBytes(activations: UInt64) -> Int {
+        let size = o.stateMB << 20
+        guard state.count == size else { return size }
+        return state.withUnsafeBytes { raw in
+            let words = raw.bindMemory(to: UInt64.self)
+            var lost = 0
+            for i in words.indices {
+                let expected = i == 0 ? activations : Self.stateWord(i)
+                let x = words[i] ^ expected
+                for byte in 0..<8 where (x >> (byte * 8)) & 0xFF != 0 { lost += 1 }
+            }
+            return lost
         }
     }
 
@@ -304,20 +340,36 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
         }
     }
 
-    /// Rebuilds whatever is missing: images not in the cache, backing stores discarded.
+    /// Rebuilds whatever is missing: images not in the cache, backing stores discarded, model
+    /// chunks trimmed; touches the assets again. Records what it did in `lastRebuild`.
     func rebuildMissing() {
-        for id in 0..<imageCount where images.object(forKey: id) == nil { buildImage(id) }
+        let start = monotonicSeconds(), cpu = threadCPUSeconds()
+        var r = Rebuild()
+        for id in 0..<imageCount where images.object(forKey: id) == nil {
+            buildImage(id)
+            r.images += 1
+        }
         lock.withLock { _ in
             for i in backingStores.indices where backingStores[i].isContentDiscarded || !backingStores[i].beginContentAccess() {
                 backingStores[i] = buildBackingStore()
+                r.stores += 1
             }
             for b in backingStores where !b.isContentDiscarded && b.accessCount > 0 {
                 do { try b.endContentAccess() } catch { fail("\(error)") }
             }
+            for i in model.indices where model[i] == nil {
+                model[i] = decode(1_000_000 + i, bytes: 1 << 20)
+                r.modelChunks += 1
+            }
         }
         if !assets.isEmpty {
+            let touch = monotonicSeconds()
             do { try assets[0].touchAllPages() } catch { fail("assets: \(error)") }
+            r.assetSeconds = monotonicSeconds() - touch
         }
+        r.seconds = monotonicSeconds() - start
+        r.cpuSeconds = threadCPUSeconds() - cpu
+        lock.withLock { _ in lastRebuild = r }
     }
 
     /// Releases `trim` of the rebuildable memory.
@@ -327,6 +379,8 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
         lock.withLock { _ in
             let stores = Int((Double(backingStores.count) * o.trim).rounded())
             for b in backingStores.prefix(stores) { b.discardContentIfPossible() }
+            let chunks = Int((Double(model.count) * o.trim).rounded())
+            for i in 0..<chunks { model[i] = nil }
         }
         PurgeableArena.adviseIdleBuffersEverywhere()
     }
@@ -336,7 +390,10 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
         loadState()
         mapAssets()
         for id in 0..<imageCount { buildImage(id) }
-        lock.withLock { _ in backingStores = (0..<backingCount).map { _ in buildBackingStore() } }
+        lock.withLock { _ in
+            backingStores = (0..<backingCount).map { _ in buildBackingStore() }
+            model = (0..<o.modelMB).map { decode(1_000_000 + $0, bytes: 1 << 20) }
+        }
         if o.dirtyMB > 0, !dirty.allocate(o.dirtyMB << 20) { fail("cannot allocate \(o.dirtyMB) MiB") }
     }
 
@@ -351,11 +408,11 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
         guard owesReady.exchange(false, ordering: .relaxed) else { return }
         if rebuilding.load(ordering: .relaxed) == false, !o.eagerRestore {
             // Lazy restore: ready now, rebuild after.
+            rebuilding.store(true, ordering: .releasing)
             client.reportReady()
-            rebuilding.store(true, ordering: .relaxed)
             thread("the lazy restore") { [self] in
                 rebuildMissing()
-                rebuilding.store(false, ordering: .relaxed)
+                rebuilding.store(false, ordering: .releasing)
             }
             return
         }
@@ -401,17 +458,31 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
     ///     release N           unmap N bytes of it                           -> "dirty BYTES"
     ///     grow RATE TOTAL     allocate TOTAL bytes at RATE bytes a second, in 4 MiB steps,
     ///                         on a thread of its own (an allocation spike)   -> "growing"
-    ///     state               the checksum of its state, and whether it was restored from disk
+    ///     state               the checksum of its state (now, and as launch found it), whether it
+    ///                         was restored from disk, its size and its activation count
+    ///     verify N            compares every byte of the state with what it must hold after N
+    ///                         activations                                   -> "lost BYTES"
+    ///     restored            waits until the rebuild after a resume has finished (at once for
+    ///                         an eager restore) and says what it did       -> "restored images=..."
     func didReceiveCommand(_ client: LifecycleClient, _ text: String) -> String { command(text) }
 
     func command(_ text: String) -> String {
         let words = text.split(separator: " ")
         if words == ["state"] {
-            return "state fnv=\(String(stateChecksum, radix: 16)) restored=\(restoredFromDisk) bytes=\(state.count)"
+            let activations = state.count >= 8 ? state.withUnsafeBytes { $0.load(as: UInt64.self) } : 0
+            return "state fnv=\(String(stateChecksum, radix: 16)) launch=\(String(launchChecksum, radix: 16)) restored=\(restoredFromDisk) bytes=\(state.count) activations=\(activations)"
+        }
+        if words == ["restored"] {
+            // The lazy rebuild runs on a thread of its own; it is short (seconds at most).
+            while rebuilding.load(ordering: .acquiring) { sched_yield() }
+            return "restored " + lock.withLock { _ in lastRebuild.text }
+        }
+        if words.count == 2, words[0] == "verify", let n = UInt64(words[1]) {
+            return "lost \(lostBytes(activations: n))"
         }
         let numbers = words.dropFirst().compactMap { Int($0) }
         guard numbers.count == words.count - 1, !numbers.isEmpty, numbers.allSatisfy({ $0 > 0 && $0 <= 1 << 40 }) else {
-            return "error: expected 'allocate N', 'release N', 'grow RATE TOTAL' or 'state'"
+            return "error: expected 'allocate N', 'release N', 'grow RATE TOTAL', 'state', 'verify N' or 'restored'"
         }
         switch (words[0], numbers.count) {
         case ("allocate", 1):
