@@ -63,6 +63,19 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(
+            name: "resume-bench",
+            dependencies: [
+                "BenchSupport",
+                .product(name: "AppLifecycle", package: "MemoryPressure"),
+                .product(name: "LifecycleProtocol", package: "MemoryPressure"),
+                .product(name: "VMTracker", package: "MemoryPressure"),
+                .product(name: "LinuxSystem", package: "MemoryPressure"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
             name: "vmtracker-bench",
             dependencies: [
                 "BenchSupport",

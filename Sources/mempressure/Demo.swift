@@ -34,6 +34,8 @@ struct Demo: AsyncParsableCommand {
     var json = false
     @Flag(name: .customLong("vm-only"), help: "Only part 1.")
     var vmOnly = false
+    @Option(name: .customLong("report-dir"), help: "Keep jetsam's episode reports in this directory (by default they are written to a temporary directory and removed at the end).")
+    var reportDirectory: String?
 
     func run() async throws {
         let demo = self
@@ -73,7 +75,9 @@ struct Demo: AsyncParsableCommand {
         }
     }
 
-    /// Part 3: memory runs short on a small device; jetsam warns, then kills in the iOS order.
+    /// Part 3: several apps switched among on a small device until memory runs short: their VM
+    /// Tracker summaries as they are suspended, the warnings, jetsam's decisions and why, a
+    /// freeze-dry when there is swap; then switching back: a resume against a relaunch.
     func jetsam() async throws -> ScenarioLog? {
         guard Supervisor.canBudget() else {
             if !json { output("\nPart 3 (jetsam) needs a device budget: a memory cgroup, which needs root and the memory controller. Skipped.\n") }
@@ -82,23 +86,36 @@ struct Demo: AsyncParsableCommand {
         let directory = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
         let data = "\(directory)/mempressure-demo-jetsam-\(getpid())"
         try ProcFS.makeDirectory(data)
-        let apps: [(String, Int, Bool)] = [("Photos", 60, false), ("Maps", 50, false), ("Music", 40, true), ("Notes", 20, false), ("Podcasts", 24, true), ("Safari", 10, false)]
+        let episodes = reportDirectory ?? "\(data)/episodes"
+        try ProcFS.makeDirectory(episodes)
+        let apps: [(String, Int, Bool)] = [("Photos", 60, false), ("Maps", 50, false), ("Music", 40, true), ("Notes", 20, false), ("Podcasts", 24, true), ("Weather", 4, false), ("Safari", 10, false)]
+        var written: [String] = []
         defer {
             for (name, _, _) in apps {
                 for file in ["state.bin", ".state.bin.tmp", "assets.bin"] { unlink("\(data)/\(name)/\(file)") }
                 rmdir("\(data)/\(name)")
             }
+            if reportDirectory == nil {
+                for file in written { unlink(file) }
+                rmdir(episodes)
+            }
             rmdir(data)
         }
         var steps: [Command] = []
         for (name, _, running) in apps where name != "Safari" {
-            steps += [.activate(name), .background(name, waitForSuspension: !running)]
+            steps += [.activate(name), .waitReady(name, count: nil, timeout: nil), .background(name, waitForSuspension: !running)]
             if running { steps.append(.waitState(name, .backgroundRunning, timeout: 20)) }
         }
-        steps += [.activate("Safari"), .allocate("Safari", bytes: 100 << 20), .waitState("Photos", .notRunning, timeout: 30), .wait(seconds: 0.5), .terminate("Safari")]
+        steps += [.activate("Safari"), .allocate("Safari", bytes: 100 << 20), .waitState("Photos", .notRunning, timeout: 30), .wait(seconds: 0.5)]
+        // Switching back: Safari gives its memory back and goes to the background; Notes, kept
+        // suspended, is resumed; Photos, which jetsam took, is relaunched with its state.
+        steps += [.release("Safari", bytes: 100 << 20), .background("Safari", waitForSuspension: true),
+                  .activate("Notes"), .waitReady("Notes", count: 2, timeout: 20), .background("Notes", waitForSuspension: true),
+                  .activate("Photos"), .waitReady("Photos", count: 2, timeout: 30)]
         var j = JetsamConfiguration(policy: .ios)
         j.highMemoryBytes = 32 << 20
         j.targetAvailableShare = 0.5
+        j.reportDirectory = episodes
         let scenario = Scenario(
             budgetBytes: 384 << 20, backgroundTaskLimit: 600, jetsam: j,
             apps: apps.map { name, dirty, running in
@@ -106,21 +123,61 @@ struct Demo: AsyncParsableCommand {
             },
             steps: steps)
         if !json {
-            output("\nPart 3: memory runs short on a 384 MiB device. Photos, Maps and Notes are suspended, Music and Podcasts run in the background, Safari is in the foreground and allocates 100 MiB. Jetsam (ios policy, high memory from 32 MiB, half the budget to be free again) warns the running apps, then kills:\n\n")
+            output("\nPart 3: apps switched among on a 384 MiB device until memory runs short. Photos, Maps, Notes and Weather are used, then suspended; Music and Podcasts keep running in the background; Safari comes to the foreground and allocates 100 MiB. Jetsam (ios policy, high memory from 32 MiB, half the budget to be free again) warns the running apps, then kills; then we switch back to Notes (resumed) and Photos (relaunched):\n\n")
         }
         let quiet = json
         let log = try await scenario.run { event in
+            guard !quiet else { return }
             let levelChange = event.kind == .pressure && ["normal", "warning", "critical"].contains(event.name ?? "")
-            if !quiet, levelChange || ([.warning, .jetsam, .freeze, .exit].contains(event.kind) && event.app != nil) {
+            if levelChange || ([.warning, .jetsam, .freeze, .exit, .launch].contains(event.kind) && event.app != nil) || (event.kind == .freeze && event.app == nil) {
                 output(renderEvent(event) + "\n")
+            }
+            // As each app is suspended, what it leaves in memory, from the VM Tracker.
+            if event.kind == .state, event.to == .suspended, let app = event.app, let pid = event.pid {
+                output(Self.backgroundSummary(app: app, pid: pid, at: event.t) + "\n")
             }
         }
         if !json {
             for e in log.episodes { output("\n" + e.renderText()) }
             output("\nKernel cgroup OOM kills during the run: \(log.kernelOOMKills.map(String.init) ?? "?") (jetsam acted first). `mempressure jetsam replay` runs the same decisions under the other policies.\n")
+            output(Self.switchingBack(log))
+            do {
+                written = try ProcFS.listDirectory(episodes).map { "\(episodes)/\(String(decoding: $0, as: UTF8.self))" }.sorted()
+            } catch {
+                output("cannot list \(episodes): \(error)\n")
+            }
+            for file in written {
+                output("Episode report: \(file)" + (reportDirectory == nil ? " (removed when the demo ends; --report-dir DIR keeps it; `mempressure jetsam report FILE` renders it)\n" : "\n"))
+            }
             for e in log.errors { output("error: \(e)\n") }
         }
         return log
+    }
+
+    /// One line: what a suspended app leaves in memory.
+    static func backgroundSummary(app: String, pid: Int32, at t: Double) -> String {
+        let head = ByteFormat.fixed(t, 3).padded(to: 9) + "  " + app.padded(to: 10, left: true) + "  " + String(pid).padded(to: 7) + "  " + "vm".padded(to: 12, left: true) + "  suspended: "
+        do {
+            let c = try Snapshotter().process(pid, options: .totalsOnly).totals
+            return head + "footprint \(ByteFormat.human(c.footprint)) (dirty \(ByteFormat.human(c.dirty)), purgeable \(ByteFormat.human(c.purgeable)), clean \(ByteFormat.human(c.clean)), swapped \(ByteFormat.human(c.swapped)))"
+        } catch {
+            return head + "unreadable (\(error))"
+        }
+    }
+
+    /// Switching back after the kills: the time to ready of a resume and of a relaunch.
+    static func switchingBack(_ log: ScenarioLog) -> String {
+        var out = "\nSwitching back, from the supervisor's command to the app's ready:\n"
+        let notes = log.events.filter { $0.app == "Notes" }
+        if let resume = notes.last(where: { $0.kind == .state && $0.from == .suspended })?.t, let ready = notes.last(where: { $0.kind == .ready })?.t, ready > resume {
+            out += "  Notes, kept suspended, resumed: \(ByteFormat.fixed((ready - resume) * 1000, 1)) ms\n"
+        }
+        let photos = log.events.filter { $0.app == "Photos" }
+        if let launch = photos.last(where: { $0.kind == .launch })?.t, let ready = photos.last(where: { $0.kind == .ready })?.t, ready > launch {
+            out += "  Photos, taken by jetsam, relaunched with its saved state: \(ByteFormat.fixed((ready - launch) * 1000, 1)) ms\n"
+        }
+        out += "  (Reports/resume-relaunch.md measures this tradeoff at every trim level; Reports/switching.md over app-switching traces.)\n"
+        return out
     }
 
     /// Part 2: the built-in lifecycle scenario.

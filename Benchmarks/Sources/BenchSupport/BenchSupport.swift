@@ -96,3 +96,77 @@ public func writeReport(_ report: some RenderedReport, to output: String, named 
 public func readReport<Report: RenderedReport>(_ type: Report.Type, from output: String, named name: String) throws -> Report {
     try JSONDecoder().decode(type, from: Data(try ProcFS.readBytes("\(output)/\(name).json")))
 }
+
+/// The spread of a set of samples: nearest-rank percentiles, with the extremes and the count.
+public struct Spread: Codable, Sendable, Hashable {
+    public var p50: Double
+    public var p90: Double
+    public var p99: Double
+    public var min: Double
+    public var max: Double
+    public var count: Int
+
+    public init(_ samples: [Double]) {
+        let s = samples.filter(\.isFinite).sorted()
+        func rank(_ q: Double) -> Double {
+            guard !s.isEmpty else { return .nan }
+            return s[Swift.min(s.count - 1, Swift.max(0, Int((q * Double(s.count)).rounded(.up)) - 1))]
+        }
+        p50 = rank(0.5)
+        p90 = rank(0.9)
+        p99 = rank(0.99)
+        min = s.first ?? .nan
+        max = s.last ?? .nan
+        count = s.count
+    }
+
+    /// "p50 (p90, p99)" with `decimals`.
+    public func text(_ decimals: Int = 1) -> String {
+        "\(ByteFormat.fixed(p50, decimals)) (\(ByteFormat.fixed(p90, decimals)), \(ByteFormat.fixed(p99, decimals)))"
+    }
+}
+
+/// The machine a report was measured on, in one line.
+public func machineLine() -> String {
+    var total = "? GiB"
+    do {
+        let bytes = try ProcFS.readBytes("/proc/meminfo")
+        if let t = bytes.withUnsafeBytes({ MemInfo.parse($0) }).totalBytes { total = "\(t >> 30) GiB" }
+    } catch {
+        total = "? GiB (\(error))"
+    }
+    return "Linux \(kernelRelease()), \(onlineCPUs) CPUs, \(total) RAM"
+}
+
+/// Removes a directory tree of the benchmark's own (plain files and directories).
+public func removeTree(_ path: String) {
+    do {
+        for name in try ProcFS.listDirectory(path) {
+            let child = "\(path)/\(String(decoding: name, as: UTF8.self))"
+            if ProcFS.isDirectory(child) { removeTree(child) } else { unlink(child) }
+        }
+    } catch {
+        // Already gone.
+    }
+    rmdir(path)
+}
+
+/// Runs `body` as a task that Ctrl-C (SIGINT) or SIGTERM cancels: the benchmark's sections then
+/// kill what they started and remove their cgroups and files, and this throws "interrupted".
+public func interruptible(_ body: @escaping @Sendable () async throws -> Void) async throws {
+    let work = Task { try await body() }
+    signal(SIGINT, SIG_IGN)
+    signal(SIGTERM, SIG_IGN)
+    let sources = [SIGINT, SIGTERM].map { DispatchSource.makeSignalSource(signal: $0) }
+    for source in sources {
+        source.setEventHandler { work.cancel() }
+        source.resume()
+    }
+    defer { for s in sources { s.cancel() } }
+    do {
+        try await work.value
+    } catch {
+        if work.isCancelled { throw BenchError("interrupted: what the benchmark started was killed and removed") }
+        throw error
+    }
+}

@@ -33,21 +33,7 @@ struct Measure: AsyncParsableCommand {
         // Ctrl-C (or SIGTERM) cancels the measurement; every section then kills what it started
         // and removes its cgroups and files before the benchmark exits.
         let measure = self
-        let work = Task { try await measure.measure() }
-        Glibc.signal(SIGINT, SIG_IGN)
-        Glibc.signal(SIGTERM, SIG_IGN)
-        let sources = [SIGINT, SIGTERM].map { DispatchSource.makeSignalSource(signal: $0) }
-        for source in sources {
-            source.setEventHandler { work.cancel() }
-            source.resume()
-        }
-        defer { for s in sources { s.cancel() } }
-        do {
-            try await work.value
-        } catch {
-            if work.isCancelled { throw BenchError("interrupted: what the benchmark started was killed and removed") }
-            throw error
-        }
+        try await interruptible { try await measure.measure() }
     }
 
     func measure() async throws {
@@ -130,15 +116,3 @@ struct PeerRun: ParsableCommand {
 extension Peer: ExpressibleByArgument {}
 
 
-/// Removes a directory tree of the benchmark's own (plain files and directories).
-func removeTree(_ path: String) {
-    do {
-        for name in try ProcFS.listDirectory(path) {
-            let child = "\(path)/\(String(decoding: name, as: UTF8.self))"
-            if ProcFS.isDirectory(child) { removeTree(child) } else { unlink(child) }
-        }
-    } catch {
-        // Already gone.
-    }
-    rmdir(path)
-}

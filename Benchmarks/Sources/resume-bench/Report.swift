@@ -1,0 +1,253 @@
+import BenchSupport
+import Foundation
+import LinuxSystem
+
+/// One point of the tradeoff: a trim level, a restore mode and a condition.
+struct Point: Codable, Sendable {
+    var trim: Int
+    var restore: String
+    var condition: Condition
+    /// Medians over the rounds, in the background just before the resume.
+    var backgroundFootprintBytes: UInt64
+    var dirtyBytes: UInt64
+    var purgeableBytes: UInt64
+    var cleanBytes: UInt64
+    var swappedBytes: UInt64
+    var resumeReadyMs: Spread
+    var resumeFullMs: Spread
+    /// Relaunches of the same app (trim, restore), measured in the same block of the run.
+    var relaunchMs: Spread
+    var relaunchColdMs: Spread
+    /// resumeFullMs.p50 / relaunchMs.p50: above 1, relaunching would have been as quick.
+    var ratio: Double
+    var thawMs: Spread
+    var minorFaults: Double
+    var majorFaults: Double
+    var refaultMs: Spread
+    var rebuildCPUMs: Spread
+}
+
+/// Where resuming stops paying: the trim at which the resume (until fully working) takes as
+/// long as the relaunch, interpolated between the trims measured; nil if it never does.
+struct BreakEven: Codable, Sendable {
+    var restore: String
+    var condition: Condition
+    var trim: Double?
+}
+
+struct ResumeReport: RenderedReport {
+    var formatVersion = 1
+    var machine: String
+    var command: String
+    var size: AppSize
+    var rounds: Int
+    var conditions: [Condition]
+    var points: [Point]
+    /// The break-even of eager restores with no pressure: the app's own trim as the only
+    /// variable (`breakEvens` has every restore mode and condition).
+    var breakEvenTrim: Double?
+    var breakEvens: [BreakEven]
+    var stateBytesLost: Int
+    var cycles: [Cycle]
+    var relaunches: [Relaunch]
+    var notes: [String]
+
+    init(machine: String, command: String, size: AppSize, rounds: Int, conditions: [Condition], cycles: [Cycle], relaunches: [Relaunch], notes: [String]) {
+        self.machine = machine
+        self.command = command
+        self.size = size
+        self.rounds = rounds
+        self.conditions = conditions
+        self.cycles = cycles
+        self.relaunches = relaunches
+        self.notes = notes
+        stateBytesLost = relaunches.reduce(0) { $0 + $1.lostBytes }
+        let trims = Array(Set(cycles.map(\.trim))).sorted()
+        var points: [Point] = []
+        for trim in trims {
+            for restore in ["lazy", "eager"] {
+                let warm = Spread(relaunches.filter { $0.trim == trim && $0.restore == restore && $0.cache == "warm" }.map(\.readyMs))
+                let cold = Spread(relaunches.filter { $0.trim == trim && $0.restore == restore && $0.cache == "cold" }.map(\.readyMs))
+                for condition in conditions {
+                    let cs = cycles.filter { $0.trim == trim && $0.restore == restore && $0.condition == condition }
+                    guard !cs.isEmpty else { continue }
+                    func median(_ f: (Cycle) -> UInt64) -> UInt64 {
+                        let values: [Double] = cs.map { Double(f($0)) }
+                        return UInt64(Spread(values).p50)
+                    }
+                    let full = Spread(cs.map(\.fullMs))
+                    let minor: [Double] = cs.map { Double($0.minorFaults) }
+                    let major: [Double] = cs.map { Double($0.majorFaults) }
+                    let ratio: Double = full.p50 / warm.p50
+                    let point = Point(
+                        trim: trim, restore: restore, condition: condition,
+                        backgroundFootprintBytes: median(\.footprintBytes), dirtyBytes: median(\.dirtyBytes), purgeableBytes: median(\.purgeableBytes),
+                        cleanBytes: median(\.cleanBytes), swappedBytes: median(\.swappedBytes),
+                        resumeReadyMs: Spread(cs.map(\.readyMs)), resumeFullMs: full, relaunchMs: warm, relaunchColdMs: cold,
+                        ratio: ratio, thawMs: Spread(cs.map(\.thawMs)),
+                        minorFaults: Spread(minor).p50, majorFaults: Spread(major).p50,
+                        refaultMs: Spread(cs.map(\.refaultMs)), rebuildCPUMs: Spread(cs.map(\.rebuildCPUMs)))
+                    points.append(point)
+                }
+            }
+        }
+        self.points = points
+        var evens: [BreakEven] = []
+        for restore in ["lazy", "eager"] {
+            for condition in conditions {
+                let curve = points.filter { $0.restore == restore && $0.condition == condition }.sorted { $0.trim < $1.trim }
+                evens.append(BreakEven(restore: restore, condition: condition, trim: Self.breakEven(curve.map { (Double($0.trim), $0.ratio) })))
+            }
+        }
+        breakEvens = evens
+        breakEvenTrim = evens.first { $0.restore == "eager" && $0.condition == .none }?.trim
+    }
+
+    /// The first trim where the ratio reaches 1, linearly interpolated; nil if it never does.
+    static func breakEven(_ curve: [(trim: Double, ratio: Double)]) -> Double? {
+        guard let first = curve.first else { return nil }
+        if first.ratio >= 1 { return first.trim }
+        for (a, b) in zip(curve, curve.dropFirst()) where a.ratio < 1 && b.ratio >= 1 {
+            return a.trim + (b.trim - a.trim) * (1 - a.ratio) / (b.ratio - a.ratio)
+        }
+        return nil
+    }
+
+    func mib(_ b: UInt64) -> String { ByteFormat.fixed(Double(b) / 1048576, 1) }
+
+    func markdown() -> String {
+        var md = "# Resume versus relaunch: the single-app tradeoff\n\n"
+        md += """
+            The model app (`mempressure-workload`) holds \(size.stateMB) MiB of state (saved on \
+            didEnterBackground, restored on relaunch), \(size.imageCacheMB) MiB of decoded images in a \
+            PurgeableCache, \(size.backingMB) MiB of backing stores in purgeable buffers, \(size.modelMB) MiB \
+            of a computed model (plain dirty memory) and \(size.assetsMB) MiB of mmap'd assets. When it \
+            enters the background it frees its **trim level** of what it can rebuild (images, backing \
+            stores, model). Resumed, it rebuilds what is missing before reporting ready (**eager**) or \
+            reports ready at once and rebuilds after (**lazy**). Relaunched, it restores its state from \
+            disk and builds everything before reporting ready.
+
+            Conditions while it is suspended: **none** (only what it trimmed itself is gone); \
+            **squeeze** (its memory cgroup's limit lowered to what reclaim cannot take without swap: \
+            the kernel takes its purgeable and clean pages); **swap** (freeze-dried: its anonymous \
+            memory written to a temporary swap file with process_madvise MADV_PAGEOUT).
+
+            Times are from the supervisor's command: *ready* is the app's `ready`, *full* is when its \
+            rebuild has finished and its working set has been read again (every released thing \
+            rebuilt). Relaunch is from the launch command (fork, exec, state restored, everything \
+            built) to `ready`, measured for the same app in the same block of the run, with the page \
+            cache warm and cold (the state file, the asset file and the executable dropped from it). \
+            **ratio** = resume full p50 / relaunch warm p50. Figures are p50 (p90, p99) over \
+            \(rounds) rounds.
+
+            Machine: \(machine). Regenerate: `\(command)`.
+
+
+            """
+        md += "## Break-even\n\n"
+        let names: [String] = conditions.map(\.rawValue)
+        md += "| restore | \(names.joined(separator: " | ")) |\n|---|\(String(repeating: "---:|", count: names.count))\n"
+        for restore in ["lazy", "eager"] {
+            var cells: [String] = []
+            for c in conditions {
+                let even: BreakEven? = breakEvens.first { $0.restore == restore && $0.condition == c }
+                if let trim = even?.trim {
+                    cells.append("\(ByteFormat.fixed(trim, 0))% trim")
+                } else {
+                    cells.append("never (resume wins at every trim)")
+                }
+            }
+            md += "| \(restore) | \(cells.joined(separator: " | ")) |\n"
+        }
+        md += "\n![background footprint against resume time, with the relaunch lines](resume-relaunch.svg)\n\n"
+        md += "![resume / relaunch per trim level](resume-relaunch-ratio.svg)\n\n"
+        var columns: [(restore: String, condition: Condition)] = []
+        for r in ["lazy", "eager"] { for c in conditions { columns.append((r, c)) } }
+        let headers: [String] = columns.map { "\($0.restore), \($0.condition.rawValue)" }
+        md += "## Resume / relaunch ratio per trim level\n\n| trim | \(headers.joined(separator: " | ")) |\n"
+        md += "|---:|\(String(repeating: "---:|", count: columns.count))\n"
+        let trims: [Int] = Array(Set(points.map(\.trim))).sorted()
+        for trim in trims {
+            var cells: [String] = []
+            for (r, c) in columns {
+                let p: Point? = points.first { $0.trim == trim && $0.restore == r && $0.condition == c }
+                cells.append(p.map { ByteFormat.fixed($0.ratio, 2) } ?? "–")
+            }
+            md += "| \(trim)% | \(cells.joined(separator: " | ")) |\n"
+        }
+        md += "\n## Every point\n\n"
+        md += "Background memory in MiB (medians): footprint (what jetsam charges: dirty + swapped), and dirty, purgeable, clean, swapped as VM Tracker reads them. Times in ms.\n\n"
+        md += "| trim | restore | condition | footprint | dirty | purgeable | clean | swapped | resume ready | resume full | relaunch warm | relaunch cold | ratio |\n"
+        md += "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+        for p in points {
+            let memory: [String] = [p.backgroundFootprintBytes, p.dirtyBytes, p.purgeableBytes, p.cleanBytes, p.swappedBytes].map { mib($0) }
+            let times: [String] = [p.resumeReadyMs, p.resumeFullMs, p.relaunchMs, p.relaunchColdMs].map { $0.text() }
+            let cells: [String] = ["\(p.trim)%", p.restore, p.condition.rawValue] + memory + times + [ByteFormat.fixed(p.ratio, 2)]
+            md += "| \(cells.joined(separator: " | ")) |\n"
+        }
+        md += "\n## Where a resume's time goes\n\n"
+        md += "Thaw: from the resume command until the supervisor saw the app running again (SIGCONT delivered). Faults: minor and major page faults of the app from just before the resume until fully rebuilt (/proc/PID/stat). Refault: the app's time reading its working set again (assets, model, state: pages the kernel took come back here). Rebuild CPU: the CPU time of the rebuilding thread (decoding images and the model). p50 (p90, p99) in ms; faults are medians.\n\n"
+        md += "| trim | restore | condition | thaw | minor faults | major faults | refault | rebuild CPU |\n|---:|---|---|---:|---:|---:|---:|---:|\n"
+        for p in points {
+            let cells: [String] = ["\(p.trim)%", p.restore, p.condition.rawValue, p.thawMs.text(2), "\(Int(p.minorFaults))", "\(Int(p.majorFaults))", p.refaultMs.text(), p.rebuildCPUMs.text()]
+            md += "| \(cells.joined(separator: " | ")) |\n"
+        }
+        md += "\n## State fidelity\n\n"
+        md += "\(relaunches.count) relaunches, each checking every byte of the saved state against what the app's activations must have left: **\(stateBytesLost) bytes lost**.\n"
+        if !notes.isEmpty { md += "\n## Notes\n\n" + notes.map { "- \($0)\n" }.joined() }
+        return md
+    }
+
+    func plots() -> [Plot] {
+        let colors: [Condition: String] = [.none: "#4a7bd0", .squeeze: "#d04a4a", .swap: "#3a9a4a"]
+        var curve = Plot(name: "resume-relaunch", title: "Background footprint against resume time (p50); the relaunch lines for comparison", width: 900, height: 520)
+        var series: [String] = []
+        for (i, restore) in ["eager", "lazy"].enumerated() {
+            for condition in conditions {
+                let ps = points.filter { $0.restore == restore && $0.condition == condition }.sorted { $0.trim < $1.trim }
+                let block = "\(restore)_\(condition.rawValue)"
+                curve.data(block, columns: ["footprint MiB", "resume ms", "trim"], rows: ps.map { p in
+                    [.number(Double(p.backgroundFootprintBytes) / 1048576), .number(restore == "eager" ? p.resumeFullMs.p50 : p.resumeReadyMs.p50), .text("\(p.trim)%")]
+                })
+                let what = restore == "eager" ? "eager, until fully working" : "lazy, until ready"
+                series.append("$\(block) using 1:2 with linespoints lw 1.5 pt 7 ps 0.6 dt \(i + 1) lc rgb '\(colors[condition] ?? "#777777")' title \(Plot.quoted("\(condition.rawValue): \(what)"))")
+                if restore == "eager" && condition == .none {
+                    series.append("$\(block) using 1:2:3 with labels offset 0,0.8 font 'sans,9' notitle")
+                }
+            }
+        }
+        let warm = Spread(relaunches.filter { $0.cache == "warm" }.map(\.readyMs)).p50
+        let cold = Spread(relaunches.filter { $0.cache == "cold" }.map(\.readyMs)).p50
+        curve.command("set key outside right top vertical")
+        curve.command("set xlabel 'background footprint (MiB): dirty + swapped, what jetsam charges'")
+        curve.command("set ylabel 'ms from the resume command'")
+        curve.command("set yrange [0:*]")
+        curve.command("set xrange [0:*]")
+        curve.command("set arrow from graph 0, first \(warm) to graph 1, first \(warm) nohead lw 1.5 lc rgb 'black'")
+        curve.command("set label \(Plot.quoted("relaunch, warm (p50 \(ByteFormat.fixed(warm, 0)) ms)")) at graph 0.02, first \(warm) offset 0,0.7")
+        if cold.isFinite {
+            curve.command("set arrow from graph 0, first \(cold) to graph 1, first \(cold) nohead dt 2 lw 1.5 lc rgb '#555555'")
+            curve.command("set label \(Plot.quoted("relaunch, cold (p50 \(ByteFormat.fixed(cold, 0)) ms)")) at graph 0.02, first \(cold) offset 0,0.7")
+        }
+        curve.command("plot " + series.joined(separator: ", \\\n     "))
+
+        var ratio = Plot(name: "resume-relaunch-ratio", title: "Resume (until fully working) / relaunch, p50, per trim level; above 1 relaunching is as quick", width: 900, height: 440)
+        var lines: [String] = []
+        for (i, restore) in ["eager", "lazy"].enumerated() {
+            for condition in conditions {
+                let ps = points.filter { $0.restore == restore && $0.condition == condition }.sorted { $0.trim < $1.trim }
+                let block = "r_\(restore)_\(condition.rawValue)"
+                ratio.data(block, columns: ["trim %", "ratio"], rows: ps.map { [.int($0.trim), .number($0.ratio)] })
+                lines.append("$\(block) using 1:2 with linespoints lw 1.5 pt 7 ps 0.6 dt \(i + 1) lc rgb '\(colors[condition] ?? "#777777")' title \(Plot.quoted("\(condition.rawValue), \(restore)"))")
+            }
+        }
+        ratio.command("set key outside right top vertical")
+        ratio.command("set xlabel 'trim level (%): share of what it can rebuild that the app frees in the background'")
+        ratio.command("set ylabel 'resume full / relaunch'")
+        ratio.command("set xrange [-2:102]")
+        ratio.command("set yrange [0:*]")
+        ratio.command("set arrow from graph 0, first 1 to graph 1, first 1 nohead lw 1.5 lc rgb 'black'")
+        ratio.command("plot " + lines.joined(separator: ", \\\n     "))
+        return [curve, ratio]
+    }
+}

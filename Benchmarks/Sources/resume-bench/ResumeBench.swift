@@ -1,0 +1,84 @@
+// resume-bench: the single-app tradeoff of iOS multitasking, measured. The model app
+// (mempressure-workload) frees a share of what it can rebuild when it enters the background (its
+// trim level); the less it keeps, the less jetsam holds against it, and the longer it takes to
+// be working again when resumed. Is resuming still worth it, against relaunching from scratch?
+//
+// For each trim level and restore mode (lazy: ready at once, rebuild after; eager: rebuild, then
+// ready), the app is sent to the background and suspended, then resumed, under three conditions:
+//
+//   none     no pressure: what the app trimmed itself is all that is missing
+//   squeeze  real pressure: the app's memory cgroup is squeezed while it is suspended, down to
+//            what cannot be reclaimed without swap, so the kernel takes its purgeable pages
+//            (MADV_FREE'd) and its clean file pages
+//   swap     freeze-dried: its anonymous memory written to swap (process_madvise MADV_PAGEOUT
+//            through its pidfd) on a temporary swap file, removed afterwards
+//
+// and relaunched (terminated, with its state saved, then launched with the state restored),
+// with the page cache warm and cold. Everything is measured from outside, through the
+// supervisor and /proc; the app's own answers give the split of the rebuild. Every relaunch
+// checks every byte of the saved state; a byte lost fails the run.
+//
+// Writes Reports/resume-relaunch.{md,json,gp,svg}. Needs root (memory cgroups, swapon).
+
+import AppLifecycle
+import ArgumentParser
+import BenchSupport
+import Foundation
+import Glibc
+import LifecycleProtocol
+import LinuxSystem
+import VMTracker
+
+@main
+struct ResumeBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "resume-bench",
+        abstract: "Resume against relaunch for the model app at each trim level; writes Reports/resume-relaunch.{md,json,gp,svg}.")
+
+    @Option(help: "The main package's release build directory (mempressure-exec, mempressure-workload).") var build = "../.build/release"
+    @Option(help: "Where the report goes.") var output = "../Reports"
+    @Option(help: "Resumes per point (trim × restore × condition), and relaunches per trim × restore × cache.") var rounds = 20
+    @Option(help: "Trim levels, in percent.") var trims = "0,10,25,50,75,90,100"
+    @Flag(help: "A smoke run: trims 0, 50 and 100, 3 rounds; the report is written beside the others with -quick in its name.") var quick = false
+    @Flag(name: .customLong("render-only"), help: "Re-render the Markdown and the plot from the JSON.") var renderOnly = false
+
+    func run() async throws {
+        let bench = self
+        try await interruptible { try await bench.measure() }
+    }
+
+    var reportName: String { quick ? "resume-relaunch-quick" : "resume-relaunch" }
+
+    func measure() async throws {
+        if renderOnly {
+            let report = try readReport(ResumeReport.self, from: output, named: reportName)
+            try writeReport(report, to: output, named: reportName, tool: "resume-bench")
+            return
+        }
+        guard getuid() == 0 else { throw BenchError("resume-bench needs root (a memory cgroup to squeeze, swapon for freeze-dry)") }
+        guard Supervisor.canBudget() else { throw BenchError("resume-bench needs a memory cgroup controller (cgroup v1 memory, or v2) to squeeze the app") }
+        let levels: [Int]
+        if quick {
+            levels = [0, 50, 100]
+        } else {
+            levels = try trims.split(separator: ",").map { word in
+                guard let n = Int(word.trimmingCharacters(in: .whitespaces)), (0...100).contains(n) else {
+                    throw ValidationError("--trims takes percentages from 0 to 100, separated by commas: '\(word)'")
+                }
+                return n
+            }
+        }
+        let rounds = quick ? 3 : self.rounds
+        guard rounds >= 1 else { throw ValidationError("--rounds takes at least 1") }
+        let build = URL(fileURLWithPath: self.build).standardizedFileURL.path
+        guard access("\(build)/mempressure-workload", X_OK) == 0 else {
+            throw BenchError("no \(build)/mempressure-workload: build the main package first (swift build -c release at the top level)")
+        }
+        var run = try ResumeRun(build: build, levels: levels, rounds: rounds)
+        let report = try await run.measure()
+        try writeReport(report, to: output, named: reportName, tool: "resume-bench")
+        if report.stateBytesLost > 0 {
+            throw BenchError("STATE LOST: \(report.stateBytesLost) bytes of saved state did not come back after a relaunch (see the report)")
+        }
+    }
+}
