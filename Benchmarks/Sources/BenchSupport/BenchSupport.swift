@@ -96,3 +96,16 @@ public func writeReport(_ report: some RenderedReport, to output: String, named 
 public func readReport<Report: RenderedReport>(_ type: Report.Type, from output: String, named name: String) throws -> Report {
     try JSONDecoder().decode(type, from: Data(try ProcFS.readBytes("\(output)/\(name).json")))
 }
+
+/// Removes a directory tree of the benchmark's own (plain files and directories).
+public func removeTree(_ path: String) {
+    do {
+        for name in try ProcFS.listDirectory(path) {
+            let child = "\(path)/\(String(decoding: name, as: UTF8.self))"
+            if ProcFS.isDirectory(child) { removeTree(child) } else { unlink(child) }
+        }
+    } catch {
+        // Already gone.
+    }
+    rmdir(path)
+}

@@ -129,16 +129,3 @@ struct PeerRun: ParsableCommand {
 
 extension Peer: ExpressibleByArgument {}
 
-
-/// Removes a directory tree of the benchmark's own (plain files and directories).
-func removeTree(_ path: String) {
-    do {
-        for name in try ProcFS.listDirectory(path) {
-            let child = "\(path)/\(String(decoding: name, as: UTF8.self))"
-            if ProcFS.isDirectory(child) { removeTree(child) } else { unlink(child) }
-        }
-    } catch {
-        // Already gone.
-    }
-    rmdir(path)
-}
