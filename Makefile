@@ -7,9 +7,10 @@ SWIFT ?= swift
 # Debian packages the build and the tests need (pkg-config finds jemalloc and libunwind).
 APT_PACKAGES := libjemalloc-dev libunwind-dev pkg-config util-linux
 # The benchmarks also compare against smem and pmap (procps), and jetsam against earlyoom and
-# nohang (which the benchmark starts itself, each inside a PID namespace of its own); their plots
-# are drawn by gnuplot.
-BENCH_APT_PACKAGES := smem procps earlyoom nohang util-linux gnuplot-nox
+# nohang (which the benchmark starts itself, each inside a PID namespace of its own); redis-bench
+# measures redis-server (which it starts itself, as its own child); their plots are drawn by
+# gnuplot.
+BENCH_APT_PACKAGES := smem procps earlyoom nohang util-linux gnuplot-nox redis-server
 
 export PATH := /opt/swift/usr/bin:$(PATH)
 
@@ -32,9 +33,10 @@ endef
 deps:
 	$(call install_missing,$(APT_PACKAGES))
 
-# earlyoom and nohang are daemons that kill processes machine-wide: their packages must not start
-# them. A policy-rc.d that refuses every start is put in place for the install when there is none,
-# and removed again however the install ends.
+# earlyoom and nohang are daemons that kill processes machine-wide, and redis-server's package
+# would start a redis service of its own: their packages must not start them. A policy-rc.d that
+# refuses every start is put in place for the install when there is none, and removed again
+# however the install ends.
 bench-deps: deps
 	@made=; trap '[ -z "$$made" ] || rm -f /usr/sbin/policy-rc.d' EXIT; \
 	if [ ! -e /usr/sbin/policy-rc.d ] && [ "$$(id -u)" = 0 ]; then \
@@ -63,6 +65,7 @@ bench: bench-deps
 	cd Benchmarks && $(SWIFT) run -c release purgeable-bench --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release mappedfiles-bench --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release jetsam-bench --build ../.build/release --output ../Reports
+	cd Benchmarks && $(SWIFT) run -c release redis-bench --output ../Reports
 
 # Re-renders the reports (Markdown, and plots through gnuplot) from their JSON without measuring.
 reports: bench-deps
@@ -70,6 +73,7 @@ reports: bench-deps
 	cd Benchmarks && $(SWIFT) run -c release purgeable-bench --render-only --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release mappedfiles-bench --render-only --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release jetsam-bench --render-only --output ../Reports
+	cd Benchmarks && $(SWIFT) run -c release redis-bench --render-only --output ../Reports
 
 # Recaptures the golden /proc fixtures from real processes (then review and commit them).
 fixtures:

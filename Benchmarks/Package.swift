@@ -76,6 +76,17 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(
+            name: "redis-bench",
+            dependencies: [
+                "BenchSupport",
+                .product(name: "LinuxSystem", package: "MemoryPressure"),
+                .product(name: "MappedFiles", package: "MemoryPressure"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
             name: "vmtracker-bench",
             dependencies: [
                 "BenchSupport",
