@@ -2,6 +2,7 @@
 #   make demo   installs what is missing, builds release, runs the built-in scenario
 #   make test   installs what is missing and runs the tests
 #   make bench  runs the benchmarks and rewrites Reports/
+#   make bench-micro  runs the micro-benchmarks (package-benchmark) and prints their figures
 
 SWIFT ?= swift
 # Debian packages the build and the tests need (pkg-config finds jemalloc and libunwind).
@@ -14,7 +15,7 @@ BENCH_APT_PACKAGES := smem procps earlyoom nohang util-linux gnuplot-nox redis-s
 
 export PATH := /opt/swift/usr/bin:$(PATH)
 
-.PHONY: deps bench-deps bench-packages build demo test bench reports fixtures clean
+.PHONY: deps bench-deps bench-packages build demo test bench bench-micro reports fixtures clean
 
 define install_missing
 	@if command -v dpkg >/dev/null 2>&1; then \
@@ -67,6 +68,17 @@ bench: bench-deps
 	cd Benchmarks && $(SWIFT) run -c release jetsam-bench --build ../.build/release --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release redis-bench --output ../Reports
 
+# The micro-benchmarks (package-benchmark, in Benchmarks/Benchmarks/): wall clock, throughput and
+# mallocs of the hot paths. MICRO_ARGS is the plugin's command and options, a plain run by default:
+#   make bench-micro MICRO_ARGS="baseline update main"    records a baseline named main
+#   make bench-micro MICRO_ARGS="baseline compare main"   runs again and prints the changes
+#   make bench-micro MICRO_ARGS="baseline check main"     the same, exit status 2 on a regression
+# The plugin builds with other settings than `swift build -c release`: a build folder of its own
+# keeps the two from rebuilding everything whenever they alternate.
+MICRO_ARGS ?=
+bench-micro: deps
+	cd Benchmarks && $(SWIFT) package --scratch-path .build-micro --disable-sandbox --allow-writing-to-package-directory benchmark $(MICRO_ARGS)
+
 # Re-renders the reports (Markdown, and plots through gnuplot) from their JSON without measuring.
 reports: bench-deps
 	cd Benchmarks && $(SWIFT) run -c release vmtracker-bench --render-only --output ../Reports
@@ -81,4 +93,4 @@ fixtures:
 	Tests/TestSupport/Fixtures/capture.sh .build/debug
 
 clean:
-	rm -rf .build Benchmarks/.build
+	rm -rf .build Benchmarks/.build Benchmarks/.build-micro

@@ -3,6 +3,10 @@
 // Benchmarks for MemoryPressure, in a package of their own so that the main build and
 // `swift test` carry no benchmark dependencies. Run with `make bench` from the top level; each
 // harness writes Markdown, JSON and SVG into ../Reports.
+//
+// The micro-benchmarks (package-benchmark) live in Benchmarks/<Name>/, where its plugin finds
+// them: `make bench-micro` runs them; `make bench-micro MICRO_ARGS="baseline update NAME"`
+// records a baseline, `MICRO_ARGS="baseline compare NAME"` compares a new run against it.
 
 import PackageDescription
 
@@ -13,11 +17,25 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.0", traits: []),
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
+        // Its malloc counters come from its own interposer (LD_PRELOAD). Naming this trait alone
+        // also turns off its default RuntimeInterposer trait (ARC counters on Swift 6.3, which
+        // we do not measure), whose package is not among those our machines can resolve.
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
         .target(
             name: "BenchSupport",
             dependencies: [.product(name: "LinuxSystem", package: "MemoryPressure")],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // The ranker's input, shared by jetsam-bench and the JetsamBenchmarks micro-benchmarks.
+        .target(
+            name: "RankerInputs",
+            dependencies: [
+                .product(name: "Jetsam", package: "MemoryPressure"),
+                .product(name: "LifecycleProtocol", package: "MemoryPressure"),
+                .product(name: "CachePolicies", package: "MemoryPressure"),
+            ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(
@@ -53,6 +71,7 @@ let package = Package(
             name: "jetsam-bench",
             dependencies: [
                 "BenchSupport",
+                "RankerInputs",
                 .product(name: "Jetsam", package: "MemoryPressure"),
                 .product(name: "CachePolicies", package: "MemoryPressure"),
                 .product(name: "AppLifecycle", package: "MemoryPressure"),
@@ -98,6 +117,50 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
-        )
+        ),
+
+        // Micro-benchmarks (package-benchmark): the VM Tracker's parser and snapshots, the
+        // purgeable cache and buffers, the jetsam ranker; their shared configuration.
+        .target(
+            name: "MicroSupport",
+            dependencies: [.product(name: "Benchmark", package: "benchmark")],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "VMTrackerBenchmarks",
+            dependencies: [
+                "MicroSupport",
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "VMTracker", package: "MemoryPressure"),
+                .product(name: "LinuxSystem", package: "MemoryPressure"),
+            ],
+            path: "Benchmarks/VMTrackerBenchmarks",
+            swiftSettings: [.swiftLanguageMode(.v6)],
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
+            name: "PurgeableBenchmarks",
+            dependencies: [
+                "MicroSupport",
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "Purgeable", package: "MemoryPressure"),
+                .product(name: "CachePolicies", package: "MemoryPressure"),
+            ],
+            path: "Benchmarks/PurgeableBenchmarks",
+            swiftSettings: [.swiftLanguageMode(.v6)],
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
+            name: "JetsamBenchmarks",
+            dependencies: [
+                "MicroSupport",
+                "RankerInputs",
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "Jetsam", package: "MemoryPressure"),
+            ],
+            path: "Benchmarks/JetsamBenchmarks",
+            swiftSettings: [.swiftLanguageMode(.v6)],
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ]
 )
