@@ -15,7 +15,7 @@ BENCH_APT_PACKAGES := smem procps earlyoom nohang util-linux gnuplot-nox redis-s
 
 export PATH := /opt/swift/usr/bin:$(PATH)
 
-.PHONY: deps bench-deps bench-packages build demo test bench bench-micro reports fixtures clean
+.PHONY: deps bench-deps bench-packages build demo test bench bench-quick bench-micro reports fixtures clean
 
 define install_missing
 	@if command -v dpkg >/dev/null 2>&1; then \
@@ -67,6 +67,17 @@ bench: bench-deps
 	cd Benchmarks && $(SWIFT) run -c release mappedfiles-bench --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release jetsam-bench --build ../.build/release --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release redis-bench --output ../Reports
+	cd Benchmarks && $(SWIFT) run -c release resume-bench --build ../.build/release --output ../Reports
+
+# The same suites in a few minutes (fewer rounds, smaller sizes): a smoke run CI could afford.
+# They print their reports; the files go to a temporary directory, removed at the end, so that
+# Reports/ keeps the full runs.
+bench-quick: bench-deps
+	$(SWIFT) build -c release
+	cd Benchmarks && $(SWIFT) build -c release --product resume-bench && $(SWIFT) build -c release --product redis-bench
+	@out=$$(mktemp -d /tmp/mempressure-bench-quick.XXXXXX); trap 'rm -rf "$$out"' EXIT; \
+	cd Benchmarks && .build/release/resume-bench --quick --build ../.build/release --output "$$out" && \
+	.build/release/redis-bench --quick --output "$$out"
 
 # The micro-benchmarks (package-benchmark, in Benchmarks/Benchmarks/): wall clock, throughput and
 # mallocs of the hot paths. MICRO_ARGS is the plugin's command and options, a plain run by default:
@@ -86,6 +97,7 @@ reports: bench-deps
 	cd Benchmarks && $(SWIFT) run -c release mappedfiles-bench --render-only --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release jetsam-bench --render-only --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release redis-bench --render-only --output ../Reports
+	cd Benchmarks && $(SWIFT) run -c release resume-bench --render-only --output ../Reports
 
 # Recaptures the golden /proc fixtures from real processes (then review and commit them).
 fixtures:

@@ -97,29 +97,7 @@ public func readReport<Report: RenderedReport>(_ type: Report.Type, from output:
     try JSONDecoder().decode(type, from: Data(try ProcFS.readBytes("\(output)/\(name).json")))
 }
 
-/// The spread of a set of samples: nearest-rank percentiles, with the extremes and the count.
-public struct Spread: Codable, Sendable, Hashable {
-    public var p50: Double
-    public var p90: Double
-    public var p99: Double
-    public var min: Double
-    public var max: Double
-    public var count: Int
-
-    public init(_ samples: [Double]) {
-        let s = samples.filter(\.isFinite).sorted()
-        func rank(_ q: Double) -> Double {
-            guard !s.isEmpty else { return .nan }
-            return s[Swift.min(s.count - 1, Swift.max(0, Int((q * Double(s.count)).rounded(.up)) - 1))]
-        }
-        p50 = rank(0.5)
-        p90 = rank(0.9)
-        p99 = rank(0.99)
-        min = s.first ?? .nan
-        max = s.last ?? .nan
-        count = s.count
-    }
-
+extension Percentiles {
     /// "p50 (p90, p99)" with `decimals`.
     public func text(_ decimals: Int = 1) -> String {
         "\(ByteFormat.fixed(p50, decimals)) (\(ByteFormat.fixed(p90, decimals)), \(ByteFormat.fixed(p99, decimals)))"

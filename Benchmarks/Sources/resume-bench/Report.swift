@@ -13,18 +13,18 @@ struct Point: Codable, Sendable {
     var purgeableBytes: UInt64
     var cleanBytes: UInt64
     var swappedBytes: UInt64
-    var resumeReadyMs: Spread
-    var resumeFullMs: Spread
+    var resumeReadyMs: Percentiles
+    var resumeFullMs: Percentiles
     /// Relaunches of the same app (trim, restore), measured in the same block of the run.
-    var relaunchMs: Spread
-    var relaunchColdMs: Spread
+    var relaunchMs: Percentiles
+    var relaunchColdMs: Percentiles
     /// resumeFullMs.p50 / relaunchMs.p50: above 1, relaunching would have been as quick.
     var ratio: Double
-    var thawMs: Spread
+    var thawMs: Percentiles
     var minorFaults: Double
     var majorFaults: Double
-    var refaultMs: Spread
-    var rebuildCPUMs: Spread
+    var refaultMs: Percentiles
+    var rebuildCPUMs: Percentiles
 }
 
 /// Where resuming stops paying: the trim at which the resume (until fully working) takes as
@@ -66,16 +66,16 @@ struct ResumeReport: RenderedReport {
         var points: [Point] = []
         for trim in trims {
             for restore in ["lazy", "eager"] {
-                let warm = Spread(relaunches.filter { $0.trim == trim && $0.restore == restore && $0.cache == "warm" }.map(\.readyMs))
-                let cold = Spread(relaunches.filter { $0.trim == trim && $0.restore == restore && $0.cache == "cold" }.map(\.readyMs))
+                let warm = Percentiles(relaunches.filter { $0.trim == trim && $0.restore == restore && $0.cache == "warm" }.map(\.readyMs))
+                let cold = Percentiles(relaunches.filter { $0.trim == trim && $0.restore == restore && $0.cache == "cold" }.map(\.readyMs))
                 for condition in conditions {
                     let cs = cycles.filter { $0.trim == trim && $0.restore == restore && $0.condition == condition }
                     guard !cs.isEmpty else { continue }
                     func median(_ f: (Cycle) -> UInt64) -> UInt64 {
                         let values: [Double] = cs.map { Double(f($0)) }
-                        return UInt64(Spread(values).p50)
+                        return UInt64(Percentiles(values).p50)
                     }
-                    let full = Spread(cs.map(\.fullMs))
+                    let full = Percentiles(cs.map(\.fullMs))
                     let minor: [Double] = cs.map { Double($0.minorFaults) }
                     let major: [Double] = cs.map { Double($0.majorFaults) }
                     let ratio: Double = full.p50 / warm.p50
@@ -83,10 +83,10 @@ struct ResumeReport: RenderedReport {
                         trim: trim, restore: restore, condition: condition,
                         backgroundFootprintBytes: median(\.footprintBytes), dirtyBytes: median(\.dirtyBytes), purgeableBytes: median(\.purgeableBytes),
                         cleanBytes: median(\.cleanBytes), swappedBytes: median(\.swappedBytes),
-                        resumeReadyMs: Spread(cs.map(\.readyMs)), resumeFullMs: full, relaunchMs: warm, relaunchColdMs: cold,
-                        ratio: ratio, thawMs: Spread(cs.map(\.thawMs)),
-                        minorFaults: Spread(minor).p50, majorFaults: Spread(major).p50,
-                        refaultMs: Spread(cs.map(\.refaultMs)), rebuildCPUMs: Spread(cs.map(\.rebuildCPUMs)))
+                        resumeReadyMs: Percentiles(cs.map(\.readyMs)), resumeFullMs: full, relaunchMs: warm, relaunchColdMs: cold,
+                        ratio: ratio, thawMs: Percentiles(cs.map(\.thawMs)),
+                        minorFaults: Percentiles(minor).p50, majorFaults: Percentiles(major).p50,
+                        refaultMs: Percentiles(cs.map(\.refaultMs)), rebuildCPUMs: Percentiles(cs.map(\.rebuildCPUMs)))
                     points.append(point)
                 }
             }
@@ -216,8 +216,8 @@ struct ResumeReport: RenderedReport {
                 }
             }
         }
-        let warm = Spread(relaunches.filter { $0.cache == "warm" }.map(\.readyMs)).p50
-        let cold = Spread(relaunches.filter { $0.cache == "cold" }.map(\.readyMs)).p50
+        let warm = Percentiles(relaunches.filter { $0.cache == "warm" }.map(\.readyMs)).p50
+        let cold = Percentiles(relaunches.filter { $0.cache == "cold" }.map(\.readyMs)).p50
         curve.command("set key outside right top vertical")
         curve.command("set xlabel 'background footprint (MiB): dirty + swapped, what jetsam charges'")
         curve.command("set ylabel 'ms from the resume command'")
@@ -225,7 +225,7 @@ struct ResumeReport: RenderedReport {
         curve.command("set xrange [0:*]")
         curve.command("set arrow from graph 0, first \(warm) to graph 1, first \(warm) nohead lw 1.5 lc rgb 'black'")
         curve.command("set label \(Plot.quoted("relaunch, warm (p50 \(ByteFormat.fixed(warm, 0)) ms)")) at graph 0.02, first \(warm) offset 0,0.7")
-        if cold.isFinite {
+        if relaunches.contains(where: { $0.cache == "cold" }) {
             curve.command("set arrow from graph 0, first \(cold) to graph 1, first \(cold) nohead dt 2 lw 1.5 lc rgb '#555555'")
             curve.command("set label \(Plot.quoted("relaunch, cold (p50 \(ByteFormat.fixed(cold, 0)) ms)")) at graph 0.02, first \(cold) offset 0,0.7")
         }

@@ -39,7 +39,7 @@ struct ResumeBench: AsyncParsableCommand {
     @Option(help: "Where the report goes.") var output = "../Reports"
     @Option(help: "Resumes per point (trim × restore × condition), and relaunches per trim × restore × cache.") var rounds = 20
     @Option(help: "Trim levels, in percent.") var trims = "0,10,25,50,75,90,100"
-    @Flag(help: "A smoke run: trims 0, 50 and 100, 3 rounds; the report is written beside the others with -quick in its name.") var quick = false
+    @Flag(help: "A smoke run: trims 0, 50 and 100, 3 rounds (make bench-quick writes it to a temporary directory).") var quick = false
     @Flag(name: .customLong("render-only"), help: "Re-render the Markdown and the plot from the JSON.") var renderOnly = false
 
     func run() async throws {
@@ -47,7 +47,7 @@ struct ResumeBench: AsyncParsableCommand {
         try await interruptible { try await bench.measure() }
     }
 
-    var reportName: String { quick ? "resume-relaunch-quick" : "resume-relaunch" }
+    var reportName: String { "resume-relaunch" }
 
     func measure() async throws {
         if renderOnly {
