@@ -221,7 +221,10 @@ struct ResumeReport: RenderedReport {
         curve.command("set key outside right top vertical")
         curve.command("set xlabel 'background footprint (MiB): dirty + swapped, what jetsam charges'")
         curve.command("set ylabel 'ms from the resume command'")
-        curve.command("set yrange [0:*]")
+        // The relaunch lines are arrows, which autoscaling ignores: the range holds them too.
+        var top: Double = Swift.max(warm, cold.isFinite ? cold : 0)
+        for p in points { top = Swift.max(top, p.resumeFullMs.p50) }
+        curve.command("set yrange [0:\(top * 1.1)]")
         curve.command("set xrange [0:*]")
         curve.command("set arrow from graph 0, first \(warm) to graph 1, first \(warm) nohead lw 1.5 lc rgb 'black'")
         curve.command("set label \(Plot.quoted("relaunch, warm (p50 \(ByteFormat.fixed(warm, 0)) ms)")) at graph 0.02, first \(warm) offset 0,0.7")
