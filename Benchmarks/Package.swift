@@ -25,7 +25,10 @@ let package = Package(
     targets: [
         .target(
             name: "BenchSupport",
-            dependencies: [.product(name: "LinuxSystem", package: "MemoryPressure")],
+            dependencies: [
+                .product(name: "LinuxSystem", package: "MemoryPressure"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // The ranker's input, shared by jetsam-bench and the JetsamBenchmarks micro-benchmarks.
@@ -90,7 +93,6 @@ let package = Package(
                 .product(name: "VMTracker", package: "MemoryPressure"),
                 .product(name: "LinuxSystem", package: "MemoryPressure"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),

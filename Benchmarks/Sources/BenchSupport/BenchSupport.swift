@@ -4,6 +4,7 @@
 import Foundation
 import Glibc
 import LinuxSystem
+import SystemPackage
 
 /// Samples of named measurements, in the order they were first taken.
 public struct Measurements: Sendable {
@@ -147,4 +148,15 @@ public func interruptible(_ body: @escaping @Sendable () async throws -> Void) a
         if work.isCancelled { throw BenchError("interrupted: what the benchmark started was killed and removed") }
         throw error
     }
+}
+
+/// Drops one file's pages from the page cache (posix_fadvise DONTNEED): a cold cache for that
+/// file alone, nothing else leaves it. Only clean pages go, so write and fsync the file first;
+/// pages a running process has mapped stay.
+public func dropPageCache(_ path: String) throws(SystemCallError) {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { throw SystemCallError("open", errno: Errno(rawValue: errno), subject: path) }
+    defer { close(fd) }
+    let rc = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)
+    guard rc == 0 else { throw SystemCallError("posix_fadvise(POSIX_FADV_DONTNEED)", errno: Errno(rawValue: rc), subject: path) }
 }

@@ -42,7 +42,7 @@ struct MappedFilesBench: AsyncParsableCommand {
                 for cache in ["cold", "warm"] {
                     for method in ["mapped", "read"] {
                         for what in ["first byte", "full scan"] {
-                            if cache == "cold" { try dropCache(path) } else { try warm(path) }
+                            if cache == "cold" { try dropPageCache(path) } else { try warm(path) }
                             let name = "\(mib)|\(cache)|\(method)|\(what)"
                             try m.time(name) {
                                 if method == "mapped" {
@@ -108,15 +108,6 @@ struct MappedFilesBench: AsyncParsableCommand {
             written += n
         }
         guard fsync(fd) == 0 else { throw BenchError("fsync \(path): errno \(errno)") }
-    }
-
-    /// Drops the file's pages from the page cache (they are clean: the file was fsync'ed).
-    func dropCache(_ path: String) throws {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw BenchError("open \(path): errno \(errno)") }
-        defer { close(fd) }
-        let rc = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)
-        guard rc == 0 else { throw BenchError("posix_fadvise \(path): \(rc)") }
     }
 
     /// Reads the whole file once so its pages are in the page cache.

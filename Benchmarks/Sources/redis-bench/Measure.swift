@@ -397,7 +397,7 @@ final class Bench {
     func relaunchRound(cold: Bool) throws -> RoundResult {
         try Task.checkCancellation()
         var r = RoundResult()
-        if cold { try dropFromPageCache(rdbPath) } else { try readWhole(rdbPath) }
+        if cold { try dropPageCache(rdbPath) } else { try readWhole(rdbPath) }
         r.rdbResidentPercent = try residentPercent(rdbPath)
         let s = try launch(cgroupProcs: nil)
         let (c, readyAt) = try connectWhenReady(s, timeout: 600)
@@ -431,16 +431,6 @@ final class Bench {
         var st = Glibc.stat()
         guard lstat(path, &st) == 0 else { throw SystemCallError("stat", errno: Errno(rawValue: errno), subject: path) }
         return UInt64(st.st_size)
-    }
-
-    /// posix_fadvise DONTNEED on this one file (its pages are clean: redis fsyncs the RDB file
-    /// before renaming it into place). Nothing else leaves the page cache.
-    func dropFromPageCache(_ path: String) throws {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw SystemCallError("open", errno: Errno(rawValue: errno), subject: path) }
-        defer { close(fd) }
-        let rc = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)
-        guard rc == 0 else { throw SystemCallError("posix_fadvise(POSIX_FADV_DONTNEED)", errno: Errno(rawValue: rc), subject: path) }
     }
 
     /// Reads the whole file, so its pages are in the page cache.

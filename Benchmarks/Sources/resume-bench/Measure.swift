@@ -4,7 +4,6 @@ import Foundation
 import Glibc
 import LifecycleProtocol
 import LinuxSystem
-import SystemPackage
 import VMTracker
 
 /// What the model app holds (MiB), the same at every trim level.
@@ -195,13 +194,14 @@ struct ResumeRun {
         case .swap:
             pagedOut = try await s.pageOut(name, pid: pid).writtenBytes
         }
-        let totals = try Snapshotter().process(pid, options: .totalsOnly).totals
-        let faultsBefore = try faults(pid)
+        // VM Tracker's snapshot reads stat too: the fault counters before and after come with it.
+        let before = try Snapshotter().process(pid, options: .totalsOnly)
+        let totals = before.totals
         let t0 = await s.now()
         try await s.activate(name)
         let reply = try await s.command(name, "restored")
         let tFull = await s.now()
-        let faultsAfter = try faults(pid)
+        let after = try Snapshotter().process(pid, options: .totalsOnly).stat
         let log = await s.log
         guard let ready = log.last(where: { $0.app == name && $0.kind == .ready && $0.t >= t0 }) else {
             throw BenchError("\(name): no ready after the resume")
@@ -216,7 +216,7 @@ struct ResumeRun {
             dirtyBytes: totals.dirty, purgeableBytes: totals.purgeable, cleanBytes: totals.clean, swappedBytes: totals.swapped, footprintBytes: totals.footprint,
             squeezedToBytes: squeezed, pagedOutBytes: pagedOut,
             thawMs: thawMs, readyMs: readyMs, fullMs: fullMs,
-            minorFaults: faultsAfter.minor &- faultsBefore.minor, majorFaults: faultsAfter.major &- faultsBefore.major,
+            minorFaults: after.minorFaults &- before.stat.minorFaults, majorFaults: after.majorFaults &- before.stat.majorFaults,
             rebuildMs: r.seconds * 1e3, rebuildCPUMs: r.cpu * 1e3, refaultMs: r.refault * 1e3,
             imagesRebuilt: r.images, modelChunksRebuilt: r.model)
     }
@@ -233,7 +233,7 @@ struct ResumeRun {
         guard let activations else { throw BenchError("\(name): unexpected answer to state: \(state)") }
         try await s.terminate(name)
         if cold {
-            for file in ["\(data)/state.bin", "\(data)/assets.bin", "\(build)/mempressure-workload"] { try dropCache(file) }
+            for file in ["\(data)/state.bin", "\(data)/assets.bin", "\(build)/mempressure-workload"] { try dropPageCache(file) }
         }
         let t0 = await s.now()
         try await s.activate(name)
@@ -303,21 +303,4 @@ struct RebuildReply {
             }
         }
     }
-}
-
-/// Minor and major page faults of the whole process so far.
-func faults(_ pid: Int32) throws -> (minor: UInt64, major: UInt64) {
-    var buffer = ReadBuffer()
-    try ProcFS.readFile("/proc/\(pid)/stat", into: &buffer)
-    let stat = try buffer.withBytes { (b) throws(ProcError) in try ProcessStat.parse(b, pid: pid) }
-    return (stat.minorFaults, stat.majorFaults)
-}
-
-/// Drops the page cache of one file (its clean pages; pages mapped by a running process stay).
-func dropCache(_ path: String) throws {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { throw SystemCallError("open", errno: Errno(rawValue: errno), subject: path) }
-    defer { close(fd) }
-    let rc = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)
-    guard rc == 0 else { throw SystemCallError("posix_fadvise", errno: Errno(rawValue: rc), subject: path) }
 }
