@@ -63,6 +63,7 @@ bench: bench-deps
 	cd Benchmarks && $(SWIFT) run -c release purgeable-bench --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release mappedfiles-bench --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release jetsam-bench --build ../.build/release --output ../Reports
+	cd Benchmarks && $(SWIFT) run -c release switching-bench --build ../.build/release --output ../Reports
 
 # Re-renders the reports (Markdown, and plots through gnuplot) from their JSON without measuring.
 reports: bench-deps
@@ -70,6 +71,7 @@ reports: bench-deps
 	cd Benchmarks && $(SWIFT) run -c release purgeable-bench --render-only --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release mappedfiles-bench --render-only --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release jetsam-bench --render-only --output ../Reports
+	cd Benchmarks && $(SWIFT) run -c release switching-bench --render-only --output ../Reports
 
 # Recaptures the golden /proc fixtures from real processes (then review and commit them).
 fixtures:
