@@ -97,6 +97,19 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(
+            name: "switching-bench",
+            dependencies: [
+                "BenchSupport",
+                .product(name: "Jetsam", package: "MemoryPressure"),
+                .product(name: "CachePolicies", package: "MemoryPressure"),
+                .product(name: "AppLifecycle", package: "MemoryPressure"),
+                .product(name: "LifecycleProtocol", package: "MemoryPressure"),
+                .product(name: "LinuxSystem", package: "MemoryPressure"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
             name: "redis-bench",
             dependencies: [
                 "BenchSupport",

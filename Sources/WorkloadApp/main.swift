@@ -411,6 +411,11 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
             for i in 0..<chunks { model[i] = nil }
         }
         PurgeableArena.adviseIdleBuffersEverywhere()
+        // What was freed goes back to the kernel now: jemalloc keeps freed pages dirty for its
+        // decay time (10 s by default) and purges them on later allocations, which a suspended
+        // app never makes, so without this the trimmed model would stay in the footprint.
+        // 4096 is MALLCTL_ARENAS_ALL (jemalloc 5): every arena.
+        do { try Mallctl.run("arena.4096.purge") } catch { fail("\(error)") }
     }
 
     /// Everything didFinishLaunching does.

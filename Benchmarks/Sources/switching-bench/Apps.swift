@@ -1,0 +1,71 @@
+import Foundation
+
+/// One model app of the switching benchmark (`mempressure-workload`), its sizes a multiple of
+/// a base profile: saved state, decoded images (a purgeable cache), view backing stores
+/// (purgeable buffers), mmap'd assets (clean), a computed model (dirty, rebuildable) and plain
+/// dirty memory. `--trim` releases that share of the images, backing stores and model when it
+/// enters the background; `--restore` rebuilds them on resume.
+struct AppProfile: Codable, Sendable, Hashable {
+    var name: String
+    var scale: Double
+    var stateMB: Int
+    var imageCacheMB: Int
+    var backingMB: Int
+    var assetsMB: Int
+    var modelMB: Int
+    var dirtyMB: Int
+
+    /// The base profile (scale 1), in MiB.
+    static let base = (state: 2.0, images: 4.0, backing: 2.0, assets: 2.0, model: 6.0, dirty: 2.0)
+    /// The catalogue: mixed sizes, in order of popularity for a generated trace (the first is
+    /// the most used).
+    static let catalogue: [(String, Double)] = [
+        ("Messages", 1.0), ("Safari", 1.5), ("Mail", 1.0), ("Photos", 2.0), ("Maps", 1.75), ("Music", 0.75),
+        ("Notes", 0.5), ("Camera", 1.25), ("Podcasts", 0.75), ("Weather", 0.5), ("Calendar", 0.5), ("Books", 1.25),
+    ]
+
+    init(name: String, scale: Double) {
+        func mb(_ x: Double) -> Int { max(1, Int((x * scale).rounded())) }
+        self.name = name
+        self.scale = scale
+        stateMB = mb(Self.base.state)
+        imageCacheMB = mb(Self.base.images)
+        backingMB = mb(Self.base.backing)
+        assetsMB = mb(Self.base.assets)
+        modelMB = mb(Self.base.model)
+        dirtyMB = mb(Self.base.dirty)
+    }
+
+    /// What it holds before any trim, in MiB (assets are clean, file-backed).
+    var nominalMB: Int { stateMB + imageCacheMB + backingMB + assetsMB + modelMB + dirtyMB }
+
+    func arguments(dataDirectory: String, trim: Double, restore: String, decodeCost: Int) -> [String] {
+        ["--name", name, "--data-dir", dataDirectory, "--state-mb", "\(stateMB)", "--image-cache-mb", "\(imageCacheMB)", "--image-kb", "256",
+         "--backing-mb", "\(backingMB)", "--assets-mb", "\(assetsMB)", "--model-mb", "\(modelMB)", "--dirty-mb", "\(dirtyMB)",
+         "--decode-cost", "\(decodeCost)", "--trim", "\(trim)", "--restore", restore]
+    }
+}
+
+/// The bytes of a saved state file (`DIR/state.bin`) that differ from what the model app must
+/// have saved after `activations` activations: the same comparison as its `verify N` command
+/// (word 0 counts activations, word i of a new state is `i × 0x9E3779B97F4A7C15`; see
+/// `Workload.stateWord` in Sources/WorkloadApp), for an app that is not running to answer it.
+/// A missing file is what a relaunch would find then, a new state (no activations); a file of
+/// the wrong size counts whole.
+func savedStateLostBytes(path: String, stateBytes: Int, activations: UInt64) -> Int {
+    guard FileManager.default.fileExists(atPath: path) else {
+        // A new state differs from the expected one in word 0 alone: 0 against `activations`.
+        return (0..<8).filter { (activations >> ($0 * 8)) & 0xFF != 0 }.count
+    }
+    guard let data = FileManager.default.contents(atPath: path), data.count == stateBytes else { return stateBytes }
+    return data.withUnsafeBytes { raw in
+        var lost = 0
+        for i in 0..<(stateBytes / 8) {
+            let word = raw.loadUnaligned(fromByteOffset: i * 8, as: UInt64.self)
+            let expected = i == 0 ? activations : UInt64(truncatingIfNeeded: i) &* 0x9E37_79B9_7F4A_7C15
+            let x = word ^ expected
+            for byte in 0..<8 where (x >> (byte * 8)) & 0xFF != 0 { lost += 1 }
+        }
+        return lost
+    }
+}

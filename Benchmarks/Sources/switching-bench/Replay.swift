@@ -1,0 +1,461 @@
+import AppLifecycle
+import BenchSupport
+import CachePolicies
+import Foundation
+import Glibc
+import Jetsam
+import LifecycleProtocol
+import LinuxSystem
+
+/// What every run shares: the apps, the trace, how they are built and restored.
+struct Setup: Sendable {
+    var build: String
+    var data: String
+    var profiles: [AppProfile]
+    var trace: SwitchTrace
+    var restore: String
+    var decodeCost: Int
+
+    func profile(_ name: String) -> AppProfile { profiles.first { $0.name == name }! }
+}
+
+/// One switch of a run, as measured.
+struct SwitchRecord: Codable, Sendable {
+    enum Kind: String, Codable, Sendable {
+        case resume, relaunch
+        /// Every activation tried died (killed while launching) until the harness gave up.
+        case failed
+    }
+    var app: String
+    var kind: Kind
+    /// From the activate command's start to the app's `ready` (for a failed switch, to the
+    /// last attempt's end).
+    var ms: Double
+    /// Activations tried: more than 1 when the app died while being activated (it is then
+    /// launched again, at once, as a user tapping it again would; the switch counts as a
+    /// relaunch).
+    var attempts: Int
+}
+
+/// How long a switch keeps trying to bring an app up, and how often, before it counts as failed.
+enum Retry {
+    static let attempts = 5
+    static let seconds = 3.0
+}
+
+/// State found lost: bytes of an app's state that differ from what its activations must have
+/// left (word 0 counts activations; the rest never changes).
+struct Loss: Codable, Sendable {
+    var app: String
+    /// The switch (0-based, in the trace) whose relaunch found it; nil when found in the saved
+    /// state file at the end of the run (the app was not running then), or during the warm-up.
+    var switchIndex: Int?
+    var bytes: Int
+    /// The activations the harness counted, which the state must reflect.
+    var activations: UInt64
+    /// The activations the state had lost (what it held against what it must), when the app
+    /// could say (after a relaunch); the harness then counts on from what the app holds, so a
+    /// loss is reported once.
+    var activationsLost: UInt64?
+    var foundBy: String
+    /// How the app's run before died, and in which state.
+    var death: String
+}
+
+/// An app's death during a run: how, and the state it was in.
+struct Death: Codable, Sendable {
+    var t: Double
+    var app: String
+    var state: String
+    /// "jetsam" (our killer), "kernel" (a SIGKILL the supervisor did not send: the cgroup's OOM
+    /// killer), "terminated" (the supervisor's own terminate), or "crash: " and what the log says.
+    var by: String
+}
+
+struct RunResult: Codable, Sendable {
+    // The contract (Reports/switching.json, issue 10).
+    var policy: String
+    var budgetBytes: Int
+    var trim: Double
+    var switches: Int
+    var resumes: Int
+    var relaunches: Int
+    var kills: Int
+    var kernelOOMKills: UInt64
+    var meanSwitchMs: Double
+    var p95SwitchMs: Double
+    var expectedSwitchMs: Double
+    var bytesLost: Int
+    // More.
+    /// The budget as room for this many apps of the mean footprint.
+    var budgetApps: Double
+    var p50SwitchMs: Double
+    var meanResumeMs: Double?
+    var meanRelaunchMs: Double?
+    /// Resumes / switches that completed (not failed): P(alive) as measured.
+    var resumeShare: Double
+    /// The model's inputs: the unloaded resume and relaunch times of the apps switched to
+    /// (calibration medians, weighted by switches), at this trim.
+    var calibratedResumeMs: Double
+    var calibratedRelaunchMs: Double
+    var warningsSent: Int
+    /// Background footprint, from the supervisor's footprint samples of apps in the background
+    /// (background-running or suspended), weighted by time over the replay: the mean per
+    /// background app, and the mean total of all of them together.
+    var backgroundFootprintBytes: UInt64
+    var backgroundTotalBytes: UInt64
+    /// How many apps were alive in the background, on average over the replay.
+    var backgroundApps: Double
+    /// Kills and kernel OOM kills while every app was launched once before the replay.
+    var warmupKills: Int
+    var warmupKernelOOMKills: UInt64
+    /// Activations that failed because the app died meanwhile (then tried again).
+    var failedActivations: Int
+    /// Switches given up after `Retry.attempts` attempts or `Retry.seconds`: counted in
+    /// `switches`, in neither resumes nor relaunches, left out of the latencies.
+    var failedSwitches: Int
+    /// The killer's episodes (warm-up included), counted by how they ended.
+    var episodes: [String]
+    var losses: [Loss]
+    var deaths: [Death]
+    var seconds: Double
+    /// The machine's 1-minute load average as the run began (it may be shared).
+    var loadAverage: Double
+    /// The machine's swap (SwapTotal) as the run began or ended, whichever is larger: with
+    /// swap the device's memory cgroup (its limit on memory, not memory and swap) lets apps be
+    /// swapped out, and jetsam freeze-dries instead of killing. This machine has none; another
+    /// program may add some for a while.
+    var swapBytes: UInt64
+    var records: [SwitchRecord]
+    var notes: [String]
+}
+
+/// The supervisor's configuration for one run: the device budget and, unless `policy` is
+/// "kernel", a jetsam killer with that policy (its defaults otherwise).
+func supervisorConfiguration(build: String, budgetBytes: Int, policy: String) throws -> (SupervisorConfiguration, JetsamKiller?) {
+    var c = SupervisorConfiguration()
+    c.executableDirectory = build
+    c.budgetBytes = budgetBytes
+    // Footprint samples four times a second: the background footprint is weighted by time.
+    c.sampleInterval = 0.25
+    guard policy != "kernel" else { return (c, nil) }
+    guard let name = JetsamPolicyName(rawValue: policy) else { throw BenchError("unknown policy \(policy)") }
+    let killer = JetsamKiller(configuration: JetsamConfiguration(policy: name))
+    killer.attach(to: &c)
+    return (c, killer)
+}
+
+/// Drives one supervisor through switches: backgrounds the foreground app, activates the
+/// target, times it to `ready`, verifies the state of every (re)launched app.
+struct Switcher {
+    let s: Supervisor
+    let setup: Setup
+    let directory: String
+    /// Activations per app, as the harness counted them (successful activate commands).
+    var activations: [String: UInt64] = [:]
+    var foreground: String?
+    var losses: [Loss] = []
+    var failedActivations = 0
+    var notes: [String] = []
+
+    init(_ s: Supervisor, setup: Setup, directory: String) {
+        self.s = s
+        self.setup = setup
+        self.directory = directory
+    }
+
+    /// Sends the foreground app to the background (returns once it is suspended, or dead).
+    mutating func backgroundForeground() async throws {
+        guard let previous = foreground else { return }
+        foreground = nil
+        guard try await s.state(of: previous) != .notRunning else { return }  // killed while in the foreground
+        do {
+            try await s.background(previous)
+        } catch {
+            // It died meanwhile (background does not throw for that; a command racing its death may).
+            guard try await s.state(of: previous) == .notRunning else { throw BenchError("background \(previous): \(error)") }
+        }
+    }
+
+    /// Switches to `app`: the foreground app goes to the background, then `app` is activated.
+    /// Returns the switch as measured; `index` is the switch's place in the trace (nil in the
+    /// warm-up).
+    mutating func switchTo(_ app: String, index: Int?) async throws -> SwitchRecord {
+        try await backgroundForeground()
+        let before = try await s.state(of: app)
+        var kind: SwitchRecord.Kind
+        switch before {
+        case .suspended, .backgroundRunning: kind = .resume
+        case .notRunning: kind = .relaunch
+        default: throw BenchError("\(app) is \(before.rawValue) before it is switched to")
+        }
+        let t0 = await s.now()
+        var attempts = 0
+        var readyAt = 0.0
+        var log: [SupervisorEvent] = []
+        while true {
+            attempts += 1
+            let failure: String
+            do {
+                try await s.activate(app)
+                // The app reports ready inside didBecomeActive, before it acknowledges it: the
+                // event is in the log when activate returns.
+                log = await s.log
+                if let ready = log.last(where: { $0.kind == .ready && $0.app == app && $0.t >= t0 }) {
+                    readyAt = ready.t
+                    break
+                }
+                // Activated without its callbacks: its control channel closed as it was
+                // resumed — it died then (the supervisor sees the exit a moment later), or it
+                // stopped reading. Which, its exit says.
+                do {
+                    try await s.waitForState(app, .notRunning, timeout: 2)
+                } catch {
+                    notes.append("switch \(index.map { String($0 + 1) } ?? "(warm-up)") to \(app): activated without its callbacks (its control channel closed) and still running; terminated, the switch failed")
+                    do { try await s.terminate(app) } catch {
+                        guard try await s.state(of: app) == .notRunning else { throw BenchError("terminate \(app): \(error)") }
+                    }
+                    return SwitchRecord(app: app, kind: .failed, ms: (await s.now() - t0) * 1000, attempts: attempts)
+                }
+                failure = "it died as it was activated (its control channel closed before its callbacks)"
+            } catch let error as BenchError {
+                throw error
+            } catch {
+                // Killed while it was being resumed or launched (by jetsam or the kernel).
+                guard try await s.state(of: app) == .notRunning else { throw BenchError("switch to \(app) (attempt \(attempts)): \(error)") }
+                failure = "\(error)"
+            }
+            // It is launched again at once, as a user tapping it again would, up to a limit.
+            failedActivations += 1
+            kind = .relaunch
+            let elapsed = await s.now() - t0
+            if attempts >= Retry.attempts || elapsed >= Retry.seconds {
+                notes.append("switch \(index.map { String($0 + 1) } ?? "(warm-up)") to \(app) failed: \(attempts) attempts in \(ByteFormat.fixed(elapsed, 1)) s, the last: \(failure)")
+                return SwitchRecord(app: app, kind: .failed, ms: elapsed * 1000, attempts: attempts)
+            }
+        }
+        activations[app, default: 0] += 1
+        foreground = app
+        if kind == .relaunch { try await verify(app, index: index, log: log) }
+        // Fully working before the next switch: waits for a lazy rebuild (at once when eager).
+        do {
+            _ = try await s.command(app, "restored")
+        } catch {
+            guard try await s.state(of: app) == .notRunning else { throw BenchError("\(app): restored: \(error)") }
+            notes.append("\(app) died before its rebuild was confirmed (switch \(index.map { String($0 + 1) } ?? "(warm-up)"))")
+        }
+        return SwitchRecord(app: app, kind: kind, ms: (readyAt - t0) * 1000, attempts: attempts)
+    }
+
+    /// After a (re)launch: every byte of the app's state against its activations.
+    mutating func verify(_ app: String, index: Int?, log: [SupervisorEvent]) async throws {
+        let n = activations[app, default: 0]
+        let answer: String
+        do {
+            answer = try await s.command(app, "verify \(n)")
+        } catch {
+            guard try await s.state(of: app) == .notRunning else { throw BenchError("\(app): verify: \(error)") }
+            notes.append("\(app) died before its state could be verified (switch \(index.map { String($0 + 1) } ?? "(warm-up)")); its saved state is checked at its next relaunch or at the end")
+            return
+        }
+        let words = answer.split(separator: " ")
+        guard words.count == 2, words[0] == "lost", let lost = Int(words[1]) else { throw BenchError("\(app): verify answered '\(answer)'") }
+        guard lost > 0 else { return }
+        // What the app holds now: from here on the harness expects that, plus what comes.
+        var held: UInt64?
+        do {
+            let state = try await s.command(app, "state")
+            if let field = state.split(separator: " ").first(where: { $0.hasPrefix("activations=") }) { held = UInt64(field.dropFirst("activations=".count)) }
+        } catch {
+            guard try await s.state(of: app) == .notRunning else { throw BenchError("\(app): state: \(error)") }
+        }
+        losses.append(Loss(app: app, switchIndex: index, bytes: lost, activations: n, activationsLost: held.map { n &- min(n, $0) },
+                           foundBy: "verify after relaunch", death: lastDeath(of: app, in: log)))
+        if let held { activations[app] = held }
+    }
+
+    /// The saved state of every app not running at the end, against its activations.
+    mutating func verifySavedStates(log: [SupervisorEvent]) async throws {
+        for p in setup.profiles {
+            guard let n = activations[p.name], try await s.state(of: p.name) == .notRunning else { continue }
+            let lost = savedStateLostBytes(path: "\(directory)/\(p.name)/state.bin", stateBytes: p.stateMB << 20, activations: n)
+            if lost > 0 {
+                losses.append(Loss(app: p.name, switchIndex: nil, bytes: lost, activations: n, activationsLost: nil, foundBy: "saved state at the end", death: lastDeath(of: p.name, in: log)))
+            }
+        }
+    }
+
+    func lastDeath(of app: String, in log: [SupervisorEvent]) -> String {
+        deaths(in: log, from: 0, to: .infinity).last { $0.app == app }.map { "\($0.by) while \($0.state)" } ?? "unknown"
+    }
+}
+
+/// The deaths the log records between `from` and `to`: each app's exit or crash, with the state
+/// it was in (its last transition before) and who killed it.
+func deaths(in log: [SupervisorEvent], from: Double, to: Double) -> [Death] {
+    var state: [String: String] = [:]
+    var out: [Death] = []
+    for e in log {
+        guard let app = e.app else { continue }
+        if e.kind == .state, let next = e.to, next != .notRunning { state[app] = next.rawValue }
+        guard e.kind == .exit || e.kind == .crash, e.t >= from, e.t <= to else { continue }
+        let detail = e.detail ?? ""
+        let by: String
+        if detail.contains(": jetsam") {
+            by = "jetsam"
+        } else if e.kind == .crash, detail.hasPrefix("killed by signal \(SIGKILL) ") {
+            by = "kernel"  // a SIGKILL the supervisor did not send: the cgroup's OOM killer
+        } else if e.kind == .exit {
+            by = "terminated"  // the supervisor's own terminate
+        } else {
+            by = "crash: \(detail)"
+        }
+        out.append(Death(t: e.t, app: app, state: state[app] ?? "?", by: by))
+    }
+    return out
+}
+
+/// Time-weighted background footprint over [from, to]: per app, each sample holds until the
+/// next sample, the app's death, or a quarter-second gap beyond the sampling interval, and is
+/// counted while the app is background-running or suspended.
+func backgroundFootprint(_ reports: [AppReport], deaths: [Death], from: Double, to: Double, interval: Double) -> (perApp: UInt64, total: UInt64, apps: Double) {
+    var byteSeconds = 0.0, appSeconds = 0.0
+    for r in reports {
+        let samples = r.footprint.filter { $0.t <= to }.sorted { $0.t < $1.t }
+        let dies = deaths.filter { $0.app == r.name }.map(\.t)
+        for (i, sample) in samples.enumerated() where sample.state == .suspended || sample.state == .backgroundRunning {
+            var end = min(to, i + 1 < samples.count ? samples[i + 1].t : to, sample.t + interval * 2)
+            if let death = dies.first(where: { $0 >= sample.t }) { end = min(end, death) }
+            let start = max(from, sample.t)
+            guard end > start else { continue }
+            byteSeconds += Double(sample.footprintBytes) * (end - start)
+            appSeconds += end - start
+        }
+    }
+    let span = max(to - from, 1e-9)
+    return (appSeconds > 0 ? UInt64(byteSeconds / appSeconds) : 0, UInt64(byteSeconds / span), appSeconds / span)
+}
+
+func percentile(_ xs: [Double], _ p: Double) -> Double {
+    guard !xs.isEmpty else { return 0 }
+    let s = xs.sorted()
+    return s[min(s.count - 1, Int((Double(s.count - 1) * p).rounded()))]
+}
+
+func mean(_ xs: [Double]) -> Double? { xs.isEmpty ? nil : xs.reduce(0, +) / Double(xs.count) }
+
+/// One run: the apps in a device of `budgetBytes` under `policy`, launched once each (the
+/// warm-up), then the trace replayed.
+func replay(_ setup: Setup, policy: String, budgetApps: Double, budgetBytes: Int, trim: Double, calibration: [Calibration], runName: String,
+            progress: BenchSupport.Progress, label: String, logs: String?) async throws -> RunResult {
+    let started = monotonicSeconds()
+    let load = loadAverage()
+    let swapBefore = swapTotalBytes()
+    let (c, killer) = try supervisorConfiguration(build: setup.build, budgetBytes: budgetBytes, policy: policy)
+    let directory = "\(setup.data)/\(runName)"
+    try ProcFS.makeDirectory(directory)
+    defer { removeTree(directory) }
+    let s = try Supervisor(configuration: c)
+    // Cancelled (Ctrl-C): every app is killed at once; the command under way then fails, and the
+    // catch below finishes the cleanup.
+    return try await withTaskCancellationHandler {
+        do {
+            for p in setup.profiles {
+                try await s.register(AppSpec(name: p.name, command: ["\(setup.build)/mempressure-workload"]
+                    + p.arguments(dataDirectory: "\(directory)/\(p.name)", trim: trim, restore: setup.restore, decodeCost: setup.decodeCost)))
+            }
+            var sw = Switcher(s, setup: setup, directory: directory)
+            // Warm-up: every app launched once, in the trace's order of apps, and sent to the
+            // background (a device some time after boot).
+            let oomStart = await s.kernelOOMKills() ?? 0
+            for app in setup.trace.apps {
+                try Task.checkCancellation()
+                progress.doing("\(label): launching \(app)")
+                _ = try await sw.switchTo(app, index: nil)
+            }
+            try await sw.backgroundForeground()
+            let oomBefore = await s.kernelOOMKills() ?? 0
+            let t0 = await s.now()
+            let replayStart = monotonicSeconds()
+            var records: [SwitchRecord] = []
+            let switches = setup.trace.switches
+            for (i, target) in switches.enumerated() {
+                try Task.checkCancellation()
+                if let times = setup.trace.times {
+                    // The trace's own timing (the experiment): the switch no earlier than its time.
+                    let wait = replayStart + times[i] - times[0] - monotonicSeconds()
+                    if wait > 0 { try await Task.sleep(for: .seconds(wait)) }
+                }
+                progress.doing("\(label): switch \(i + 1)/\(switches.count)")
+                records.append(try await sw.switchTo(setup.trace.apps[target], index: i))
+            }
+            let t1 = await s.now()
+            let oomAfter = await s.kernelOOMKills() ?? 0
+            let log = await s.log
+            let reports = await s.reports()
+            if let logs { try writeLog(log, killer: killer, to: "\(logs)/\(runName).json") }
+            try await sw.verifySavedStates(log: log)
+            await s.shutdown()
+            let dropped = await s.droppedLogEvents
+            var notes = sw.notes
+            if dropped > 0 { notes.append("the supervisor's log dropped \(dropped) events: counts from it are low") }
+            // How the killer's episodes ended, counted by kind (the outcome up to its first colon).
+            var outcomes: [(String, Int)] = []
+            for e in killer?.episodes ?? [] {
+                let kind = String(e.outcome.prefix { $0 != ":" && $0 != "(" }).trimmingCharacters(in: .whitespaces)
+                if let i = outcomes.firstIndex(where: { $0.0 == kind }) { outcomes[i].1 += 1 } else { outcomes.append((kind, 1)) }
+            }
+
+            let done = records.filter { $0.kind != .failed }
+            let ms = done.map(\.ms)
+            let resumes = records.filter { $0.kind == .resume }
+            let relaunches = records.filter { $0.kind == .relaunch }
+            let pAlive = Double(resumes.count) / Double(max(1, done.count))
+            // The model: each switch's app at its unloaded (calibrated) resume and relaunch
+            // times, mixed by the measured chance that it was alive.
+            var calResume = 0.0, calRelaunch = 0.0
+            for r in done {
+                guard let cal = calibration.first(where: { $0.trim == trim && $0.app == r.app }) else { throw BenchError("no calibration for \(r.app) at trim \(trim)") }
+                calResume += cal.resumeMedianMs
+                calRelaunch += cal.relaunchMedianMs
+            }
+            calResume /= Double(max(1, done.count))
+            calRelaunch /= Double(max(1, done.count))
+            let died = deaths(in: log, from: t0, to: t1)
+            let bg = backgroundFootprint(reports, deaths: deaths(in: log, from: 0, to: .infinity), from: t0, to: t1, interval: c.sampleInterval)
+            let jetsamKills = log.filter { $0.kind == .jetsam && $0.t >= t0 && $0.t <= t1 }.count
+            let warmupKills = log.filter { $0.kind == .jetsam && $0.t < t0 }.count
+            let warnings = log.filter { $0.kind == .warning && $0.detail == "sent" && $0.t >= t0 && $0.t <= t1 }.count
+            let lost = sw.losses.reduce(0) { $0 + $1.bytes }
+            return RunResult(
+                policy: policy, budgetBytes: budgetBytes, trim: trim, switches: records.count, resumes: resumes.count, relaunches: relaunches.count,
+                kills: jetsamKills, kernelOOMKills: oomAfter &- oomBefore, meanSwitchMs: mean(ms) ?? 0, p95SwitchMs: percentile(ms, 0.95),
+                expectedSwitchMs: pAlive * calResume + (1 - pAlive) * calRelaunch, bytesLost: lost,
+                budgetApps: budgetApps, p50SwitchMs: percentile(ms, 0.5), meanResumeMs: mean(resumes.map(\.ms)), meanRelaunchMs: mean(relaunches.map(\.ms)),
+                resumeShare: pAlive, calibratedResumeMs: calResume, calibratedRelaunchMs: calRelaunch, warningsSent: warnings,
+                backgroundFootprintBytes: bg.perApp, backgroundTotalBytes: bg.total, backgroundApps: bg.apps,
+                warmupKills: warmupKills, warmupKernelOOMKills: oomBefore &- oomStart, failedActivations: sw.failedActivations,
+                failedSwitches: records.count - done.count,
+                episodes: outcomes.map { "\($0.1)× \($0.0)" }, losses: sw.losses, deaths: died, seconds: monotonicSeconds() - started, loadAverage: load, swapBytes: max(swapBefore, swapTotalBytes()), records: records, notes: notes)
+        } catch {
+            if let logs, !Task.isCancelled {
+                do { try writeLog(await s.log, killer: killer, to: "\(logs)/\(runName)-failed.json") } catch { log("switching-bench", "\(error)") }
+            }
+            await s.shutdown()
+            throw error
+        }
+    } onCancel: {
+        Task { await s.abort() }
+    }
+}
+
+/// A run's supervisor log and the killer's episodes, for `--logs DIR` (not part of the report).
+func writeLog(_ events: [SupervisorEvent], killer: JetsamKiller?, to path: String) throws {
+    struct Log: Encodable {
+        var events: [SupervisorEvent]
+        var episodes: [JetsamEpisode]
+    }
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    try writeText(String(decoding: try encoder.encode(Log(events: events, episodes: killer?.episodes ?? [])), as: UTF8.self), to: path)
+}
