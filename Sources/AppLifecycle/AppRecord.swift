@@ -21,8 +21,14 @@ final class AppRecord {
     // The control channel.
     var connection: Int32?
     var hello = false
+    /// Whether this run's channel was ever open (said hello): a callback that finds it closed
+    /// then means the app is gone or going.
+    var hadChannel = false
     var acks: [LifecycleCallback: Int] = [:]
     var readyCount = 0
+    /// The callbacks delivered and not yet acknowledged (the app is inside them, or they wait
+    /// their turn behind one), with how many of each.
+    var callbacksInProgress: [LifecycleCallback: Int] = [:]
     /// Control connections closed for a protocol error, a flood or a bad hello.
     var channelFailures = 0
     /// Answers to app commands, by command id.

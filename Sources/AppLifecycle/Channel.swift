@@ -73,6 +73,7 @@ extension Supervisor {
                 return
             }
             a.hello = true
+            a.hadChannel = true
             _ = ControlSocket.send(SupervisorMessage.welcome(version: ControlProtocol.version).line, to: fd)
             record(.connected, a)
             checkWaiters(name)
@@ -160,14 +161,28 @@ extension Supervisor {
         let timeout = callback == .didFinishLaunching ? configuration.launchTimeout : configuration.callbackTimeout
         let generation = a.generation
         let before = a.acks[callback] ?? 0
-        guard send(.callback(callback), to: a, what: callback.rawValue) else { return }
+        guard send(.callback(callback), to: a, what: callback.rawValue) else {
+            // A client whose channel is gone has usually just died (its end of the socket closes
+            // as it exits, a moment before the supervisor reaps it): wait for that exit, so that
+            // the command fails as "exited" instead of carrying on (marking a dead app active).
+            if a.isClient, a.process != nil, a.hadChannel {
+                let exited = await waitFor(a.name, timeout: Self.channelGoneExitWait) { !$0.alive || $0.generation != generation }
+                if !exited { record(.error, a, detail: "\(callback.rawValue) not delivered: its control channel is closed") }
+            }
+            return
+        }
+        a.callbacksInProgress[callback, default: 0] += 1
         let acked = await waitFor(a.name, timeout: timeout) {
             ($0.acks[callback] ?? 0) > before || !$0.alive || $0.generation != generation
         }
+        if a.generation == generation, let n = a.callbacksInProgress[callback] { a.callbacksInProgress[callback] = n > 1 ? n - 1 : nil }
         if !acked {
             record(.error, a, detail: "\(callback.rawValue) not acknowledged within \(timeout) s")
         }
     }
+
+    /// How long a callback that found the app's channel closed waits for the app's exit.
+    static let channelGoneExitWait = 1.0
 
     func sendNotification(_ a: AppRecord, kind: String, value: String, count: Int) async {
         let before = a.notifiedCount

@@ -199,6 +199,8 @@ extension Supervisor {
         let generation = a.generation
         a.token = Self.makeToken()
         a.hello = false
+        a.hadChannel = false
+        a.callbacksInProgress = [:]
         a.connection = nil
         a.acks = [:]
         a.readyCount = 0

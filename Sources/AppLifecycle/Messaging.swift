@@ -4,7 +4,9 @@ import LifecycleProtocol
 
 extension Supervisor {
     /// Sends memory warnings to the running apps among `target`; suspended apps are never sent
-    /// anything (and memory warnings are not queued for them). Returns the apps warned.
+    /// anything (and memory warnings are not queued for them). All are sent at once, then their
+    /// acknowledgements are awaited together (each at most `callbackTimeout`): one app slow to
+    /// answer does not delay the others' warnings. Returns the apps warned.
     @discardableResult
     public func warn(_ target: Target = .all) async -> [String] {
         var warned: [String] = []
@@ -17,9 +19,18 @@ extension Supervisor {
             guard a.state.isRunning else { continue }
             record(.warning, a, detail: "sent")
             warned.append(name)
-            await deliver(.didReceiveMemoryWarning, to: a)
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for name in warned {
+                group.addTask { await self.deliverWarning(name) }
+            }
         }
         return warned
+    }
+
+    private func deliverWarning(_ name: String) async {
+        guard let a = records[name], a.state.isRunning, a.state != .suspended else { return }
+        await deliver(.didReceiveMemoryWarning, to: a)
     }
 
     /// A system change: delivered now to running apps, queued and coalesced (one per kind,

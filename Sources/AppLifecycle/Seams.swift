@@ -68,7 +68,7 @@ extension Supervisor {
             secondsSinceActive: a.state == .active ? 0 : a.lastActiveAt.map { t - $0 },
             activations: a.activations, launches: a.generation, latest: a.latest?.sample, sampleAgeSeconds: a.latest.map { t - $0.at },
             lifetimeMaxFootprintBytes: a.lifetimeMaxFootprint, launchToReadySeconds: a.launchToReady, isClient: a.isClient,
-            backgroundStay: a.backgroundPeriod, isDying: alive && a.terminating)
+            backgroundStay: a.backgroundPeriod, isDying: alive && a.terminating, callbacksInProgress: alive ? Set(a.callbacksInProgress.keys) : [])
     }
 
     /// Reads the app's footprint now (when a policy will not decide on an old reading).

@@ -206,6 +206,9 @@ public struct AppView: Sendable, Hashable {
     public var backgroundStay: Int
     /// Being taken down (killed, or terminating): not a candidate for anything any more.
     public var isDying: Bool
+    /// The lifecycle callbacks delivered to the app and not yet acknowledged: an app in
+    /// didEnterBackground is saving its state.
+    public var callbacksInProgress: Set<LifecycleCallback>
 }
 
 /// Why the supervisor killed an app without notice (as XNU's JetsamEvent reasons name them).

@@ -46,6 +46,7 @@ struct Options: ParsableCommand, Sendable {
     @Option(name: .customLong("decode-cost"), help: "Rounds of mixing per KiB when decoding an image (real CPU).") var decodeCost = 64
     @Option(help: "Fraction (0...1) of the rebuildable memory (images, backing stores, the model) released on didEnterBackground.") var trim = 0.5
     @Option(help: "On resume, rebuild what was released before reporting ready (eager) or after (lazy).") var restore: Restore = .lazy
+    @Option(name: .customLong("background-gate"), help: "On didEnterBackground, before saving, wait until a byte can be read from this FIFO (a save that lasts as long as a test wants).") var backgroundGate: String?
     @Option(name: .customLong("background-task"), help: "On didEnterBackground, run a task (uploadPhotos) for this many seconds.") var backgroundTaskSeconds = 0.0
     @Option(name: .customLong("warning-frees"), help: "Fraction (0...1) of its plain dirty memory freed on a memory warning (a cache it can rebuild).") var warningFrees = 0.0
     @Flag(name: .customLong("ignore-expiration"), help: "The background task ignores its expiration handler (and overruns).") var ignoreExpiration = false
@@ -303,6 +304,15 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
     /// Writes the state to a temporary file, syncs it, and renames it over the saved one: a
     /// crash or a kill mid-save leaves the previous state whole. A save that fails ends the app
     /// loudly (status 2): the model app never loses its state silently.
+    /// Blocks until one byte can be read from the FIFO at `path` (EOF counts too).
+    func waitAtGate(_ path: String) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { fail("cannot open the background gate \(path): errno \(errno)") }
+        var byte: UInt8 = 0
+        while read(fd, &byte, 1) < 0 && errno == EINTR {}
+        close(fd)
+    }
+
     func saveState() {
         let path = "\(directory)/state.bin"
         let temporary = "\(directory)/.state.bin.tmp"
@@ -458,6 +468,7 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
     }
 
     func didEnterBackground(_ client: LifecycleClient) {
+        if let gate = o.backgroundGate { waitAtGate(gate) }
         saveState()
         trimForBackground()
         guard o.backgroundTaskSeconds > 0 else { return }

@@ -20,9 +20,10 @@ func model(_ dir: TemporaryDirectory, _ name: String, dirtyMB: Int, _ extra: [St
 }
 
 /// A supervisor with a device budget and jetsam attached; usage read every 50 ms.
-func supervisor(budgetMB: Int, _ jetsam: JetsamConfiguration) throws -> (Supervisor, JetsamKiller) {
+func supervisor(budgetMB: Int, _ jetsam: JetsamConfiguration, callbackTimeout: Double? = nil) throws -> (Supervisor, JetsamKiller) {
     let killer = JetsamKiller(configuration: jetsam)
     var c = SupervisorConfiguration()
+    if let callbackTimeout { c.callbackTimeout = callbackTimeout }
     c.executableDirectory = buildDirectory
     c.budgetBytes = budgetMB << 20
     c.backgroundTaskLimit = 600
@@ -192,6 +193,81 @@ struct KillerTests {
                 try await s.kill("A", pid: pid, reason: .vmPageShortage)
             }
             await #expect(throws: SupervisorError.noSuchApp("B")) { try await s.kill("B", pid: 1, reason: .vmPageShortage) }
+            #expect(await s.kernelOOMKills() == 0)
+        }
+    }
+
+    @Test("an allocation that jumps past the budget waits at the limit for jetsam's choice: the kernel's OOM killer is held and kills nobody, the foreground app lives")
+    func kernelKillerHeld() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        var j = JetsamConfiguration(policy: .ios)
+        j.warningGraceSeconds = 0
+        let (s, killer) = try supervisor(budgetMB: 160, j)
+        try await withShutdown(s) {
+            try await s.register(model(dir, "S1", dirtyMB: 50))
+            try await s.register(model(dir, "S2", dirtyMB: 40))
+            try await s.register(model(dir, "F", dirtyMB: 8))
+            for name in ["S1", "S2"] { try await park(s, name) }
+            try await s.activate("F")
+            let oomBefore = try #require(await s.kernelOOMKills())
+            let episodes = killer.episodeUpdates()
+            // One allocation far past what is free, faster than any poll: it reaches the limit.
+            _ = try await s.command("F", "allocate \(96 << 20)")
+            let episode = try #require(await first(of: episodes, within: 60), "no episode within 60 s")
+            let cgroup = try #require(s.deviceMemoryCgroup)
+            let control = String(decoding: try ProcFS.readBytes("\(cgroup)/memory.oom_control"), as: UTF8.self)
+            #expect(control.contains("oom_kill_disable 1"), "held while jetsam is attached: \(control)")
+            #expect(try await s.state(of: "F") == .active, "the foreground app got its memory and lives")
+            #expect(await s.kernelOOMKills() == oomBefore, "the kernel's OOM killer never fired")
+            #expect(!episode.victims.isEmpty)
+            #expect(episode.victims.allSatisfy { $0.name != "F" })
+            let log = await s.log
+            #expect(log.contains { $0.kind == .pressure && $0.detail?.contains("holds the kernel's OOM killer") == true })
+            #expect(!log.contains { $0.kind == .crash }, "\(log.filter { $0.kind == .crash })")
+        }
+    }
+
+    @Test("an app inside didEnterBackground (saving its state) is not killed: jetsam takes the next in line, and the saver's state is saved")
+    func saverProtected() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let gate = "\(dir.path)/gate"
+        #expect(mkfifo(gate, 0o600) == 0)
+        var j = JetsamConfiguration(policy: .ios)
+        j.highMemoryBytes = 48 << 20
+        j.warningGraceSeconds = 0
+        // The callback may last a minute (the default, 5 s, would end B's protection early).
+        let (s, killer) = try supervisor(budgetMB: 200, j, callbackTimeout: 60)
+        try await withShutdown(s) {
+            try await s.register(model(dir, "B", dirtyMB: 70, ["--background-gate", gate]))
+            try await s.register(model(dir, "S", dirtyMB: 30))
+            try await s.register(model(dir, "F", dirtyMB: 8))
+            try await park(s, "S")
+            try await s.launch("F")
+            try await s.activate("B")
+            // B goes to the background and stops inside didEnterBackground, before its save.
+            let backgrounding = Task { try await s.background("B") }
+            try await s.waitForState("B", .backgroundRunning, timeout: 20)
+            #expect(await s.view(of: "B")?.callbacksInProgress.contains(.didEnterBackground) == true)
+            try await s.activate("F")
+            let episodes = killer.episodeUpdates()
+            _ = try await s.command("F", "allocate \(50 << 20)")
+            let episode = try #require(await first(of: episodes, within: 60), "no episode within 60 s")
+            // Without the protection, B (background-running, high memory) goes before S
+            // (suspended, low memory) in the ios order.
+            #expect(episode.victims.map(\.name) == ["S"], "\(episode.victims.map(\.name)): \(episode.outcome)")
+            #expect(episode.apps.contains { $0.name == "B" && $0.isProtected })
+            // The gate opens: B saves and is suspended. (Non-blocking: if B were gone, no reader
+            // would hold the FIFO open, and the test fails instead of waiting.)
+            let fd = open(gate, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+            try #require(fd >= 0, "B is not at its gate any more (errno \(errno))")
+            var byte: UInt8 = 1
+            #expect(write(fd, &byte, 1) == 1)
+            close(fd)
+            try await backgrounding.value
+            #expect(try await s.state(of: "B") == .suspended)
+            #expect(ProcFS.isFile("\(dir.path)/B/state.bin"), "B's state was saved")
             #expect(await s.kernelOOMKills() == 0)
         }
     }

@@ -191,7 +191,7 @@ struct SwitchingReport: RenderedReport {
             }.joined(separator: "; ") + "; every run's count is in the tables below). "
             s += "Of the kernel's kills during the replays, \(launching) of \(kernelDeaths.count) took an app while it was being launched (inactive): the app switched to, usually the largest process in the device at that moment. "
             s += failed > 0 ? "\(failed) switch(es) under jetsam never brought their app up (\(Retry.attempts) launches or \(ByteFormat.fixed(Retry.seconds, 0)) s). " : ""
-            s += "The killer acts on changes of the pressure level; while the level stays up it looks again only on footprint samples, at most once a second (its episodes' triggers say `jetsam` then), so a relaunch that allocates its footprint within that second reaches the budget before the killer has made room."
+            s += "The killer looks every 50 ms while pressure is up and holds the kernel's OOM killer of the device cgroup (`holdKernelOOMKiller`, cgroup v1 `oom_kill_disable`); a kernel kill under jetsam means the hold was not in force (cgroup v2, turned off, or let go when jetsam had nothing left to kill): the episodes' timelines say which."
             out.append(s)
         }
         // State lost, by how the app's run before died.
@@ -218,7 +218,7 @@ struct SwitchingReport: RenderedReport {
                 let inForeground = own.filter { $0.death.hasSuffix("active") && !$0.death.hasSuffix("inactive") }.count
                 var s = "**State lost under jetsam** in \(jetsamLoss.count) of \(jetsamRuns.count) runs, \(jetsamLoss.reduce(0) { $0 + $1.bytesLost }) bytes in \(jetsamLoss.reduce(0) { $0 + $1.losses.count }) losses: \(causes(jetsamLoss)). "
                 if inBackground > 0 {
-                    s += "In \(inBackground) jetsam took a background-running app in the middle of didEnterBackground, before its save finished (the ranker counts background-running apps as killable; protecting an app for the length of that callback would prevent it). "
+                    s += "In \(inBackground) jetsam took a background-running app after its didEnterBackground (jetsam spares an app inside that callback; the state this app lost was changed after the save, or the save outlasted the callback's timeout). "
                 }
                 if inForeground > 0 {
                     s += "In \(inForeground) it took the foreground app, which every policy keeps last and takes only at critical pressure when nothing else is left. "

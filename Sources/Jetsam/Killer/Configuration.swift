@@ -3,7 +3,7 @@
 ///
 ///     "jetsam": {"policy": "ios", "highMemoryBytes": 67108864, "protected": ["Music"],
 ///                "targetAvailableShare": 0.25, "warningGraceSeconds": 1, "cooldownSeconds": 2,
-///                "freezeDryBelowBytes": 16777216,
+///                "freezeDryBelowBytes": 16777216, "holdKernelOOMKiller": true,
 ///                "limits": {"Maps": {"activeBytes": 268435456, "inactiveBytes": 67108864, "soft": false}}}
 public struct JetsamConfiguration: Sendable, Hashable, Codable {
     public var policy: JetsamPolicyName = .ios
@@ -31,6 +31,10 @@ public struct JetsamConfiguration: Sendable, Hashable, Codable {
     public var maxSampleAgeSeconds: Double = JetsamPolicy.defaultMaxSampleAgeSeconds
     /// Where each episode's report is written (`episode-N.json`); nil keeps them in memory.
     public var reportDirectory: String?
+    /// Hold the kernel's OOM killer of the device cgroup while jetsam is attached (cgroup v1
+    /// `oom_kill_disable`; see `KernelOOMHold`): a task at the limit waits for jetsam's choice
+    /// of victim instead of the kernel killing the largest task. Default true.
+    public var holdKernelOOMKiller: Bool = true
 
     public init(policy: JetsamPolicyName = .ios) {
         self.policy = policy
@@ -83,7 +87,7 @@ public struct JetsamConfiguration: Sendable, Hashable, Codable {
 
     private enum Key: String, CodingKey {
         case policy, highMemoryBytes, highMemoryShare, protected, warningGraceSeconds, targetAvailableShare, cooldownSeconds
-        case freezeDryBelowBytes, limits, maxSampleAgeSeconds, reportDirectory
+        case freezeDryBelowBytes, limits, maxSampleAgeSeconds, reportDirectory, holdKernelOOMKiller
     }
 
     public init(from decoder: any Decoder) throws {
@@ -100,6 +104,7 @@ public struct JetsamConfiguration: Sendable, Hashable, Codable {
         limits = try c.decodeIfPresent([String: AppLimit].self, forKey: .limits) ?? d.limits
         maxSampleAgeSeconds = try c.decodeIfPresent(Double.self, forKey: .maxSampleAgeSeconds) ?? d.maxSampleAgeSeconds
         reportDirectory = try c.decodeIfPresent(String.self, forKey: .reportDirectory)
+        holdKernelOOMKiller = try c.decodeIfPresent(Bool.self, forKey: .holdKernelOOMKiller) ?? d.holdKernelOOMKiller
     }
 }
 

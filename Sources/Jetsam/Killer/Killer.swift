@@ -23,7 +23,12 @@ import Synchronization
 ///    nothing else is left (the ranker's rule).
 ///
 /// Available memory is `MemoryStatus`: the device cgroup's budget minus its working set, so that
-/// the killer acts before the kernel's cgroup OOM killer would. Every episode is a
+/// the killer acts before the kernel's cgroup OOM killer would. While pressure is up it looks
+/// every `usagePollInterval`, not only when the level changes; and it holds the kernel's killer
+/// of the device cgroup (`KernelOOMHold`, cgroup v1), so that an allocation that outruns it
+/// waits at the limit for its decision instead of the kernel killing the largest task (the app
+/// being launched, usually). Apps inside didEnterBackground (saving their state) are not
+/// killed until the callback is over. Every episode is a
 /// `JetsamEpisode` report; every kill and freeze also goes to the supervisor's log. Per-app
 /// limits are checked at every footprint reading.
 public final class JetsamKiller: SupervisorPolicy {
@@ -78,13 +83,17 @@ public final class JetsamKiller: SupervisorPolicy {
         if let level = supervisor.pressureLevel, level >= .warning {
             await engine.pressure(PressureEvent(level: level, source: "jetsam", detail: "pressure was \(level) when jetsam started", time: monotonicSeconds()))
         }
+        await engine.holdKernelOOMKiller()
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 for await e in events { await engine.pressure(e) }
+                // The stream ends when the supervisor shuts down: so does the watch.
+                await engine.stopWatching()
             }
             group.addTask {
                 for await v in samples { await engine.sampled(v) }
             }
+            group.addTask { await engine.watch() }
             await group.waitForAll()
         }
         await engine.finish()
@@ -114,7 +123,17 @@ actor JetsamEngine {
     /// and not killed in their stead, until they leave it.
     var frozen: Set<StayKey> = []
     var saidNoSwap = false
-    var lastReevaluation = 0.0
+    /// The kernel's OOM killer held for this device (cgroup v1), and whether it is let act
+    /// now (jetsam had nothing left to kill).
+    var kernelHold: KernelOOMHold?
+    var kernelHoldReleased = false
+    /// A task of the device is waiting at the limit (the hold's `under_oom`): as critical as
+    /// pressure gets, whatever the level says.
+    var underOOM = false
+    var watching = true
+    /// Whether the last episode ended with enough free: a shortage seen after it is a new one,
+    /// and gets warnings first; one that lasts since it does not.
+    var lastEpisodeRecovered = true
     /// Apps over a soft limit already warned, for the run they were warned in, so each
     /// crossing warns once.
     var softWarned: Set<RunKey> = []
@@ -147,24 +166,88 @@ actor JetsamEngine {
         if e.level >= .warning, episodeTask == nil { start(trigger: e, reevaluation: false) }
     }
 
-    /// A footprint reading: per-app limits, and, while pressure stays up without a new event,
-    /// a fresh look at whether memory is still short (at most once a second).
+    /// A footprint reading: per-app limits.
     func sampled(_ v: AppView) async {
         await checkLimit(v)
-        guard level >= .warning, episodeTask == nil, let e = lastEvent else { return }
+    }
+
+    /// The level decisions are made at: critical while a task waits at the limit.
+    var effectiveLevel: PressureLevel { underOOM ? .critical : level }
+
+    /// Holds the kernel's OOM killer of the device cgroup (see `KernelOOMHold`), or says why not.
+    func holdKernelOOMKiller() async {
+        guard configuration.holdKernelOOMKiller else { return }
+        let detail: String
+        switch KernelOOMHold.engage(cgroup: reader.cgroup) {
+        case .success(let hold):
+            kernelHold = hold
+            detail = "jetsam holds the kernel's OOM killer of \(reader.cgroup ?? "?") (oom_kill_disable 1): a task at the limit waits for jetsam's decision"
+        case .failure(.noCgroup):
+            return  // the whole machine: nothing to hold, nothing to say
+        case .failure(let why):
+            detail = "jetsam: \(why)"
+        }
+        await supervisor.record(SupervisorEvent(t: await supervisor.now(), kind: .pressure, detail: detail))
+    }
+
+    func stopWatching() { watching = false }
+
+    /// Looks every `usagePollInterval` while pressure is up (or a task waits at the limit):
+    /// the level's events are changes only, and an app that allocates its footprint in a
+    /// fraction of a second must be answered before the limit, not at the next change.
+    func watch() async {
+        while watching, !Task.isCancelled {
+            look()
+            do {
+                try await Task.sleep(for: .seconds(JetsamKiller.usagePollInterval))
+            } catch {
+                return
+            }
+        }
+    }
+
+    private func look() {
         let t = monotonicSeconds()
-        guard t - lastReevaluation >= 1 else { return }
-        lastReevaluation = t
+        if let hold = kernelHold {
+            let waiting = hold.isUnderOOM() ?? false
+            if waiting && !underOOM { endGraces() }
+            underOOM = waiting
+            if kernelHoldReleased && !waiting && level < .critical {
+                // Out of OOM again: hold the kernel's killer again.
+                kernelHoldReleased = hold.set(disabled: true) != nil
+            }
+            if waiting, !kernelHoldReleased, episodeTask == nil {
+                start(trigger: PressureEvent(level: .critical, source: "jetsam", detail: "the device is at its limit: a task waits for memory (under_oom)", time: t), reevaluation: true)
+                return
+            }
+        }
+        guard level >= .warning, episodeTask == nil else { return }
         guard case .measured(let status) = measure(), status.availableBytes < target(status) else { return }
-        start(trigger: PressureEvent(level: level, source: "jetsam", detail: "still short: \(Format.bytes(status.availableBytes)) available, \(Format.bytes(target(status))) needed (last event: \(e.source))", time: t), reevaluation: true)
+        let last = lastEvent.map { " (last event: \($0.source))" } ?? ""
+        // The level of this shortage, from the working set (the pressure level counts page
+        // cache, which can keep it up for long): critical under a fifth of the target free.
+        let shortage: PressureLevel = status.availableBytes < target(status) / 5 ? .critical : .warning
+        let what = lastEpisodeRecovered ? "short" : "still short"
+        start(trigger: PressureEvent(level: shortage, source: "jetsam", detail: "\(what): \(Format.bytes(status.availableBytes)) available, \(Format.bytes(target(status))) needed\(last)", time: t), reevaluation: !lastEpisodeRecovered)
+    }
+
+    /// Lets the kernel's OOM killer act (jetsam has nothing left to kill and a task waits).
+    private func releaseKernelHold() -> String? {
+        guard let hold = kernelHold, underOOM, !kernelHoldReleased else { return nil }
+        if let error = hold.set(disabled: false) { return "cannot let the kernel's OOM killer act (\(error)): the waiting task waits on" }
+        kernelHoldReleased = true
+        return "nothing left to kill while a task waits at the limit: the kernel's OOM killer is let act"
     }
 
     /// Stops: the episode under way ends at its next step (it kills no one after this) and is
     /// waited for, so that its report is kept.
     func finish() async {
+        watching = false
         episodeTask?.cancel()
         endGraces()
         await episodeTask?.value
+        if let hold = kernelHold { _ = hold.set(disabled: false) }
+        kernelHold = nil
     }
 
     private func start(trigger: PressureEvent, reevaluation: Bool) {
@@ -191,7 +274,7 @@ actor JetsamEngine {
 
     /// Waits `seconds`, or less if pressure turns critical (or the killer stops) meanwhile.
     private func graceUnlessCritical(_ seconds: Double) async {
-        guard level < .critical, seconds > 0, !Task.isCancelled else { return }
+        guard effectiveLevel < .critical, seconds > 0, !Task.isCancelled else { return }
         nextGrace += 1
         let id = nextGrace
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
@@ -240,11 +323,14 @@ actor JetsamEngine {
         return views.compactMap { v in
             guard let pid = v.pid, v.state != .notRunning, !v.isDying, let latest = v.latest else { return nil }
             let frozenNow = frozen.contains(Self.stay(v))
+            // Inside didEnterBackground the app is saving its state: a kill now would lose it.
+            // The callback's timeout bounds this.
+            let saving = v.callbacksInProgress.contains(.didEnterBackground)
             return (v, JetsamAppSnapshot(
                 name: v.name, pid: pid, state: v.state, footprintBytes: latest.footprintBytes, purgeableBytes: latest.purgeableBytes,
                 residentBytes: latest.residentBytes, lifetimeMaxFootprintBytes: v.lifetimeMaxFootprintBytes,
                 secondsInState: v.secondsInState, secondsSinceActive: v.secondsSinceActive, activations: v.activations,
-                isProtected: configuration.protected.contains(v.name) || frozenNow, relaunchSeconds: Validation.median(v.launchToReadySeconds),
+                isProtected: configuration.protected.contains(v.name) || frozenNow || saving, relaunchSeconds: Validation.median(v.launchToReadySeconds),
                 sampleAgeSeconds: v.sampleAgeSeconds ?? .infinity))
         }
     }
@@ -286,11 +372,16 @@ actor JetsamEngine {
 
         // 1. Warnings first, unless pressure is already critical (or warnings were sent before
         //    and memory is still short).
-        if !reevaluation && trigger.level == .warning && level < .critical {
-            let warned = await supervisor.warn(.all)
+        if !reevaluation && trigger.level == .warning && effectiveLevel < .critical {
+            // The warnings go out while the grace runs, and their acknowledgements are not waited
+            // for: an app that cannot answer yet (inside another callback, or stalled at the
+            // limit) holds up neither the grace nor a critical turn.
+            let supervisor = supervisor
+            Task { await supervisor.warn(.all) }
+            let warned = apps.filter { $0.state.isRunning && $0.state != .suspended }.map(\.name)
+            await graceUnlessCritical(configuration.warningGraceSeconds)
             for name in warned { ep.timeline.append(await entry("warning", app: name, pid: apps.first { $0.name == name }?.pid, "memory warning sent")) }
             for a in apps where a.state == .suspended { ep.timeline.append(await entry("warning", app: a.name, pid: a.pid, "not sent: suspended")) }
-            await graceUnlessCritical(configuration.warningGraceSeconds)
             if await recovered(after: "warnings", &ep, &status) { return }
         }
 
@@ -335,7 +426,7 @@ actor JetsamEngine {
             let candidates = await snapshots()
             let input = RankingInput(
                 apps: candidates.map(\.snapshot), budgetBytes: status.budgetBytes, availableBytes: status.availableBytes, targetAvailableBytes: target,
-                level: PressureLevelValue(rawValue: level.rawValue) ?? .warning)
+                level: PressureLevelValue(rawValue: effectiveLevel.rawValue) ?? .warning)
             let decision: Decision
             do {
                 decision = try Ranker.decide(input, policy: policy)
@@ -349,6 +440,7 @@ actor JetsamEngine {
                 ep.decisions.append(.init(input: input, victim: nil, note: decision.explanation))
                 ep.outcome = "nothing left to kill: still short by \(Format.bytes(target - min(target, status.availableBytes))) (\(decision.explanation))"
                 ep.timeline.append(await entry("note", ep.outcome))
+                if let released = releaseKernelHold() { ep.timeline.append(await entry("note", released)) }
                 break
             }
             let v = victim.snapshot
@@ -427,6 +519,7 @@ actor JetsamEngine {
     }
 
     private func close(_ ep: inout JetsamEpisode, _ status: MemoryStatus) async {
+        lastEpisodeRecovered = status.availableBytes >= ep.targetAvailableBytes
         ep.end = await supervisor.now()
         ep.memoryAfter = status
         ep.kernelOOMKillsAfter = await supervisor.kernelOOMKills()

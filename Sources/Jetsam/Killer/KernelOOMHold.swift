@@ -1,0 +1,63 @@
+import LinuxSystem
+
+/// Keeps the kernel's memory-cgroup OOM killer from acting in the device cgroup while jetsam is
+/// attached, so that the choice of victim is jetsam's, not "the largest task".
+///
+/// cgroup v1 offers this for user-space OOM handlers: with `oom_kill_disable 1` in
+/// `memory.oom_control`, a task that cannot be charged at the limit is not killed; it waits in
+/// the kernel (killable) until memory is freed, and the file reports `under_oom 1`. Jetsam
+/// reads that flag every `JetsamKiller.usagePollInterval`: an allocation that outran its
+/// warnings is then a critical episode, decided by the policy, and the waiting task goes on as
+/// soon as the victim's memory is back (process_mrelease). When jetsam has nothing left to kill,
+/// it lets the kernel act (`oom_kill_disable 0`) rather than leave tasks waiting, and holds it
+/// again once the device is out of OOM.
+///
+/// cgroup v2 has no such switch (`memory.oom.group` and `memory.high` are other things): there
+/// the kernel's killer stays in charge at the limit, and jetsam says so once.
+struct KernelOOMHold: Sendable {
+    let file: String
+
+    enum Unavailable: Error, CustomStringConvertible {
+        case noCgroup
+        case cgroupV2(String)
+        case write(String, SystemCallError)
+
+        var description: String {
+            switch self {
+            case .noCgroup: "the device has no memory cgroup: the machine's OOM killer stays in charge"
+            case .cgroupV2(let group): "\(group) is a cgroup v2 group, which cannot hold its OOM killer (no memory.oom_control): the kernel's killer stays in charge at the limit"
+            case .write(let file, let error): "cannot write \(file): \(error); the kernel's OOM killer stays in charge at the limit"
+            }
+        }
+    }
+
+    /// Holds the kernel's killer of `cgroup` (a v1 memory cgroup directory).
+    static func engage(cgroup: String?) -> Result<KernelOOMHold, Unavailable> {
+        guard let cgroup else { return .failure(.noCgroup) }
+        let file = "\(cgroup)/memory.oom_control"
+        guard ProcFS.isFile(file) else { return .failure(.cgroupV2(cgroup)) }
+        let hold = KernelOOMHold(file: file)
+        if let error = hold.set(disabled: true) { return .failure(.write(file, error)) }
+        return .success(hold)
+    }
+
+    /// Writes `oom_kill_disable`; the error, if any.
+    func set(disabled: Bool) -> SystemCallError? {
+        do {
+            try ProcFS.writeFileInPlace(file, Array((disabled ? "1" : "0").utf8))
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    /// Whether a task of the group is waiting at the limit (`under_oom 1`); nil when the file
+    /// cannot be read (the group is gone).
+    func isUnderOOM() -> Bool? {
+        do {
+            return ByteScanner.value(of: "under_oom", inSpaceSeparatedLines: try ProcFS.readBytes(file)).map { $0 != 0 }
+        } catch {
+            return nil
+        }
+    }
+}
