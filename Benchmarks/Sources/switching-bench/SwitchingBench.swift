@@ -60,21 +60,7 @@ struct SwitchingBench: AsyncParsableCommand {
         // Ctrl-C (or SIGTERM) cancels the measurement; the run under way then kills its apps and
         // removes its cgroups and files before the benchmark exits.
         let bench = self
-        let work = Task { try await bench.measure() }
-        Glibc.signal(SIGINT, SIG_IGN)
-        Glibc.signal(SIGTERM, SIG_IGN)
-        let sources = [SIGINT, SIGTERM].map { DispatchSource.makeSignalSource(signal: $0) }
-        for source in sources {
-            source.setEventHandler { work.cancel() }
-            source.resume()
-        }
-        defer { for s in sources { s.cancel() } }
-        do {
-            try await work.value
-        } catch {
-            if work.isCancelled { throw BenchError("interrupted: what the benchmark started was killed and removed") }
-            throw error
-        }
+        try await interruptible { try await bench.measure() }
     }
 
     static func list<T>(_ text: String, _ what: String, _ parse: (String) -> T?) throws -> [T] {
