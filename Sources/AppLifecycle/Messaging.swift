@@ -7,8 +7,12 @@ extension Supervisor {
     /// anything (and memory warnings are not queued for them). All are sent at once, then their
     /// acknowledgements are awaited together (each at most `callbackTimeout`): one app slow to
     /// answer does not delay the others' warnings. Returns the apps warned.
+    ///
+    /// With `waitForAcknowledgements: false` it returns as soon as the warnings are on their way
+    /// (a policy that must not be held up by an app that cannot answer yet — inside another
+    /// callback, or stalled at the memory limit — times its own grace period).
     @discardableResult
-    public func warn(_ target: Target = .all) async -> [String] {
+    public func warn(_ target: Target = .all, waitForAcknowledgements: Bool = true) async -> [String] {
         var warned: [String] = []
         for name in targets(target) {
             guard let a = records[name] else { continue }
@@ -20,11 +24,14 @@ extension Supervisor {
             record(.warning, a, detail: "sent")
             warned.append(name)
         }
-        await withTaskGroup(of: Void.self) { group in
-            for name in warned {
-                group.addTask { await self.deliverWarning(name) }
+        let deliveries = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for name in warned {
+                    group.addTask { await self.deliverWarning(name) }
+                }
             }
         }
+        if waitForAcknowledgements { await deliveries.value }
         return warned
     }
 

@@ -66,6 +66,7 @@ extension Supervisor {
             name: a.name, pid: a.pid, generation: a.generation, state: a.state, secondsInState: alive ? t - a.stateSince : 0,
             secondsSinceBackgrounded: a.backgroundEnteredAt.map { t - $0 },
             secondsSinceActive: a.state == .active ? 0 : a.lastActiveAt.map { t - $0 },
+            secondsSinceLaunch: a.process.map { t - $0.launchedAt },
             activations: a.activations, launches: a.generation, latest: a.latest?.sample, sampleAgeSeconds: a.latest.map { t - $0.at },
             lifetimeMaxFootprintBytes: a.lifetimeMaxFootprint, launchToReadySeconds: a.launchToReady, isClient: a.isClient,
             backgroundStay: a.backgroundPeriod, isDying: alive && a.terminating, callbacksInProgress: alive ? Set(a.callbacksInProgress.keys) : [])

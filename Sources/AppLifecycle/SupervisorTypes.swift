@@ -104,6 +104,9 @@ public enum SupervisorEventKind: String, Sendable, Hashable, Codable, CaseIterab
     case jetsam
     /// A freeze-dry: a small suspended app's anonymous memory written to swap (`bytes`).
     case freeze
+    /// What a policy says about what it does or cannot do (`detail`): jetsam holding the
+    /// kernel's OOM killer, "no swap: freeze-dry is off", a reading it cannot take.
+    case note
 }
 
 /// One line of the event log.
@@ -188,6 +191,8 @@ public struct AppView: Sendable, Hashable {
     public var secondsSinceBackgrounded: Double?
     /// Since it was last active (0 while active; nil if never active in this supervisor).
     public var secondsSinceActive: Double?
+    /// Since its current process was started (nil when not running).
+    public var secondsSinceLaunch: Double?
     /// How many times it became active since the supervisor started.
     public var activations: Int
     public var launches: Int

@@ -129,7 +129,7 @@ struct Demo: AsyncParsableCommand {
         let log = try await scenario.run { event in
             guard !quiet else { return }
             let levelChange = event.kind == .pressure && ["normal", "warning", "critical"].contains(event.name ?? "")
-            if levelChange || ([.warning, .jetsam, .freeze, .exit, .launch].contains(event.kind) && event.app != nil) || (event.kind == .freeze && event.app == nil) {
+            if levelChange || ([.warning, .jetsam, .freeze, .exit, .launch].contains(event.kind) && event.app != nil) || event.kind == .note {
                 output(renderEvent(event) + "\n")
             }
             // As each app is suspended, what it leaves in memory, from the VM Tracker.

@@ -106,10 +106,8 @@ struct JetsamCommand: AsyncParsableCommand {
             do {
                 let episodes = try JetsamEpisode.load(file)
                 let names = policy == "all" ? JetsamPolicyName.allCases : [JetsamPolicyName(rawValue: policy)!]
-                // The recorded tunables (high-memory threshold, ...) under each policy's name.
-                let recorded = episodes.first?.policy ?? .default
-                let policies = JetsamPolicy.all(names, tunedLike: recorded)
-                let report = try ReplayReport(episodes, policies: policies)
+                // Each episode under each policy's name, with the tunables it was recorded with.
+                let report = try ReplayReport(episodes, policyNames: names)
                 output(json ? try encodeJSON(report) : report.renderText())
             } catch {
                 throw fail(error)

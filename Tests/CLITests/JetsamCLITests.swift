@@ -1,6 +1,7 @@
 import AppLifecycle
 import FoundationEssentials
 import Glibc
+import LifecycleProtocol
 import LinuxSystem
 import Subprocess
 import SystemPackage
@@ -52,7 +53,13 @@ struct JetsamCLITests {
             #expect(report.apps.allSatisfy { !$0.explanation.isEmpty && !$0.band.isEmpty })
             let sleeper = try #require(report.apps.first { $0.pid == pid }, "the stopped sleep is ranked")
             #expect(sleeper.state == "suspended")
+            // --foreground names the foreground app: active, in the foreground band, ranked last.
+            let foreground = report.apps.filter { $0.state == "active" }
+            #expect(foreground.count == 1 && foreground.first?.band == "foreground", "\(foreground)")
+            #expect(report.apps.last?.state == "active", "the foreground app is ranked last")
         }
+        let without = try JSONDecoder().decode(DryRun.self, from: Data(try await runMempressure(["jetsam", "--dry-run", "--json"]).standardOutput.utf8))
+        #expect(!without.apps.contains { $0.state == "active" }, "without --foreground no app is in the foreground")
         let ios = try JSONDecoder().decode(DryRun.self, from: Data(try await runMempressure(["jetsam", "--dry-run", "--json", "--high-memory", "1g"]).standardOutput.utf8))
         // ios: every suspended app (here all below 1 GiB: suspended-low) before every app running in the background.
         if let lastSuspended = ios.apps.lastIndex(where: { $0.state == "suspended" }), let firstRunning = ios.apps.firstIndex(where: { $0.state == "backgroundRunning" }) {
@@ -174,7 +181,8 @@ struct JetsamCLITests {
                 let reports = try JSONDecoder().decode([AppReport].self, from: Data(r.standardOutput.utf8))
                 return try #require(reports.first?.footprint.last?.footprintBytes)
             }
-            let launched = try await app(["launch", "W", "--", "mempressure-workload", "--state-mb", "1", "--image-cache-mb", "1", "--data-dir", "\(dir.path)/data"])
+            // A background task of a minute: `background --no-wait` must return while it runs.
+            let launched = try await app(["launch", "W", "--", "mempressure-workload", "--state-mb", "1", "--image-cache-mb", "1", "--data-dir", "\(dir.path)/data", "--background-task", "60"])
             #expect(launched.status == 0, "\(launched.standardError)")
             #expect(try await app(["activate", "W"]).standardOutput == "W: active\n")
             let before = try await footprint()
@@ -187,8 +195,21 @@ struct JetsamCLITests {
             #expect(after >= 32 << 20 && after > before, "\(before) -> \(after)")
             #expect(try await app(["release", "W", "--bytes", "32m"]).status == 0)
             #expect(try await app(["background", "W", "--no-wait"]).status == 0)
+            let state = try JSONDecoder().decode([AppReport].self, from: Data(try await runMempressure(["apps", "--dir", runtime, "--json"]).standardOutput.utf8))
+            #expect(state.first?.state == .backgroundRunning, "returned once didEnterBackground was delivered, while the task runs")
             let bad = try await app(["allocate", "W"])
             #expect(bad.status != 0 && bad.standardError.contains("--bytes"))
+            // The kernel's OOM killer never fired in the device (its cgroup is named after the
+            // supervisor's PID).
+            let supervisorPID = execution.processIdentifier.value
+            let v1 = ProcFS.isFile("/sys/fs/cgroup/memory/cgroup.procs")
+            let (root, file) = v1 ? ("/sys/fs/cgroup/memory", "memory.oom_control") : ("/sys/fs/cgroup", "memory.events")
+            let groups = try ProcFS.listDirectory(root).map { String(decoding: $0, as: UTF8.self) }.filter { $0.hasPrefix("mempressure-\(supervisorPID)-") }
+            #expect(groups.count == 1, "\(groups)")
+            for g in groups {
+                let control = String(decoding: try ProcFS.readBytes("\(root)/\(g)/\(file)"), as: UTF8.self)
+                #expect(control.contains("oom_kill 0"), "\(control)")
+            }
             try execution.send(signal: .terminate)
             while let _ = try await lines.next() {}
         }

@@ -149,3 +149,85 @@ struct TieTests {
         #expect(ranking.order[0].explanation.contains("larger footprint (104857601 B > 104857600 B)"))
     }
 }
+
+@Suite("Recency: an app being launched or resumed is in use, an app never active was used at its launch")
+struct RecencyTests {
+    /// A device in the middle of a switch: Mail is being launched (inactive, never active, its
+    /// process a second old), Maps is being resumed (inactive, last active 20 minutes ago),
+    /// Notes and Clock sit in the background, Safari is in the foreground.
+    func switching() -> RankingInput {
+        var mail = app("Mail", 201, .inactive, mib: 40)
+        mail.secondsSinceLaunch = 1
+        var maps = app("Maps", 202, .inactive, mib: 60, since: 1200, activations: 3)
+        maps.secondsSinceLaunch = 3000
+        var notes = app("Notes", 203, .suspended, mib: 30, since: 300, activations: 2)
+        notes.secondsSinceLaunch = 3000
+        var clock = app("Clock", 204, .backgroundRunning, mib: 20)
+        clock.secondsSinceLaunch = 600       // launched in the background, never active
+        var safari = app("Safari", 205, .active, mib: 80, since: 0, activations: 9)
+        safari.secondsSinceLaunch = 4000
+        return RankingInput(apps: [mail, maps, notes, clock, safari], budgetBytes: 512 * mib, availableBytes: 10 * mib,
+                            targetAvailableBytes: 100 * mib, level: .critical)
+    }
+
+    @Test func lruTakesTheAppsInTheBackgroundBeforeTheAppsComingToTheForeground() throws {
+        let ranking = try Ranker.rank(switching(), policy: JetsamPolicy(name: .lru))
+        // Clock (launched 600 s ago, never active), Notes (active 300 s ago); then the two apps
+        // coming to the foreground, in use now, by size; Safari last.
+        #expect(names(ranking) == ["Clock", "Notes", "Maps", "Mail", "Safari"])
+        let clock = try #require(ranking.order.first)
+        #expect(clock.explanation.contains("less recently used (600.0 s ago vs 300.0 s ago: launched, never active vs last active)"))
+        #expect(clock.factors.contains { $0.name == "since used" && $0.detail.contains("launched 600.0 s ago, never active") })
+        let maps = ranking.order[2]
+        #expect(maps.factors.contains { $0.name == "since used" && $0.detail.contains("in the foreground (inactive): in use now") })
+        // The app being launched is not the first to die, as it would be if "never active"
+        // counted as least recent: its decision takes Clock first.
+        let decision = try Ranker.decide(switching(), policy: JetsamPolicy(name: .lru))
+        #expect(decision.victims.first?.snapshot.name == "Clock")
+        #expect(!names(decision).contains("Mail"))
+    }
+
+    @Test func xnuAndLmkdOrderNeverActiveAppsByTheirLaunch() throws {
+        var input = switching()
+        // Two suspended apps never active: the one launched longer ago entered its band first.
+        var old = app("Old", 206, .suspended, mib: 10)
+        old.secondsSinceLaunch = 900
+        var young = app("Young", 207, .suspended, mib: 50)
+        young.secondsSinceLaunch = 5
+        input.apps += [old, young]
+        for name in [JetsamPolicyName.xnu, .lmkd] {
+            let ranking = try Ranker.rank(input, policy: JetsamPolicy(name: name))
+            #expect(Array(names(ranking).prefix(3)) == ["Old", "Notes", "Young"], "\(name)")
+        }
+    }
+
+    @Test func withoutALaunchTimeANeverActiveAppIsTheLeastRecent() throws {
+        // Episodes recorded before `secondsSinceLaunch` existed replay as they were decided.
+        let apps = [
+            app("Recorded", 301, .suspended, mib: 10),
+            app("Used", 302, .suspended, mib: 90, since: 5000, activations: 1),
+        ]
+        let input = RankingInput(apps: apps, budgetBytes: 1024 * mib, availableBytes: 0, targetAvailableBytes: 10 * mib, level: .warning)
+        let ranking = try Ranker.rank(input, policy: JetsamPolicy(name: .lru))
+        #expect(names(ranking) == ["Recorded", "Used"])
+        #expect(ranking.order[0].explanation.contains("never active, while Used was active 5000.0 s ago"))
+    }
+
+    @Test func costCountsAnAppComingToTheForegroundAsInUse() throws {
+        // 30 MiB needed. Mail, being launched, has never been active: scored as never used
+        // (P 0.01) it would be the cheapest way to free them (40 MiB for 0.0095 s); in use now
+        // (P 0.67) it costs 0.63 s, more than Notes (30 MiB, active 300 s ago: P 0.6, 0.57 s).
+        var input = switching()
+        input.targetAvailableBytes = 40 * mib
+        let decision = try Ranker.decide(input, policy: JetsamPolicy(name: .cost))
+        #expect(names(decision) == ["Notes"])
+    }
+
+    @Test func aLaunchTimeThatIsNotANumberSparesTheApp() throws {
+        var input = switching()
+        input.apps[3].secondsSinceLaunch = -.infinity
+        let ranking = try Ranker.rank(input, policy: JetsamPolicy(name: .lru))
+        #expect(!names(ranking).contains("Clock"))
+        #expect(ranking.spared.contains { $0.snapshot.name == "Clock" && $0.reason == .invalid })
+    }
+}

@@ -53,6 +53,18 @@ public struct JetsamConfiguration: Sendable, Hashable, Codable {
             self.inactiveBytes = inactiveBytes
             self.soft = soft
         }
+
+        private enum CodingKeys: String, CodingKey, CaseIterable {
+            case activeBytes, inactiveBytes, soft
+        }
+
+        public init(from decoder: any Decoder) throws {
+            try UnknownKeys.refuse(in: decoder, known: CodingKeys.self, what: "a jetsam limit")
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            activeBytes = try c.decodeIfPresent(UInt64.self, forKey: .activeBytes)
+            inactiveBytes = try c.decodeIfPresent(UInt64.self, forKey: .inactiveBytes)
+            soft = try c.decodeIfPresent(Bool.self, forKey: .soft)
+        }
     }
 
     /// The ranking policy these settings make.
@@ -85,12 +97,13 @@ public struct JetsamConfiguration: Sendable, Hashable, Codable {
         }
     }
 
-    private enum Key: String, CodingKey {
+    private enum Key: String, CodingKey, CaseIterable {
         case policy, highMemoryBytes, highMemoryShare, protected, warningGraceSeconds, targetAvailableShare, cooldownSeconds
         case freezeDryBelowBytes, limits, maxSampleAgeSeconds, reportDirectory, holdKernelOOMKiller
     }
 
     public init(from decoder: any Decoder) throws {
+        try UnknownKeys.refuse(in: decoder, known: Key.self, what: "the jetsam section")
         let c = try decoder.container(keyedBy: Key.self)
         let d = JetsamConfiguration()
         policy = try c.decodeIfPresent(JetsamPolicyName.self, forKey: .policy) ?? d.policy
@@ -112,4 +125,26 @@ public struct JetsamConfigurationError: Error, Sendable, Hashable, CustomStringC
     public var reason: String
     public init(_ reason: String) { self.reason = reason }
     public var description: String { "jetsam: \(reason)" }
+}
+
+/// A key that is none of a document's known keys is a mistake (a typo such as
+/// "highMemoryByte" would otherwise leave the default in force, silently): refused, naming it.
+enum UnknownKeys {
+    private struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    static func refuse<K: CodingKey & CaseIterable>(in decoder: any Decoder, known: K.Type, what: String) throws {
+        let names = K.allCases.map(\.stringValue)
+        let all = try decoder.container(keyedBy: AnyKey.self)
+        // The first unknown key by name: the same message whatever order the decoder keeps.
+        if let key = all.allKeys.filter({ !names.contains($0.stringValue) }).min(by: { $0.stringValue < $1.stringValue }) {
+            throw DecodingError.dataCorrupted(DecodingError.Context(
+                codingPath: decoder.codingPath + [key],
+                debugDescription: "unknown key '\(key.stringValue)' in \(what) (known: \(names.joined(separator: ", ")))"))
+        }
+    }
 }

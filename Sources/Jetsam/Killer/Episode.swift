@@ -1,3 +1,4 @@
+import AppLifecycle
 import LifecycleProtocol
 import LinuxSystem
 
@@ -108,11 +109,13 @@ public struct JetsamEpisode: Sendable, Hashable, Codable {
     }
 
     /// In hindsight, from the last kill back: a kill whose bytes the end of the episode could
-    /// have done without (together with the later kills found unneeded) was not needed.
-    mutating func markNeeded() {
+    /// have done without (together with the later kills found unneeded) was not needed. Sets
+    /// `needed` of every `vm-pageshortage` victim from `memoryAfter` and the target (a
+    /// per-process-limit kill is needed by its limit, whatever memory says).
+    public mutating func markNeeded() {
         guard let after = memoryAfter else { return }
         var spare = after.availableBytes &- min(after.availableBytes, targetAvailableBytes)
-        for i in victims.indices.reversed() where victims[i].reason == "vm-pageshortage" {
+        for i in victims.indices.reversed() where victims[i].reason == KillReason.vmPageShortage.rawValue {
             if victims[i].reclaimedBytes <= spare {
                 victims[i].needed = false
                 spare -= victims[i].reclaimedBytes

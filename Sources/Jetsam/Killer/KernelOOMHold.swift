@@ -51,13 +51,28 @@ struct KernelOOMHold: Sendable {
         }
     }
 
-    /// Whether a task of the group is waiting at the limit (`under_oom 1`); nil when the file
-    /// cannot be read (the group is gone).
-    func isUnderOOM() -> Bool? {
-        do {
-            return ByteScanner.value(of: "under_oom", inSpaceSeparatedLines: try ProcFS.readBytes(file)).map { $0 != 0 }
-        } catch {
-            return nil
+    /// Why `under_oom` could not be read.
+    enum ReadFailure: Error, CustomStringConvertible {
+        case read(String, SystemCallError)
+        case noField(String)
+
+        var description: String {
+            switch self {
+            case .read(let file, let error): "cannot read \(file): \(error)"
+            case .noField(let file): "\(file) has no under_oom line"
+            }
         }
+    }
+
+    /// Whether a task of the group is waiting at the limit (`under_oom 1`).
+    func isUnderOOM() throws(ReadFailure) -> Bool {
+        let bytes: [UInt8]
+        do {
+            bytes = try ProcFS.readBytes(file)
+        } catch {
+            throw .read(file, error)
+        }
+        guard let value = ByteScanner.value(of: "under_oom", inSpaceSeparatedLines: bytes) else { throw .noField(file) }
+        return value != 0
     }
 }

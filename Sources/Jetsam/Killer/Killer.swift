@@ -87,8 +87,9 @@ public final class JetsamKiller: SupervisorPolicy {
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 for await e in events { await engine.pressure(e) }
-                // The stream ends when the supervisor shuts down: so does the watch.
-                await engine.stopWatching()
+                // The stream ends when the supervisor shuts down (this task is then cancelled):
+                // so does the watch. Ended otherwise, the killer says it is blind.
+                await engine.stopWatching(pressureStreamEnded: !Task.isCancelled)
             }
             group.addTask {
                 for await v in samples { await engine.sampled(v) }
@@ -137,6 +138,22 @@ actor JetsamEngine {
     /// Apps over a soft limit already warned, for the run they were warned in, so each
     /// crossing warns once.
     var softWarned: Set<RunKey> = []
+    /// Set when an episode ended still short with nothing left to kill: the running apps as they
+    /// were then (`signature`). While they stay so and the level does not change, the watch opens
+    /// no new episode — a shortage nobody can end would otherwise open one every poll.
+    var stuckWith: [String]?
+    /// Readings of the watch that are failing now (the device's memory, the hold's under_oom),
+    /// each said once when it starts failing and once when it works again.
+    var failingReadings: [Reading: String] = [:]
+
+    enum Reading: Hashable {
+        case memory, underOOM
+    }
+
+    /// The most kills in a row that may fail (the victim exited, changed state or was already
+    /// dying since the reading) before the episode stops: a decision that keeps naming an app
+    /// it cannot kill must not spin.
+    static let failedKillLimit = 8
 
     struct StayKey: Hashable {
         var name: String
@@ -160,6 +177,7 @@ actor JetsamEngine {
     // MARK: Inputs
 
     func pressure(_ e: PressureEvent) {
+        if e.level != level { stuckWith = nil }
         level = e.level
         lastEvent = e
         if e.level == .critical { endGraces() }
@@ -187,17 +205,39 @@ actor JetsamEngine {
         case .failure(let why):
             detail = "jetsam: \(why)"
         }
-        await supervisor.record(SupervisorEvent(t: await supervisor.now(), kind: .pressure, detail: detail))
+        await supervisor.record(SupervisorEvent(t: await supervisor.now(), kind: .note, detail: detail))
     }
 
-    func stopWatching() { watching = false }
+    func stopWatching(pressureStreamEnded: Bool = false) async {
+        watching = false
+        if pressureStreamEnded {
+            await say("jetsam: the pressure stream ended (its monitor stopped): no more episodes are started", kind: .error)
+        }
+    }
+
+    /// A reading of the watch failed: said once, when it starts failing.
+    private func readingFailed(_ reading: Reading, _ what: String) async {
+        guard failingReadings[reading] == nil else { return }
+        failingReadings[reading] = what
+        await say("jetsam: \(what): no decision is made on it until it can be read again", kind: .error)
+    }
+
+    /// A reading of the watch works: said once, when it had been failing.
+    private func readingWorks(_ reading: Reading) async {
+        guard let what = failingReadings.removeValue(forKey: reading) else { return }
+        await say("jetsam: can read again what failed before (\(what))")
+    }
+
+    private func say(_ detail: String, kind: SupervisorEventKind = .note) async {
+        await supervisor.record(SupervisorEvent(t: await supervisor.now(), kind: kind, detail: detail))
+    }
 
     /// Looks every `usagePollInterval` while pressure is up (or a task waits at the limit):
     /// the level's events are changes only, and an app that allocates its footprint in a
     /// fraction of a second must be answered before the limit, not at the next change.
     func watch() async {
         while watching, !Task.isCancelled {
-            look()
+            await look()
             do {
                 try await Task.sleep(for: .seconds(JetsamKiller.usagePollInterval))
             } catch {
@@ -206,10 +246,16 @@ actor JetsamEngine {
         }
     }
 
-    private func look() {
+    private func look() async {
         let t = monotonicSeconds()
         if let hold = kernelHold {
-            let waiting = hold.isUnderOOM() ?? false
+            var waiting = false
+            do {
+                waiting = try hold.isUnderOOM()
+                await readingWorks(.underOOM)
+            } catch {
+                await readingFailed(.underOOM, "\(error): a task waiting at the limit cannot be seen")
+            }
             if waiting && !underOOM { endGraces() }
             underOOM = waiting
             if kernelHoldReleased && !waiting && level < .critical {
@@ -222,13 +268,37 @@ actor JetsamEngine {
             }
         }
         guard level >= .warning, episodeTask == nil else { return }
-        guard case .measured(let status) = measure(), status.availableBytes < target(status) else { return }
+        let status: MemoryStatus
+        switch measure() {
+        case .measured(let s):
+            status = s
+            await readingWorks(.memory)
+        case .failed(let why):
+            await readingFailed(.memory, "memory could not be measured (\(why))")
+            return
+        }
+        guard status.availableBytes < target(status) else {
+            stuckWith = nil
+            return
+        }
+        if let stuck = stuckWith {
+            // Nothing to kill last time: look again only once an app has launched, exited or
+            // changed state.
+            guard Self.signature(await supervisor.apps()) != stuck else { return }
+            stuckWith = nil
+        }
         let last = lastEvent.map { " (last event: \($0.source))" } ?? ""
         // The level of this shortage, from the working set (the pressure level counts page
         // cache, which can keep it up for long): critical under a fifth of the target free.
         let shortage: PressureLevel = status.availableBytes < target(status) / 5 ? .critical : .warning
         let what = lastEpisodeRecovered ? "short" : "still short"
         start(trigger: PressureEvent(level: shortage, source: "jetsam", detail: "\(what): \(Format.bytes(status.availableBytes)) available, \(Format.bytes(target(status))) needed\(last)", time: t), reevaluation: !lastEpisodeRecovered)
+    }
+
+    /// The running apps, each as name, run, state and whether it is dying: what a new decision
+    /// could differ by.
+    static func signature(_ views: [AppView]) -> [String] {
+        views.filter { $0.pid != nil }.map { "\($0.name) \($0.generation) \($0.state.rawValue) \($0.isDying)" }
     }
 
     /// Lets the kernel's OOM killer act (jetsam has nothing left to kill and a task waits).
@@ -329,7 +399,7 @@ actor JetsamEngine {
             return (v, JetsamAppSnapshot(
                 name: v.name, pid: pid, state: v.state, footprintBytes: latest.footprintBytes, purgeableBytes: latest.purgeableBytes,
                 residentBytes: latest.residentBytes, lifetimeMaxFootprintBytes: v.lifetimeMaxFootprintBytes,
-                secondsInState: v.secondsInState, secondsSinceActive: v.secondsSinceActive, activations: v.activations,
+                secondsInState: v.secondsInState, secondsSinceActive: v.secondsSinceActive, secondsSinceLaunch: v.secondsSinceLaunch, activations: v.activations,
                 isProtected: configuration.protected.contains(v.name) || frozenNow || saving, relaunchSeconds: Validation.median(v.launchToReadySeconds),
                 sampleAgeSeconds: v.sampleAgeSeconds ?? .infinity))
         }
@@ -343,8 +413,12 @@ actor JetsamEngine {
     // MARK: An episode
 
     private func episode(trigger: PressureEvent, reevaluation: Bool) async {
-        guard case .measured(var status) = measure() else {
-            await note("memory could not be measured (\(reader.cgroup ?? "/proc/meminfo")): no decision on partial data")
+        var status: MemoryStatus
+        switch measure() {
+        case .measured(let s):
+            status = s
+        case .failed(let why):
+            await say("jetsam: memory could not be measured (\(why)): no decision on partial data", kind: .error)
             return
         }
         let target = target(status)
@@ -376,12 +450,11 @@ actor JetsamEngine {
             // The warnings go out while the grace runs, and their acknowledgements are not waited
             // for: an app that cannot answer yet (inside another callback, or stalled at the
             // limit) holds up neither the grace nor a critical turn.
-            let supervisor = supervisor
-            Task { await supervisor.warn(.all) }
-            let warned = apps.filter { $0.state.isRunning && $0.state != .suspended }.map(\.name)
+            let warned = await supervisor.warn(.all, waitForAcknowledgements: false)
+            let views = await supervisor.apps()
+            for name in warned { ep.timeline.append(await entry("warning", app: name, pid: views.first { $0.name == name }?.pid, "memory warning sent")) }
+            for v in views where v.state == .suspended { ep.timeline.append(await entry("warning", app: v.name, pid: v.pid, "not sent: suspended")) }
             await graceUnlessCritical(configuration.warningGraceSeconds)
-            for name in warned { ep.timeline.append(await entry("warning", app: name, pid: apps.first { $0.name == name }?.pid, "memory warning sent")) }
-            for a in apps where a.state == .suspended { ep.timeline.append(await entry("warning", app: a.name, pid: a.pid, "not sent: suspended")) }
             if await recovered(after: "warnings", &ep, &status) { return }
         }
 
@@ -393,7 +466,7 @@ actor JetsamEngine {
             case .success(0):
                 if !saidNoSwap {
                     saidNoSwap = true
-                    await supervisor.record(SupervisorEvent(t: await supervisor.now(), kind: .freeze, detail: "no swap on this machine: freeze-dry is off (suspended apps are killed instead)"))
+                    await say("jetsam: no swap on this machine: freeze-dry is off (suspended apps are killed instead)")
                 }
                 ep.timeline.append(await entry("note", "no swap: freeze-dry is off"))
             case .success:
@@ -419,6 +492,7 @@ actor JetsamEngine {
 
         // 3. Kills, one at a time, deciding again after each on fresh readings.
         var kills = 0
+        var failedKills = 0
         while status.availableBytes < target, !Task.isCancelled, kills < 1000 {
             // The event the decision answers: the latest before it (a critical one that cut the
             // grace short, say).
@@ -440,6 +514,7 @@ actor JetsamEngine {
                 ep.decisions.append(.init(input: input, victim: nil, note: decision.explanation))
                 ep.outcome = "nothing left to kill: still short by \(Format.bytes(target - min(target, status.availableBytes))) (\(decision.explanation))"
                 ep.timeline.append(await entry("note", ep.outcome))
+                stuckWith = Self.signature(await supervisor.apps())
                 if let released = releaseKernelHold() { ep.timeline.append(await entry("note", released)) }
                 break
             }
@@ -453,12 +528,27 @@ actor JetsamEngine {
                 receipt = try await supervisor.kill(v.name, pid: v.pid, reason: .vmPageShortage, expectedState: v.state)
             } catch {
                 // Exited, relaunched, changed state or already dying since the reading: decide
-                // again on fresh data.
+                // again on fresh data — unless that keeps happening.
+                failedKills += 1
                 ep.decisions.append(.init(input: input, victim: nil, note: "\(v.name) not killed: \(error)"))
                 ep.timeline.append(await entry("note", app: v.name, pid: v.pid, "not killed: \(error)"))
+                if failedKills >= Self.failedKillLimit {
+                    ep.outcome = "stopped: \(failedKills) kills in a row failed (the last: \(v.name): \(error))"
+                    ep.timeline.append(await entry("note", ep.outcome))
+                    break
+                }
+                guard case .measured(let now) = measure() else {
+                    ep.outcome = "memory could not be measured after a failed kill: stopped (no decision on partial data)"
+                    ep.timeline.append(await entry("note", ep.outcome))
+                    break
+                }
+                status = now
                 continue
             }
+            failedKills = 0
             ep.decisions.append(.init(input: input, victim: v.name, note: nil))
+            let killedAt = await logTime(ofMonotonic: receipt.signalledAt)
+            ep.timeline.append(.init(t: killedAt, kind: "kill", app: v.name, pid: v.pid, bytes: nil, detail: "rank \(victim.rank) (\(victim.band)): SIGKILL\(receipt.memoryReleased ? ", memory released (process_mrelease)" : "")"))
             // What it gave back: measured at once (with process_mrelease most of its memory is back
             // when kill returns, before anything else can grow into it) and once it has exited
             // (what its exit freed); the larger of the two, as others' growth only hides some.
@@ -473,6 +563,11 @@ actor JetsamEngine {
             var reclaimed = now.availableBytes &- min(now.availableBytes, before.availableBytes)
             if case .measured(let first) = atOnce { reclaimed = max(reclaimed, first.availableBytes &- min(first.availableBytes, before.availableBytes)) }
             kills += 1
+            ep.timeline.append(await entry(
+                exited ? "exit" : "note", app: v.name, pid: v.pid, bytes: reclaimed,
+                exited ? "exited: \(Format.bytes(reclaimed)) given back" : "still exiting \(Format.seconds(configuration.cooldownSeconds)) after SIGKILL: \(Format.bytes(reclaimed)) given back so far"))
+            // The log's event comes once what the kill gave back is known (the log stays in time
+            // order); the episode's timeline has the SIGKILL at its time.
             var event = SupervisorEvent(t: await supervisor.now(), app: v.name, pid: v.pid, kind: .jetsam, detail: exited ? nil : "still exiting \(configuration.cooldownSeconds) s after SIGKILL")
             event.reason = KillReason.vmPageShortage.rawValue
             event.rank = victim.rank
@@ -481,7 +576,6 @@ actor JetsamEngine {
             event.reclaimedBytes = reclaimed
             event.explanation = victim.explanation
             await supervisor.record(event)
-            ep.timeline.append(await entry("kill", app: v.name, pid: v.pid, bytes: reclaimed, "rank \(victim.rank) (\(victim.band)): \(Format.bytes(reclaimed)) given back"))
             ep.victims.append(.init(
                 name: v.name, pid: v.pid, state: v.state, reason: KillReason.vmPageShortage.rawValue,
                 rank: victim.rank, band: victim.band, policy: policy.name, footprintBytes: v.footprintBytes,
@@ -513,6 +607,11 @@ actor JetsamEngine {
         return true
     }
 
+    /// A monotonic time (a KillReceipt's `signalledAt`) on the supervisor's log clock.
+    private func logTime(ofMonotonic t: Double) async -> Double {
+        await supervisor.now() - (monotonicSeconds() - t)
+    }
+
     /// A timeline entry, stamped with the supervisor's log clock.
     private func entry(_ kind: String, app: String? = nil, pid: Int32? = nil, bytes: UInt64? = nil, _ detail: String) async -> JetsamEpisode.Entry {
         JetsamEpisode.Entry(t: await supervisor.now(), kind: kind, app: app, pid: pid, bytes: bytes, detail: detail)
@@ -524,7 +623,14 @@ actor JetsamEngine {
         ep.memoryAfter = status
         ep.kernelOOMKillsAfter = await supervisor.kernelOOMKills()
         ep.markNeeded()
-        killer.add(ep)
+        await keep(ep)
+    }
+
+    /// Keeps a closed episode: in memory (and for `episodeUpdates()` subscribers), and on disk
+    /// when there is a `reportDirectory`.
+    private func keep(_ ep: JetsamEpisode) async {
+        // On disk first: whoever hears of the episode can read its file.
+        defer { killer.add(ep) }
         if let dir = configuration.reportDirectory {
             do {
                 try ProcFS.makeDirectory(dir)
@@ -535,10 +641,6 @@ actor JetsamEngine {
                 await supervisor.record(SupervisorEvent(t: await supervisor.now(), kind: .error, detail: "jetsam: cannot write the report of episode \(ep.number) to \(dir): \(error)"))
             }
         }
-    }
-
-    private func note(_ text: String) async {
-        await supervisor.record(SupervisorEvent(t: await supervisor.now(), kind: .error, detail: "jetsam: \(text)"))
     }
 
     // MARK: Per-app limits
@@ -568,15 +670,19 @@ actor JetsamEngine {
             return
         }
         guard case .measured(let before) = measure() else {
-            await note("\(v.name) is over its \(which) limit, but memory could not be measured: not killed on partial data")
+            await say("jetsam: \(v.name) is over its \(which) limit, but memory could not be measured: not killed on partial data", kind: .error)
             return
         }
+        let oomBefore = await supervisor.kernelOOMKills()
         let receipt: KillReceipt
         do {
             receipt = try await supervisor.kill(v.name, pid: pid, reason: .perProcessLimit, expectedState: v.state)
         } catch {
-            return  // exited, changed state or already dying meanwhile
+            // Exited, changed state or already dying meanwhile: the next reading decides again.
+            await say("jetsam: \(v.name) is over its \(which) limit but was not killed: \(error)")
+            return
         }
+        let killedAt = await logTime(ofMonotonic: receipt.signalledAt)
         let atOnce = measure()
         let exited = await supervisor.waitForExit(v.name, pid: pid, timeout: configuration.cooldownSeconds)
         var reclaimed: UInt64 = 0
@@ -586,31 +692,37 @@ actor JetsamEngine {
             reclaimed = max(reclaimed, a.availableBytes &- min(a.availableBytes, before.availableBytes))
         }
         let explanation = "footprint \(Format.bytes(bytes)) over its \(which) limit \(Format.bytes(limitBytes)) (state \(v.state.rawValue))"
-        var event = SupervisorEvent(t: await supervisor.now(), app: v.name, pid: pid, kind: .jetsam)
+        // Rank 1 of a decision of one: the limit, not the ranking, chose it.
+        var event = SupervisorEvent(t: await supervisor.now(), app: v.name, pid: pid, kind: .jetsam, detail: exited ? nil : "still exiting \(configuration.cooldownSeconds) s after SIGKILL")
         event.reason = KillReason.perProcessLimit.rawValue
-        event.policy = "limit"
+        event.rank = 1
+        event.policy = policy.name.rawValue
         event.footprintBytes = bytes
         event.reclaimedBytes = reclaimed
         event.explanation = explanation
         await supervisor.record(event)
         episodeCount += 1
-        let t = await supervisor.now()
+        let checked = await logTime(ofMonotonic: checkedAt)
         var ep = JetsamEpisode(
-            number: episodeCount, startedAt: Timestamp.now(), start: t, end: t,
-            trigger: .init(level: PressureLevelValue(rawValue: level.rawValue) ?? .normal, source: "per-process-limit", detail: explanation, t: t),
+            number: episodeCount, startedAt: Timestamp.now(), start: checked, end: nil,
+            trigger: .init(level: PressureLevelValue(rawValue: level.rawValue) ?? .normal, source: "per-process-limit", detail: explanation, t: checked),
             policy: policy, memoryBefore: before, memoryAfter: afterStatus, targetAvailableBytes: 0, largestApp: v.name,
             apps: [.init(name: v.name, pid: pid, state: v.state, footprintBytes: bytes, purgeableBytes: latest.purgeableBytes,
                          residentBytes: latest.residentBytes, lifetimeMaxFootprintBytes: v.lifetimeMaxFootprintBytes, secondsInState: v.secondsInState,
                          isProtected: false)],
-            timeline: [.init(t: t, kind: "kill", app: v.name, pid: pid, bytes: reclaimed, detail: explanation)],
+            timeline: [
+                .init(t: killedAt, kind: "kill", app: v.name, pid: pid, bytes: nil, detail: "\(explanation): SIGKILL\(receipt.memoryReleased ? ", memory released (process_mrelease)" : "")"),
+                await entry(exited ? "exit" : "note", app: v.name, pid: pid, bytes: reclaimed,
+                            exited ? "exited: \(Format.bytes(reclaimed)) given back" : "still exiting \(Format.seconds(configuration.cooldownSeconds)) after SIGKILL"),
+            ],
             victims: [.init(
                 name: v.name, pid: pid, state: v.state, reason: KillReason.perProcessLimit.rawValue, rank: 1, band: "over-limit", policy: policy.name,
                 footprintBytes: bytes, purgeableBytes: latest.purgeableBytes, secondsFromEvent: receipt.signalledAt - checkedAt,
                 secondsFromLatestEvent: receipt.signalledAt - checkedAt,
                 reclaimedBytes: reclaimed, memoryReleased: receipt.memoryReleased, exited: exited, needed: true, explanation: explanation)],
-            freezes: [], decisions: [], kernelOOMKillsBefore: nil, kernelOOMKillsAfter: await supervisor.kernelOOMKills(),
+            freezes: [], decisions: [], kernelOOMKillsBefore: oomBefore, kernelOOMKillsAfter: await supervisor.kernelOOMKills(),
             outcome: "killed over its \(which) limit")
         ep.end = await supervisor.now()
-        killer.add(ep)
+        await keep(ep)
     }
 }

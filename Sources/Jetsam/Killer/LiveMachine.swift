@@ -11,13 +11,22 @@ import VMTracker
 /// - State: an app whose processes are all stopped (state T) counts as suspended; the app
 ///   holding `foreground` (a PID) is active; every other app is running in the background.
 /// - PID 1 and this process's own app are protected.
-/// - Recency and relaunch cost are unknown on a machine nobody supervised: policies that use
-///   them (xnu, lmkd, lru, cost) fall back to their tie-breakers (footprint, name, PID).
+/// - Nobody saw these apps become active: recency is the time since the app's first process
+///   started (`secondsSinceLaunch`, from its start time in /proc/PID/stat against
+///   CLOCK_BOOTTIME), so the least-recently-used orders (xnu, lmkd, lru) take the oldest first.
+///   The relaunch cost is unknown: the cost policy uses its prior for every app.
 /// - Two apps with the same name are told apart by their PID ("bash (pid 812)").
 public enum LiveMachine {
     public static func snapshots(_ machine: MachineSnapshot, foreground: Int32? = nil) -> [JetsamAppSnapshot] {
         var stopped: [Int32: Bool] = [:]
-        for p in machine.processes { stopped[p.pid] = p.stat.isStopped }
+        var started: [Int32: UInt64] = [:]
+        for p in machine.processes {
+            stopped[p.pid] = p.stat.isStopped
+            started[p.pid] = p.stat.startTicks
+        }
+        let ticksPerSecond = Double(max(1, sysconf(Int32(_SC_CLK_TCK))))
+        var boot = timespec()
+        let sinceBoot: Double? = clock_gettime(CLOCK_BOOTTIME, &boot) == 0 ? Double(boot.tv_sec) + Double(boot.tv_nsec) / 1e9 : nil
         let apps = machine.apps(grouping: .app)
         var counts: [String: Int] = [:]
         for a in apps { counts[a.name, default: 0] += 1 }
@@ -34,10 +43,14 @@ public enum LiveMachine {
             }
             let name = (counts[a.name] ?? 0) > 1 ? "\(a.name) (pid \(pid))" : a.name
             let c = a.totals
+            // The app's age: since its oldest process started (the kernel's start time is in
+            // clock ticks since boot).
+            let firstStart = a.pids.compactMap { started[$0] }.min()
+            let age = firstStart.flatMap { ticks in sinceBoot.map { max(0, $0 - Double(ticks) / ticksPerSecond) } }
             return JetsamAppSnapshot(
                 name: name, pid: pid, state: state, footprintBytes: c.footprint, purgeableBytes: c.purgeable,
                 residentBytes: c.resident, lifetimeMaxFootprintBytes: c.footprint, secondsInState: 0,
-                secondsSinceActive: state == .active ? 0 : nil, activations: state == .active ? 1 : 0,
+                secondsSinceActive: state == .active ? 0 : nil, secondsSinceLaunch: age, activations: state == .active ? 1 : 0,
                 isProtected: a.pids.contains(1) || a.pids.contains(me), relaunchSeconds: nil, sampleAgeSeconds: 0)
         }
     }

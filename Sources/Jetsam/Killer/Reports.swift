@@ -160,9 +160,13 @@ public struct ReplayReport: Sendable, Hashable, Codable {
         public var replay: JetsamReplay
     }
 
-    public init(_ episodes: [JetsamEpisode], policies: [JetsamPolicy]) throws(RankingError) {
+    /// Every decision of `episodes` under the policies named, each episode with the tunables it
+    /// was recorded with (its high-memory threshold, sample age, ...), so that a file holding
+    /// episodes of differently tuned killers replays each as it was decided.
+    public init(_ episodes: [JetsamEpisode], policyNames: [JetsamPolicyName] = JetsamPolicyName.allCases) throws(RankingError) {
         var out: [Entry] = []
         for e in episodes {
+            let policies = JetsamPolicy.all(policyNames, tunedLike: e.policy)
             for (i, d) in e.decisions.enumerated() {
                 out.append(Entry(episode: e.number, decision: i + 1, recorded: d.victim, replay: try JetsamReplay(d.input, policies: policies)))
             }

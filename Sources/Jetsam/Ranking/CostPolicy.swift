@@ -1,3 +1,5 @@
+import LifecycleProtocol
+
 // The cost policy: free the needed bytes at the least expected relaunch cost.
 //
 // The model.
@@ -10,8 +12,9 @@
 //
 // P. Returns to an app are a Poisson process of unknown rate λ. Our estimate of the rate is
 //   λ̂ = (k + 1) / (g + H)
-// with k = `activations` (frequency: more uses, higher rate) and g = `secondsSinceActive`
-// (recency: the longer since the last use, the lower); the +1 and +H smooth it, so that an app
+// with k = `activations` (frequency: more uses, higher rate) and g = `secondsSinceActive`, or 0
+// for an inactive app, which is in the foreground now (recency: the longer since the last use,
+// the lower); the +1 and +H smooth it, so that an app
 // active this instant has a finite rate ((k + 1) uses per horizon). Taking the unknown rate as
 // exponentially distributed around λ̂ (the least-informed prior with that mean), the probability
 // of at least one return within H is
@@ -61,7 +64,9 @@ struct ReuseEstimate: Sendable {
         relaunchSeconds = app.relaunchSeconds ?? priorSeconds
         relaunchIsPrior = app.relaunchSeconds == nil
         let horizon = policy.reuseHorizonSeconds
-        if let since = app.secondsSinceActive {
+        // An inactive app is in the foreground (being launched or resumed, or on its way out):
+        // in use now, g = 0, whether or not it was ever active.
+        if let since = app.state == .inactive ? 0 : app.secondsSinceActive {
             rate = (Double(max(app.activations, 1)) + 1) / (since + horizon)
             let x = rate * horizon
             probability = x / (1 + x)

@@ -138,7 +138,7 @@ extension Prepared {
         case .footprint: "largest footprint first"
         case .badness: "largest badness first"
         case .resident: "heaviest resident size first"
-        case .leastRecent: "least recently active first"
+        case .leastRecent: "least recently used first"
         case .costPerByte: "lowest expected cost per byte freed first"
         case .name: "name bytes first"
         case .pid: "lowest PID first"
@@ -171,7 +171,8 @@ extension Prepared {
         case .badness: return "same badness \(Format.bytes(c.badness))"
         case .resident: return "same resident size \(Format.bytes(c.snapshot.residentBytes))"
         case .leastRecent:
-            return c.snapshot.secondsSinceActive.map { "both active \(Format.seconds($0)) ago" } ?? "both never active"
+            guard let since = c.snapshot.lastUseSeconds else { return "both never active" }
+            return LastUse(c.snapshot) == .active ? "both active \(Format.seconds(since)) ago" : "both used \(Format.seconds(since)) ago"
         case .costPerByte: return "same expected cost per byte"
         case .name: return "same name"
         case .pid: return "same PID"
@@ -190,12 +191,20 @@ extension Prepared {
             let (x, y) = Format.bytesPair(a.snapshot.residentBytes, b.snapshot.residentBytes)
             return "heavier (resident \(x) > \(y))"
         case .leastRecent:
-            guard let x = a.snapshot.secondsSinceActive else {
-                let y = b.snapshot.secondsSinceActive.map { "was active \(Format.seconds($0)) ago" } ?? "was active"
+            guard let x = a.snapshot.lastUseSeconds else {
+                let y: String
+                switch LastUse(b.snapshot) {
+                case .active: y = "was active \(Format.seconds(b.snapshot.secondsSinceActive ?? 0)) ago"
+                case .launched: y = "was launched \(Format.seconds(b.snapshot.secondsSinceLaunch ?? 0)) ago"
+                case .foreground: y = "is in the foreground"
+                case .never: y = "was never active either"
+                }
                 return "never active, while \(b.snapshot.name) \(y)"
             }
-            let (sx, sy) = Format.secondsPair(x, b.snapshot.secondsSinceActive ?? 0)
-            return "less recently active (\(sx) ago vs \(sy) ago)"
+            let (sx, sy) = Format.secondsPair(x, b.snapshot.lastUseSeconds ?? 0)
+            let (ka, kb) = (LastUse(a.snapshot), LastUse(b.snapshot))
+            if ka == .active && kb == .active { return "less recently active (\(sx) ago vs \(sy) ago)" }
+            return "less recently used (\(sx) ago vs \(sy) ago: \(ka.text) vs \(kb.text))"
         case .costPerByte:
             if b.snapshot.footprintBytes == 0 {
                 return "\(b.snapshot.name) frees nothing"
@@ -205,6 +214,40 @@ extension Prepared {
             return "name sorts first by bytes (\(Format.quoted(a.snapshot.name)) < \(Format.quoted(b.snapshot.name)))"
         case .pid:
             return "lower PID (\(a.snapshot.pid) < \(b.snapshot.pid))"
+        }
+    }
+
+    /// What an app's last use was, for the least-recently-used orders (`lastUseSeconds`).
+    enum LastUse: Equatable {
+        case foreground, active, launched, never
+
+        init(_ s: JetsamAppSnapshot) {
+            if s.state == .active || s.state == .inactive {
+                self = .foreground
+            } else if s.secondsSinceActive != nil {
+                self = .active
+            } else {
+                self = s.secondsSinceLaunch != nil ? .launched : .never
+            }
+        }
+
+        var text: String {
+            switch self {
+            case .foreground: "in the foreground"
+            case .active: "last active"
+            case .launched: "launched, never active"
+            case .never: "never used"
+            }
+        }
+    }
+
+    /// "in the foreground (inactive): in use now", "last active 30 s ago", "launched 4 s ago, never active".
+    static func useText(_ s: JetsamAppSnapshot) -> String {
+        switch LastUse(s) {
+        case .foreground: "in the foreground (\(s.state.rawValue)): in use now"
+        case .active: "last active \(Format.seconds(s.secondsSinceActive ?? 0)) ago"
+        case .launched: "launched \(Format.seconds(s.secondsSinceLaunch ?? 0)) ago, never active"
+        case .never: "never active"
         }
     }
 
@@ -239,11 +282,11 @@ extension Prepared {
                 ))
             case .leastRecent:
                 factors.append(Factor(
-                    name: "since active",
-                    value: s.secondsSinceActive.map { Format.seconds($0) } ?? "never",
-                    detail: s.secondsSinceActive == nil
-                        ? "never active since launch: the least recently used"
-                        : "least recently active first in its band"
+                    name: "since used",
+                    value: s.lastUseSeconds.map { Format.seconds($0) } ?? "never",
+                    detail: s.lastUseSeconds == nil
+                        ? "never active and no launch time known: the least recently used"
+                        : "\(Self.useText(s)); least recently used first in its band"
                 ))
             case .costPerByte, .name, .pid:
                 break

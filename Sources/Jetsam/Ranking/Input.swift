@@ -30,6 +30,10 @@ public struct JetsamAppSnapshot: Sendable, Hashable, Codable {
     /// Seconds since the app was last active; nil if it was never active since launch; 0 when
     /// it is active now.
     public var secondsSinceActive: Double?
+    /// Seconds since its process was started; nil when not known (episodes recorded before this
+    /// field). Recency for an app never active: launching it was its last use (see
+    /// `lastUseSeconds`).
+    public var secondsSinceLaunch: Double?
     /// Times it became active since the supervisor started (the cost policy's frequency).
     public var activations: Int
     /// A protected app is never ranked and never killed.
@@ -50,6 +54,7 @@ public struct JetsamAppSnapshot: Sendable, Hashable, Codable {
         lifetimeMaxFootprintBytes: UInt64 = 0,
         secondsInState: Double = 0,
         secondsSinceActive: Double? = nil,
+        secondsSinceLaunch: Double? = nil,
         activations: Int = 0,
         isProtected: Bool = false,
         relaunchSeconds: Double? = nil,
@@ -64,10 +69,23 @@ public struct JetsamAppSnapshot: Sendable, Hashable, Codable {
         self.lifetimeMaxFootprintBytes = lifetimeMaxFootprintBytes
         self.secondsInState = secondsInState
         self.secondsSinceActive = secondsSinceActive
+        self.secondsSinceLaunch = secondsSinceLaunch
         self.activations = activations
         self.isProtected = isProtected
         self.relaunchSeconds = relaunchSeconds
         self.sampleAgeSeconds = sampleAgeSeconds
+    }
+}
+
+extension JetsamAppSnapshot {
+    /// Seconds since the app was last used, what the least-recently-used orders read: 0 in the
+    /// foreground (active, or inactive: being launched or resumed into the foreground, or on its
+    /// way out of it — in use either way); else since it was last active; else, never active,
+    /// since it was launched (starting an app is using it, as Android's LRU list counts a process
+    /// start); nil when none is known (never used: before everything).
+    public var lastUseSeconds: Double? {
+        if state == .active || state == .inactive { return 0 }
+        return secondsSinceActive ?? secondsSinceLaunch
     }
 }
 

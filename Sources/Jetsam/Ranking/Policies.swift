@@ -16,7 +16,8 @@ enum OrderKey: Sendable {
     case badness
     /// Larger resident size first: lmkd's "heaviest".
     case resident
-    /// Less recently active first; never active before everything.
+    /// Less recently used first (`JetsamAppSnapshot.lastUseSeconds`: 0 in the foreground, else
+    /// since last active, else since launch); never used before everything.
     case leastRecent
     /// Lower expected relaunch cost per byte freed first; an app freeing nothing last.
     case costPerByte
@@ -53,9 +54,9 @@ struct SortView: Sendable {
     var footprint: UInt64
     var resident: UInt64
     var badness: UInt64
-    /// `secondsSinceActive`, meaningful when `everActive`.
-    var sinceActive: Double
-    var everActive: Bool
+    /// `lastUseSeconds`, meaningful when `everUsed`.
+    var sinceUse: Double
+    var everUsed: Bool
     var costMicros: UInt64
     var pid: Int32
     /// The app's index in the input, for its name in the `NameTable`.
@@ -87,8 +88,8 @@ struct Candidate: Sendable {
             footprint: snapshot.footprintBytes,
             resident: snapshot.residentBytes,
             badness: badness,
-            sinceActive: snapshot.secondsSinceActive ?? 0,
-            everActive: snapshot.secondsSinceActive != nil,
+            sinceUse: snapshot.lastUseSeconds ?? 0,
+            everUsed: snapshot.lastUseSeconds != nil,
             costMicros: estimate.costMicros,
             pid: snapshot.pid,
             inputIndex: inputIndex
@@ -163,11 +164,11 @@ enum Policies {
         case .resident:
             return descending(a.resident, b.resident)
         case .leastRecent:
-            switch (a.everActive, b.everActive) {
+            switch (a.everUsed, b.everUsed) {
             case (false, false): return 0
             case (false, true): return -1
             case (true, false): return 1
-            case (true, true): return descending(a.sinceActive, b.sinceActive)
+            case (true, true): return descending(a.sinceUse, b.sinceUse)
             }
         case .costPerByte:
             return CostSearch.costPerByteSign(a.costItem, b.costItem)

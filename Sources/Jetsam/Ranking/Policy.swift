@@ -22,15 +22,15 @@ public enum JetsamPolicyName: String, Sendable, Hashable, Codable, CaseIterable 
     /// foreground (inactive, then the active app, JETSAM_PRIORITY_FOREGROUND 10; newer kernels
     /// scale these by ten). Least recently used first within the idle and background bands
     /// (XNU kills the head of a band's list, the process that entered it longest ago; we use
-    /// `secondsSinceActive`, never active = least recent); only the foreground bands by size,
-    /// largest first (XNU sorts that band by footprint).
+    /// `lastUseSeconds`: since last active, or since launch for an app never active); only the
+    /// foreground bands by size, largest first (XNU sorts that band by footprint).
     case xnu
     /// Android's lmkd: each state gets an `oom_score_adj`-like level — suspended = cached (900),
     /// background-running = service (500: it executes but is not visible, like a started
     /// service; iOS audio would be perceptible, but the lifecycle state does not say), inactive
     /// = visible (100), active = foreground (0). Levels are walked from the highest adj down.
     /// Above PERCEPTIBLE_APP_ADJ (200) lmkd takes the tail of the level's list, the least
-    /// recently used (`secondsSinceActive`); at or below it, the heaviest, by resident size
+    /// recently used (`lastUseSeconds`); at or below it, the heaviest, by resident size
     /// (lmkd reads RSS from /proc/PID/statm), to need as few victims as possible.
     case lmkd
     /// The kernel OOM killer's badness: the largest first whatever the state (the kernel does
@@ -40,8 +40,11 @@ public enum JetsamPolicyName: String, Sendable, Hashable, Codable, CaseIterable 
     /// `max(residentBytes, footprintBytes)`: exact when nothing is swapped (the footprint is
     /// then inside the Rss), and a lower bound of rss + swap otherwise; page tables are ignored.
     case largest
-    /// Least recently used first (`secondsSinceActive`, never active = least recent), whatever
-    /// the size; the foreground app last.
+    /// Least recently used first, whatever the size (`lastUseSeconds`: an app in the foreground —
+    /// active, or inactive while it is launched or resumed — is in use now; an app never active
+    /// was last used when it was launched; one with neither known goes first); the foreground
+    /// app last. An app being launched or resumed is thus the most recently used: an LRU that
+    /// counted it as never used would kill the app the user just asked for.
     case lru
     /// Ours, which no peer has: free the needed bytes at the least expected relaunch cost. The
     /// expected cost of killing an app is its relaunch time (measured, else the prior) times the

@@ -5,7 +5,7 @@ import LifecycleProtocol
 /// One factor of a ranking: what the ranker looked at, its value, and how it counted.
 /// For example `("band", "suspended-high", "suspended, footprint 300.0 MiB ≥ high-memory 64.0 MiB")`.
 public struct Factor: Sendable, Hashable, Codable {
-    /// A short stable name ("band", "footprint", "since active", "expected cost", ...).
+    /// A short stable name ("band", "footprint", "since used", "expected cost", ...).
     public var name: String
     /// The value, formatted ("300.0 MiB", "0.63").
     public var value: String

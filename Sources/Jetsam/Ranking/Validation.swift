@@ -8,7 +8,7 @@ import LifecycleProtocol
 /// the same name (by UTF-8 bytes); two apps that are not `notRunning` with the same PID.
 ///
 /// Spared with `.invalid` (that app is not ranked, the others are): a `sampleAgeSeconds`,
-/// `secondsInState` or `secondsSinceActive` that is NaN, infinite or negative; `activations`
+/// `secondsInState`, `secondsSinceActive` or `secondsSinceLaunch` that is NaN, infinite or negative; `activations`
 /// below 0; a `relaunchSeconds` that is NaN, negative or above one day; `activations` above 0
 /// with no `secondsSinceActive` for an app that is not active (its recency is unknown, and
 /// recency orders several policies: never rank on partial data).
@@ -83,6 +83,9 @@ enum Validation {
         }
         if let since = app.secondsSinceActive, badSeconds(since) {
             return ("secondsSinceActive", "is \(since), not a finite number ≥ 0")
+        }
+        if let since = app.secondsSinceLaunch, badSeconds(since) {
+            return ("secondsSinceLaunch", "is \(since), not a finite number ≥ 0")
         }
         if app.activations < 0 {
             return ("activations", "is \(app.activations), below 0")
