@@ -131,6 +131,9 @@ struct MemoryBackResult: Codable, Sendable {
     var withoutRelease: Stats
     /// The process_mrelease call alone.
     var releaseCall: Stats
+    /// The kernel's OOM kills in the cgroup over these rounds (must be 0: the victims die by our
+    /// SIGKILL). Nil in reports written before it was counted.
+    var kernelOOMKills: UInt64?
 }
 
 func memoryBack(sizesMB: [Int], rounds: Int, build: String) throws -> [MemoryBackResult] {
@@ -140,6 +143,7 @@ func memoryBack(sizesMB: [Int], rounds: Int, build: String) throws -> [MemoryBac
     var out: [MemoryBackResult] = []
     for size in sizesMB {
         var with: [Double] = [], without: [Double] = [], call: [Double] = []
+        let oomBefore = try cgroup.oomKills()
         for round in 0..<(2 * rounds) {
             try Task.checkCancellation()
             let release = round % 2 == 0
@@ -167,7 +171,9 @@ func memoryBack(sizesMB: [Int], rounds: Int, build: String) throws -> [MemoryBac
             var status: Int32 = 0
             _ = retryOnInterrupt { waitpid(child.pid, &status, 0) }
         }
-        out.append(MemoryBackResult(sizeMB: size, withRelease: Stats(with), withoutRelease: Stats(without), releaseCall: Stats(call)))
+        let oom = try cgroup.oomKills() - oomBefore
+        guard oom == 0 else { throw BenchFailure("the kernel's OOM killer killed \(oom) time(s) in \(cgroup.path) while memory came back") }
+        out.append(MemoryBackResult(sizeMB: size, withRelease: Stats(with), withoutRelease: Stats(without), releaseCall: Stats(call), kernelOOMKills: oom))
     }
     return out
 }

@@ -101,12 +101,14 @@ struct BenchCgroup {
     }
 
     /// Its kernel OOM kill count (memory.oom_control `oom_kill`).
-    var oomKills: UInt64 {
-        do {
-            return ByteScanner.value(of: "oom_kill", inSpaceSeparatedLines: try ProcFS.readBytes("\(path)/memory.oom_control")) ?? 0
-        } catch {
-            return 0
+    /// The kernel's OOM kills in the group (`memory.oom_control` `oom_kill`): an error, never a
+    /// guess, when it cannot be read.
+    func oomKills() throws -> UInt64 {
+        let file = "\(path)/memory.oom_control"
+        guard let n = ByteScanner.value(of: "oom_kill", inSpaceSeparatedLines: try ProcFS.readBytes(file)) else {
+            throw BenchFailure("\(file) has no oom_kill line")
         }
+        return n
     }
 
     /// rmdir, once its processes are gone (waits up to 5 s for them to be reaped and uncharged).

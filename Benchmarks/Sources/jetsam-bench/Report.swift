@@ -41,17 +41,17 @@ struct JetsamReport: RenderedReport {
 
         md += "## Until a victim's memory is back\n\n"
         md += "A process holding N MiB of dirty memory in a cgroup of its own is sent SIGKILL; measured until the cgroup's usage has dropped by 90% of what it added. With process_mrelease the killer frees the address space itself at once; without, the victim must be scheduled to run its exit.\n\n"
-        md += "| size | with process_mrelease (p90) | without (p90) | without / with | the mrelease call (median) |\n|---:|---:|---:|---:|---:|\n"
+        md += "| size | with process_mrelease (p90) | without (p90) | without / with | the mrelease call (median) | kernel OOM kills |\n|---:|---:|---:|---:|---:|---:|\n"
         for m in memoryBack {
-            md += "| \(m.sizeMB) MiB | \(ms(m.withRelease.median)) ms (\(ms(m.withRelease.p90))) | \(ms(m.withoutRelease.median)) ms (\(ms(m.withoutRelease.p90))) | \(ByteFormat.fixed(m.withoutRelease.median / max(m.withRelease.median, 1e-9), 2))x | \(ms(m.releaseCall.median)) ms |\n"
+            md += "| \(m.sizeMB) MiB | \(ms(m.withRelease.median)) ms (\(ms(m.withRelease.p90))) | \(ms(m.withoutRelease.median)) ms (\(ms(m.withoutRelease.p90))) | \(ByteFormat.fixed(m.withoutRelease.median / max(m.withRelease.median, 1e-9), 2))x | \(ms(m.releaseCall.median)) ms | \(m.kernelOOMKills.map(String.init) ?? "–") |\n"
         }
         md += "\n"
 
-        md += "## The same spike under four killers\n\n"
+        md += "## The same spike under every killer\n\n"
         md += "A \(spike.budgetMB) MiB device (a memory cgroup) holding "
         md += spike.apps.map { "\($0.name) (\($0.role.rawValue), \($0.dirtyMB) MiB)" }.joined(separator: ", ")
         md += "; the foreground app, \(spike.foreground), then grows by \(spike.growthMB) MiB at \(spike.growthMBPerSecond) MiB/s. "
-        md += "earlyoom and nohang run with their own default thresholds (earlyoom: SIGTERM at 10% available, SIGKILL at 5%; nohang: 5% and 2%), each inside a PID namespace of its own holding only these processes, where /proc/meminfo shows the device as LXCFS shows a container its own: MemTotal the budget, MemAvailable the budget less the cgroup's working set, refreshed every 5 ms; "
+        md += "earlyoom and nohang run twice: with their own default thresholds (earlyoom: SIGTERM at 10% available, SIGKILL at 5%; nohang: 5% and 2%), and with jetsam's (both at 20% available, where jetsam's usage source says warning, and 5%, its critical), each inside a PID namespace of its own holding only these processes, where /proc/meminfo shows the device as LXCFS shows a container its own: MemTotal the budget, MemAvailable the budget less the cgroup's working set, refreshed every 5 ms; "
         md += "\"kernel\" is the memory cgroup's own OOM killer, with no killer beside it. Needed: what must be freed for the working set to end at 75% of the budget. Recovery: from the working set first reaching 80% of the budget to its first return to 75% after its peak. A death is timed at SIGKILL for jetsam (its own record) and when reaped for the others (the benchmark sees only that); freed memory is read from the working set around it.\n\n"
         md += "| killer | rounds | victims (round 1) | kills, median | foreground survived | freed / needed, median | recovery, median (min–max) | peak working set | kernel OOM kills |\n|---|---:|---|---:|---:|---:|---:|---:|---:|\n"
         var contenders: [String] = []

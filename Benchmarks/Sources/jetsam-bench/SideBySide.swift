@@ -173,9 +173,24 @@ func runJetsam(_ spike: Spike, round: Int, build: String, data: String) async th
 // MARK: Peers, each in a PID namespace of its own
 
 enum Peer: String, Codable, Sendable, CaseIterable {
+    /// earlyoom and nohang with their own default thresholds.
     case earlyoom, nohang
+    /// The same two with jetsam's thresholds: they start at 20% available (where jetsam's
+    /// usage source says warning: 80% of the budget in use) and kill outright at 5% (jetsam's
+    /// critical, 95%); earlyoom then stops killing above 20% available, jetsam at 25%.
+    case earlyoomMatched = "earlyoom-matched", nohangMatched = "nohang-matched"
     /// The kernel's memory-cgroup OOM killer alone.
     case kernel
+
+    var contender: String {
+        switch self {
+        case .earlyoom: "earlyoom"
+        case .nohang: "nohang"
+        case .earlyoomMatched: "earlyoom at jetsam's thresholds"
+        case .nohangMatched: "nohang at jetsam's thresholds"
+        case .kernel: "kernel cgroup OOM killer alone"
+        }
+    }
 }
 
 /// Runs the spike under `peer` inside `unshare --pid --fork --mount-proc`: the peer sees, and
@@ -223,9 +238,9 @@ func peerRun(peer: Peer, cgroup: String, build: String, data: String, spike: Spi
         var info = siginfo_t()
         _ = retryOnInterrupt { waitid(P_PID, id_t(c.pid), &info, WSTOPPED | WNOWAIT) }
     }
-    // The peer, with its own default thresholds, on a view of /proc/meminfo in which the
-    // machine is the device (see MeminfoView): earlyoom SIGTERM at 10% available, SIGKILL at
-    // 5%; nohang soft (SIGTERM) at 5%, hard (SIGKILL) at 2%.
+    // The peer, with its own default thresholds or jetsam's, on a view of /proc/meminfo in which
+    // the machine is the device (see MeminfoView): earlyoom SIGTERM at 10% available, SIGKILL at
+    // 5%; nohang soft (SIGTERM) at 5%, hard (SIGKILL) at 2%; matched, both at 20% and 5%.
     var view: MeminfoView?
     var peerChild: Child?
     if peer != .kernel {
@@ -233,13 +248,33 @@ func peerRun(peer: Peer, cgroup: String, build: String, data: String, spike: Spi
     }
     defer { view?.stop() }
     switch peer {
-    case .earlyoom:
+    case .earlyoom, .earlyoomMatched:
         // -s 100: act on memory alone (the machine has no swap; both must be low for earlyoom).
-        peerChild = try Child(["/usr/bin/earlyoom", "-m", "10,5", "-s", "100", "-r", "1"], logPath: "\(data)/earlyoom-\(round).log")
-        notes.append("earlyoom -m 10,5 (its default: SIGTERM at 10% available, SIGKILL at 5%)")
-    case .nohang:
-        peerChild = try Child(["/usr/bin/python3", "/usr/sbin/nohang", "--monitor", "-c", "/etc/nohang/nohang.conf"], logPath: "\(data)/nohang-\(round).log")
-        notes.append("nohang with its packaged configuration (SIGTERM at 5% available, SIGKILL at 2%)")
+        let m = peer == .earlyoom ? "10,5" : "20,5"
+        peerChild = try Child(["/usr/bin/earlyoom", "-m", m, "-s", "100", "-r", "1"], logPath: "\(data)/\(peer.rawValue)-\(round).log")
+        notes.append(peer == .earlyoom ? "earlyoom -m 10,5 (its default: SIGTERM at 10% available, SIGKILL at 5%)"
+            : "earlyoom -m 20,5 (jetsam's thresholds: SIGTERM at 20% available, SIGKILL at 5%)")
+    case .nohang, .nohangMatched:
+        var config = "/etc/nohang/nohang.conf"
+        if peer == .nohangMatched {
+            // The packaged configuration with jetsam's thresholds in place of its own.
+            config = "\(data)/nohang-matched-\(round).conf"
+            var lines: [String] = []
+            var replaced = 0
+            for line in String(decoding: try ProcFS.readBytes("/etc/nohang/nohang.conf"), as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false) {
+                let key = line.split(separator: "=").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+                switch key {
+                case "soft_threshold_min_mem": lines.append("soft_threshold_min_mem = 20 %"); replaced += 1
+                case "hard_threshold_min_mem": lines.append("hard_threshold_min_mem = 5 %"); replaced += 1
+                default: lines.append(String(line))
+                }
+            }
+            guard replaced == 2 else { throw BenchError("/etc/nohang/nohang.conf has no soft_threshold_min_mem or hard_threshold_min_mem line to set") }
+            try writeText(lines.joined(separator: "\n"), to: config)
+        }
+        peerChild = try Child(["/usr/bin/python3", "/usr/sbin/nohang", "--monitor", "-c", config], logPath: "\(data)/\(peer.rawValue)-\(round).log")
+        notes.append(peer == .nohang ? "nohang with its packaged configuration (SIGTERM at 5% available, SIGKILL at 2%)"
+            : "nohang with jetsam's thresholds (soft_threshold_min_mem 20 %, hard_threshold_min_mem 5 %; the rest as packaged)")
     case .kernel:
         notes.append("no killer: the kernel's cgroup OOM killer at the budget")
     }
@@ -256,7 +291,7 @@ func peerRun(peer: Peer, cgroup: String, build: String, data: String, spike: Spi
         }
         if !started() { notes.append("\(peer.rawValue) wrote nothing within 10 s of its start") }
     }
-    let oomBefore = BenchCgroup(existing: cgroup).oomKills
+    let oomBefore = try BenchCgroup(existing: cgroup).oomKills()
     let start = monotonicSeconds()
     let sampler = try WorkingSetSampler(cgroup: cgroup, start: start)
     let foreground = apps.first { $0.app.role == .foreground }!.child
@@ -284,8 +319,8 @@ func peerRun(peer: Peer, cgroup: String, build: String, data: String, spike: Spi
     let series = sampler.stop()
     if let failure = sampler.failure { notes.append("working-set sampling stopped early: \(failure)") }
     let run = spike.finish(
-        contender: peer == .kernel ? "kernel cgroup OOM killer alone" : peer.rawValue, round: round, start: start, series: series,
-        deaths: deaths, oomKills: BenchCgroup(existing: cgroup).oomKills - oomBefore, notes: notes)
+        contender: peer.contender, round: round, start: start, series: series,
+        deaths: deaths, oomKills: try BenchCgroup(existing: cgroup).oomKills() - oomBefore, notes: notes)
     try writeText(String(decoding: try JSONEncoder().encode(run), as: UTF8.self), to: output)
     // Returning ends the namespace's first process: the kernel kills the rest.
 }

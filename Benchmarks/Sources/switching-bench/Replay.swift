@@ -109,6 +109,10 @@ struct RunResult: Codable, Sendable {
     /// Kills and kernel OOM kills while every app was launched once before the replay.
     var warmupKills: Int
     var warmupKernelOOMKills: UInt64
+    /// Episodes of the replay opened because a task waited at the device's limit with the
+    /// kernel's OOM killer held (jetsam's hold): without the hold the kernel would have killed
+    /// then. Nil in reports written before it was counted.
+    var heldAtLimit: Int?
     /// Activations that failed because the app died meanwhile (then tried again).
     var failedActivations: Int
     /// Switches given up after `Retry.attempts` attempts or `Retry.seconds`: counted in
@@ -426,6 +430,7 @@ func replay(_ setup: Setup, policy: String, budgetApps: Double, budgetBytes: Int
             let jetsamKills = log.filter { $0.kind == .jetsam && $0.t >= t0 && $0.t <= t1 }.count
             let warmupKills = log.filter { $0.kind == .jetsam && $0.t < t0 }.count
             let warnings = log.filter { $0.kind == .warning && $0.detail == "sent" && $0.t >= t0 && $0.t <= t1 }.count
+            let held = (killer?.episodes ?? []).filter { $0.trigger.source == JetsamEpisode.underOOMSource && $0.start >= t0 && $0.start <= t1 }.count
             let lost = sw.losses.reduce(0) { $0 + $1.bytes }
             return RunResult(
                 policy: policy, budgetBytes: budgetBytes, trim: trim, switches: records.count, resumes: resumes.count, relaunches: relaunches.count,
@@ -434,7 +439,7 @@ func replay(_ setup: Setup, policy: String, budgetApps: Double, budgetBytes: Int
                 budgetApps: budgetApps, p50SwitchMs: percentile(ms, 0.5), meanResumeMs: mean(resumes.map(\.ms)), meanRelaunchMs: mean(relaunches.map(\.ms)),
                 resumeShare: pAlive, calibratedResumeMs: calResume, calibratedRelaunchMs: calRelaunch, warningsSent: warnings,
                 backgroundFootprintBytes: bg.perApp, backgroundTotalBytes: bg.total, backgroundApps: bg.apps,
-                warmupKills: warmupKills, warmupKernelOOMKills: oomBefore &- oomStart, failedActivations: sw.failedActivations,
+                warmupKills: warmupKills, warmupKernelOOMKills: oomBefore &- oomStart, heldAtLimit: killer == nil ? nil : held, failedActivations: sw.failedActivations,
                 failedSwitches: records.count - done.count,
                 episodes: outcomes.map { "\($0.1)× \($0.0)" }, losses: sw.losses, deaths: died, seconds: monotonicSeconds() - started, loadAverage: load, swapBytes: max(swapBefore, swapTotalBytes()), records: records, notes: notes)
         } catch {

@@ -98,8 +98,8 @@ struct SwitchingReport: RenderedReport {
 
         md += "## Per policy\n\n"
         md += "All runs of each policy together (\(budgets.count) budgets × \(trims.count) trim levels).\n\n"
-        md += "| policy | switches | resumes | relaunches | failed | resume share | kills (jetsam) | warnings sent | kernel OOM kills (replay + warm-up) | mean switch | p95 switch (median over runs) | expected (mean over runs) | measured / expected | bytes lost |\n"
-        md += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+        md += "| policy | switches | resumes | relaunches | failed | resume share | kills (jetsam) | warnings sent | kernel OOM kills (replay + warm-up) | held at the limit | mean switch | p95 switch (median over runs) | expected (mean over runs) | measured / expected | bytes lost |\n"
+        md += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
         for p in policies {
             let rs = runs.filter { $0.policy == p }
             guard !rs.isEmpty else { continue }
@@ -108,7 +108,7 @@ struct SwitchingReport: RenderedReport {
             let allMs = rs.flatMap { $0.records.filter { $0.kind != .failed }.map(\.ms) }
             let failed = rs.reduce(0) { $0 + $1.failedSwitches }
             md += "| \(describe(p)) | \(sw) | \(res) | \(rs.reduce(0) { $0 + $1.relaunches }) | \(failed) | \(pct(Double(res) / Double(max(1, sw - failed)))) | \(rs.reduce(0) { $0 + $1.kills }) | \(rs.reduce(0) { $0 + $1.warningsSent }) | "
-            md += "\(rs.reduce(UInt64(0)) { $0 + $1.kernelOOMKills }) + \(rs.reduce(UInt64(0)) { $0 + $1.warmupKernelOOMKills }) | \(ms(mean(allMs) ?? 0)) ms | \(ms(median(rs.map(\.p95SwitchMs)))) ms | "
+            md += "\(rs.reduce(UInt64(0)) { $0 + $1.kernelOOMKills }) + \(rs.reduce(UInt64(0)) { $0 + $1.warmupKernelOOMKills }) | \(p == "kernel" ? "–" : String(rs.reduce(0) { $0 + ($1.heldAtLimit ?? 0) })) | \(ms(mean(allMs) ?? 0)) ms | \(ms(median(rs.map(\.p95SwitchMs)))) ms | "
             md += "\(ms(mean(rs.map(\.expectedSwitchMs)) ?? 0)) ms | \(ByteFormat.fixed((mean(rs.map(\.meanSwitchMs)) ?? 0) / max(1e-9, mean(rs.map(\.expectedSwitchMs)) ?? 0), 2)) | \(rs.reduce(0) { $0 + $1.bytesLost }) |\n"
         }
         md += "\n"
@@ -178,7 +178,15 @@ struct SwitchingReport: RenderedReport {
         let oom = jetsamRuns.filter { $0.kernelOOMKills + $0.warmupKernelOOMKills > 0 }
         if jetsamRuns.isEmpty {
         } else if oom.isEmpty {
-            out.append("**No kernel OOM kill under jetsam**: in all \(jetsamRuns.count) runs with a policy the cgroup's OOM killer never acted, warm-up included; jetsam made \(jetsamRuns.reduce(0) { $0 + $1.kills + $1.warmupKills }) kills.")
+            let held = jetsamRuns.reduce(0) { $0 + ($1.heldAtLimit ?? 0) }
+            let heldRuns = jetsamRuns.filter { ($0.heldAtLimit ?? 0) > 0 }.count
+            var s = "**No kernel OOM kill under jetsam**: in all \(jetsamRuns.count) runs with a policy the cgroup's OOM killer never acted, warm-up included; jetsam made \(jetsamRuns.reduce(0) { $0 + $1.kills + $1.warmupKills }) kills. "
+            if held == 0 {
+                s += "No allocation reached the device's limit during a replay: jetsam acted before it every time."
+            } else {
+                s += "Jetsam holds the kernel's killer (cgroup v1 `oom_kill_disable`): \(held) time(s), in \(heldRuns) run(s), an allocation reached the device's limit during a replay and waited there for jetsam's decision (the column \"held at the limit\"); without the hold the kernel would have killed then, usually the app being launched. Every other kill came before the limit."
+            }
+            out.append(s)
         } else {
             let total = oom.reduce(UInt64(0)) { $0 + $1.kernelOOMKills + $1.warmupKernelOOMKills }
             let kernelDeaths = jetsamRuns.flatMap(\.deaths).filter { $0.by == "kernel" }

@@ -8,6 +8,8 @@ import LinuxSystem
 /// it again under any policy.
 public struct JetsamEpisode: Sendable, Hashable, Codable {
     public static let currentFormatVersion = 1
+    /// The trigger source of an episode opened because a task waited at the device's limit.
+    public static let underOOMSource = "under-oom"
     public var formatVersion = JetsamEpisode.currentFormatVersion
     /// Always "mempressure-jetsam-episode": tells this document from others.
     public var kind = "mempressure-jetsam-episode"
@@ -44,6 +46,9 @@ public struct JetsamEpisode: Sendable, Hashable, Codable {
 
     public struct Trigger: Sendable, Hashable, Codable {
         public var level: PressureLevelValue
+        /// The pressure source that raised the level; "jetsam" for a shortage the killer's own
+        /// watch found; "under-oom" when a task waited at the device's limit (the kernel's OOM
+        /// killer held: without the hold it would have killed); "per-process-limit".
         public var source: String
         public var detail: String
         /// Seconds on the supervisor's log clock.

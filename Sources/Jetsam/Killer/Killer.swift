@@ -263,7 +263,7 @@ actor JetsamEngine {
                 kernelHoldReleased = hold.set(disabled: true) != nil
             }
             if waiting, !kernelHoldReleased, episodeTask == nil {
-                start(trigger: PressureEvent(level: .critical, source: "jetsam", detail: "the device is at its limit: a task waits for memory (under_oom)", time: t), reevaluation: true)
+                start(trigger: PressureEvent(level: .critical, source: JetsamEpisode.underOOMSource, detail: "the device is at its limit: a task waits for memory (under_oom)", time: t), reevaluation: true)
                 return
             }
         }
