@@ -58,12 +58,7 @@ public struct TestFailure: Error, CustomStringConvertible {
 }
 
 /// The directory holding the built products (the test bundle runs from it).
-public let buildDirectory: String = {
-    let exe = ProcFS.ownExecutablePath() ?? ""
-    var dir = Substring(exe[..<(exe.lastIndex(of: "/") ?? exe.endIndex)])
-    if dir.hasSuffix(".xctest") { dir = dir[..<(dir.lastIndex(of: "/") ?? dir.endIndex)] }
-    return String(dir)
-}()
+public let buildDirectory: String = ProcFS.ownExecutableDirectory() ?? ""
 
 /// The result of running a command to completion.
 public struct CommandResult: Sendable {
