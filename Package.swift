@@ -189,7 +189,7 @@ let package = Package(
         .target(
             name: "TestSupport",
             dependencies: [
-                "VMTracker", "LinuxSystem", "MemHogClient", "CMemoryPressure",
+                "VMTracker", "LinuxSystem", "MemHogClient",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
