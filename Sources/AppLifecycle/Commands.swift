@@ -52,7 +52,7 @@ extension Supervisor {
     func run(_ verb: LifecycleVerb, _ name: String, waitForSuspension: Bool = true) async throws(SupervisorError) {
         let a = try app(name)
         // Once shutting down, only teardown: nothing is launched or resumed any more.
-        guard !shuttingDown || verb == .terminate else { throw .invalidCommand("the supervisor is shutting down: \(verb.rawValue) \(name) refused") }
+        guard !shuttingDown || verb == .terminate else { throw .shuttingDown(refused: Command.Verb(verb), app: name) }
         await lock(name)
         var run = CommandRun(verb: verb, holdsLock: true)
         do throws(SupervisorError) {
@@ -60,7 +60,7 @@ extension Supervisor {
             do {
                 steps = try LifecycleMachine.plan(verb, from: a.state, waitForSuspension: waitForSuspension)
             } catch {
-                throw SupervisorError.wrongState(app: name, state: a.state, command: verb.rawValue)
+                throw SupervisorError.wrongState(app: name, state: a.state, operation: .lifecycle(verb))
             }
             try await perform(steps[...], on: a, &run)
         } catch {

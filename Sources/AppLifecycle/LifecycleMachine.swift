@@ -1,7 +1,11 @@
 import Glibc
 import LifecycleProtocol
 
-/// The commands that move an app through its lifecycle.
+/// The commands that move an app through its lifecycle: the state machine's inputs, which
+/// `LifecycleMachine.plan` turns into steps. Not the same thing as `Command.Verb`, the command
+/// vocabulary users, admin clients and scenarios speak: that holds these six (as
+/// `Command.Verb(_:)` maps them) beside verbs that never reach the state machine (register, warn,
+/// notify, the waits, app commands).
 public enum LifecycleVerb: String, Sendable, Hashable, Codable, CaseIterable {
     case launch, activate, deactivate, background, terminate, relaunch
 }

@@ -94,7 +94,7 @@ extension Supervisor {
         guard let process = a.process, process.pid == pid, a.state != .notRunning else {
             throw .staleTarget(app: name, expectedPID: pid, currentPID: a.pid)
         }
-        if let expectedState, a.state != expectedState { throw .wrongState(app: name, state: a.state, command: "kill") }
+        if let expectedState, a.state != expectedState { throw .wrongState(app: name, state: a.state, operation: .kill) }
         guard !a.terminating else { throw .dying(app: name, pid: pid) }
         var released = false
         var signalledAt = 0.0
@@ -173,7 +173,7 @@ extension Supervisor {
     public func pageOut(_ name: String, pid: Int32, expectedState: LifecycleState = .suspended) throws(SupervisorError) -> PageOutResult {
         let a = try app(name)
         guard let process = a.process, process.pid == pid else { throw .staleTarget(app: name, expectedPID: pid, currentPID: a.pid) }
-        guard a.state == expectedState else { throw .wrongState(app: name, state: a.state, command: "page out") }
+        guard a.state == expectedState else { throw .wrongState(app: name, state: a.state, operation: .pageOut) }
         guard !a.terminating else { throw .dying(app: name, pid: pid) }
         let before: ProcessSnapshot
         do {

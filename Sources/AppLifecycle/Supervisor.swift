@@ -84,7 +84,7 @@ public actor Supervisor {
         do {
             socket = try ControlSocket(directory: directory) { event in continuation.yield(.socket(event)) }
         } catch {
-            throw .launch(app: "", error)
+            throw .setup(error)
         }
         let exeDir = configuration.executableDirectory ?? Programs.ownDirectory()
         launcher = "\(exeDir)/mempressure-exec"

@@ -363,9 +363,35 @@ struct SupervisorTests {
         let lines = answers.split(separator: "\n")
         try #require(lines.count == 4, "\(answers)")
         #expect(lines[0].hasPrefix(#"{"ok":true"#) && lines[0].contains("runtimeDirectory"))
-        #expect(lines[1].hasPrefix(#"{"error":"not a request"#))
-        #expect(lines[2] == #"{"error":"no app named nobody","ok":false}"#)
+        #expect(lines[1].hasPrefix(#"{"error":"not a request"#) && lines[1].contains(#""errorCode":"notARequest""#))
+        #expect(lines[2] == #"{"error":"no app named nobody","errorCode":"noSuchApp","ok":false}"#)
         #expect(lines[3] == #"{"ok":true,"result":[]}"#)
+    }
+
+    @Test("the admin socket says which failure it is: a client tells an app that is gone from one in the wrong state")
+    func adminErrorCodes() async throws {
+        let s = try Supervisor(configuration: configuration())
+        try await s.serveAdmin()
+        let directory = await s.runtimeDirectory
+        try await s.register(AppSpec(name: "P", command: ["/bin/sleep", "60"], client: false))
+        try await s.register(AppSpec(name: "crasher", command: ["/bin/sh", "-c", "kill -SEGV $$"]))
+        let cases: [(AdminRequest, AdminErrorCode, String)] = [
+            (.perform(.activate("nobody")), .noSuchApp, "no app named nobody"),
+            (.perform(.deactivate("P")), .wrongState, "P is not active (notRunning)"),
+            (.perform(.launch("crasher", registering: nil)), .exited, "crasher exited during launch: killed by signal 11 (SIGSEGV)"),
+            (.perform(.wait(seconds: -1)), .invalidCommand, "wait must be a non-negative number of seconds"),
+            (.perform(.notify(.all, kind: "two words", value: "")), .invalidNotificationKind, "notification kind must be a word: 'two words'"),
+        ]
+        for (request, code, message) in cases {
+            switch await adminCall(request, directory: directory) {
+            case .failure(.refused(let refusedCode, let refusedMessage)):
+                #expect(refusedCode == code, "\(request)")
+                #expect(refusedMessage == message)
+            case let other:
+                Issue.record("\(request): \(other)")
+            }
+        }
+        await s.shutdown()
     }
 
     @Test("a cgroup the machine does not let us create is a clear error")
@@ -407,6 +433,18 @@ struct SupervisorTests {
         #expect(!(try procStat(reused).isStopped))
         other!.kill()
         await s.shutdown()
+    }
+}
+
+/// One request over the supervisor's real admin socket, through `AdminClient` (which blocks: it
+/// runs on a thread of its own).
+func adminCall(_ request: AdminRequest, directory: String) async -> Result<LifecycleState?, AdminClient.Failure> {
+    await withCheckedContinuation { continuation in
+        TestThread.detached {
+            continuation.resume(returning: Result { () throws(AdminClient.Failure) in
+                try AdminClient.call(request, as: LifecycleState.self, directory: directory)
+            })
+        }
     }
 }
 
