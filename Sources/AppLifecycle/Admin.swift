@@ -117,7 +117,7 @@ extension Supervisor {
     func handleAdmin(_ event: SocketEvent) {
         switch event {
         case .accepted(let fd, let peer):
-            guard !isShuttingDown else {
+            guard phase != .closed else {
                 close(fd)
                 return
             }

@@ -104,6 +104,8 @@ struct AppCondition: Sendable {
     var channelFailures: Int
     var backgroundPeriod: Int
     var answeredCommands: Set<Int>
+    /// Commands waiting for the app's lock (set by the supervisor, which holds the queue).
+    var queuedCommands = 0
 }
 
 /// The newest `limit` elements of a sequence, oldest first, counting what it dropped: what a

@@ -35,7 +35,7 @@ extension Supervisor {
     }
 
     private func accept(_ fd: Int32, _ peer: PeerCredentials) {
-        guard !shuttingDown else {
+        guard phase != .closed else {
             close(fd)
             return
         }

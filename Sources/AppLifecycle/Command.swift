@@ -286,6 +286,8 @@ extension Supervisor {
     /// names none, or all apps).
     @discardableResult
     public func perform(_ command: Command) async throws(SupervisorError) -> LifecycleState? {
+        // Once shutdown has begun, nothing new starts.
+        guard !isStopping else { throw .shuttingDown(refused: command.verb, app: command.app) }
         do {
             try command.validate()
         } catch {

@@ -48,12 +48,18 @@ extension Supervisor {
         try await run(.relaunch, name)
     }
 
-    /// Takes the app's lock, plans `verb` from its state and carries the plan out.
-    func run(_ verb: LifecycleVerb, _ name: String, waitForSuspension: Bool = true) async throws(SupervisorError) {
+    /// Takes the app's lock, plans `verb` from its state and carries the plan out. Once shutdown
+    /// has begun no command starts (`.shuttingDown`), but for the shutdown's own terminates
+    /// (`byShutdown`): neither one given before (checked again once it has the lock, which it may
+    /// have waited for) nor one given after.
+    func run(_ verb: LifecycleVerb, _ name: String, waitForSuspension: Bool = true, byShutdown: Bool = false) async throws(SupervisorError) {
         let a = try app(name)
-        // Once shutting down, only teardown: nothing is launched or resumed any more.
-        guard !shuttingDown || verb == .terminate else { throw .shuttingDown(refused: Command.Verb(verb), app: name) }
+        guard !isStopping || byShutdown else { throw .shuttingDown(refused: Command.Verb(verb), app: name) }
         await lock(name)
+        guard !isStopping || byShutdown else {
+            unlock(name)
+            throw .shuttingDown(refused: Command.Verb(verb), app: name)
+        }
         var run = CommandRun(verb: verb, holdsLock: true)
         do throws(SupervisorError) {
             let steps: [LifecycleStep]

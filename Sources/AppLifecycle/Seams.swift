@@ -132,7 +132,7 @@ extension Supervisor {
     /// the app's view right after it. A consumer more than 1,000 readings behind loses the oldest.
     public func samples() -> AsyncStream<AppView> {
         let (stream, continuation) = AsyncStream<AppView>.makeStream(bufferingPolicy: .bufferingNewest(1000))
-        if shuttingDown {
+        if phase == .closed {
             continuation.finish()
         } else {
             sampleSubscribers.append(continuation)

@@ -54,8 +54,8 @@ public actor Supervisor {
     /// descriptor is closed only after the last answer was written.
     var adminConnections: [Int32: AdminConnection] = [:]
     var drainWaiters: [CheckedContinuation<Void, Never>] = []
-    /// Set when shutdown (or abort) begins: no command starts after it.
-    var shuttingDown = false
+    /// Where the supervisor is in its life: commands start only while it is running.
+    var phase = Phase.running
     /// The shutdown under way or done: it runs once.
     var shutdownTask: Task<Void, Never>?
 
@@ -63,6 +63,16 @@ public actor Supervisor {
         var pending: [String] = []
         var busy = false
         var closed = false
+    }
+
+    enum Phase {
+        /// Commands start.
+        case running
+        /// Shutdown or abort has begun: no command starts (the shutdown's own terminates run),
+        /// the apps are taken down; connections are still accepted and served.
+        case stopping
+        /// The apps are down: the sockets are closed, the streams finished.
+        case closed
     }
 
     enum Event: Sendable {
@@ -153,7 +163,7 @@ public actor Supervisor {
                 }
             })
         }
-        guard !shuttingDown else { return }
+        guard phase == .running else { return }
         for policy in configuration.policies {
             policyTasks.append(Task { await policy.run(self) })
         }
@@ -177,7 +187,8 @@ public actor Supervisor {
     /// Which pressure sources are in use (empty unless pressure is watched).
     public var pressureSources: [PressureSourceStatus] { pressureMonitor?.sources ?? [] }
 
-    var isShuttingDown: Bool { shuttingDown }
+    /// Whether shutdown (or an abort) has begun: no command starts any more.
+    var isStopping: Bool { phase != .running }
 
     // MARK: Log
 
@@ -305,9 +316,9 @@ public actor Supervisor {
 
     /// Ends everything at once, for an interrupted run (Ctrl-C): the policies stop, every app is
     /// killed through its pidfd (no callbacks, no waiting behind a command), then the cleanup
-    /// of `shutdown()`. No command runs after it begins.
+    /// of `shutdown()`. No command starts once it has begun.
     public func abort() async {
-        shuttingDown = true
+        if phase == .running { phase = .stopping }
         for t in policyTasks { t.cancel() }
         for name in order {
             guard let a = records[name], let process = a.process else { continue }
@@ -322,7 +333,8 @@ public actor Supervisor {
     }
 
     /// Stops the policies, terminates every app, closes every connection, removes the cgroups,
-    /// the sockets and the runtime directory.
+    /// the sockets and the runtime directory. No command starts once it has begun (one that
+    /// waited for its app's lock is refused when it gets it): they fail with `.shuttingDown`.
     public func shutdown() async {
         // Once: a second caller (an abort racing the end of a run) waits for the first.
         if let running = shutdownTask {
@@ -335,13 +347,18 @@ public actor Supervisor {
     }
 
     private func shutdownOnce() async {
+        if phase == .running { phase = .stopping }
         for t in policyTasks { t.cancel() }
         for t in policyTasks { await t.value }
         policyTasks.removeAll()
         for name in order {
-            do { try await terminate(name) } catch { record(SupervisorEvent(t: now(), app: name, kind: .error, detail: "\(error)")) }
+            do {
+                try await run(.terminate, name, byShutdown: true)
+            } catch {
+                record(SupervisorEvent(t: now(), app: name, kind: .error, detail: "\(error)"))
+            }
         }
-        shuttingDown = true
+        phase = .closed
         pressureMonitor?.stop()
         for t in loopTasks { t.cancel() }
         socket.close()

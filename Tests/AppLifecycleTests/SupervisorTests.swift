@@ -394,6 +394,58 @@ struct SupervisorTests {
         await s.shutdown()
     }
 
+    @Test("no command starts once shutdown begins: one waiting for the app's lock is refused when it gets it, later ones at once, and nothing is launched")
+    func noCommandAfterShutdownBegins() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let gate = "\(dir.path)/gate"
+        try #require(mkfifo(gate, 0o600) == 0)
+        let s = try Supervisor(configuration: configuration { $0.callbackTimeout = 60 })
+        try await s.serveAdmin()
+        let directory = await s.runtimeDirectory
+        try await s.register(AppSpec(name: "A", command: workloadCommand(dir, ["--background-gate", gate])))
+        try await s.register(AppSpec(name: "B", command: ["/bin/sleep", "60"], client: false))
+        try await s.activate("A")
+        // A goes to the background and stops inside didEnterBackground, at its gate: the
+        // command holds A's lock.
+        let backgrounding = Task { try await s.background("A") }
+        try await s.waitForState("A", .backgroundRunning, timeout: 20)
+        // A relaunch given before shutdown waits for the lock...
+        let relaunch = Task { try await s.relaunch("A") }
+        #expect(await s.waitForQueuedCommands("A", count: 1, timeout: 20))
+        // ... and shutdown begins: its terminate of A queues behind the relaunch.
+        let shutdown = Task { await s.shutdown() }
+        #expect(await s.waitForQueuedCommands("A", count: 2, timeout: 20))
+        // A command given now is refused at once, through the API and the admin socket.
+        await #expect(throws: SupervisorError.shuttingDown(refused: .activate, app: "B")) { try await s.activate("B") }
+        await #expect(throws: SupervisorError.shuttingDown(refused: .launch, app: "C")) {
+            try await s.perform(.launch("C", registering: AppSpec(name: "C", command: ["/bin/sleep", "60"], client: false)))
+        }
+        switch await adminCall(.perform(.launch("B", registering: nil)), directory: directory) {
+        case .failure(.refused(let code, let message)):
+            #expect(code == .shuttingDown)
+            #expect(message == "the supervisor is shutting down: launch B refused")
+        case let other:
+            Issue.record("admin launch during shutdown: \(other)")
+        }
+        // The gate opens (O_RDWR: the byte waits in the FIFO if A has not opened it yet): the
+        // background command goes on, the relaunch gets the lock and is refused.
+        let fd = open(gate, O_RDWR | O_CLOEXEC)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        var byte: UInt8 = 1
+        #expect(write(fd, &byte, 1) == 1)
+        await #expect(throws: SupervisorError.shuttingDown(refused: .relaunch, app: "A")) { try await relaunch.value }
+        try await backgrounding.value
+        await shutdown.value
+        let log = await s.log
+        #expect(log.filter { $0.kind == .launch }.map(\.app) == ["A"], "nothing launched once shutdown began")
+        #expect(log.contains { $0.app == "A" && $0.kind == .callback && $0.name == "willTerminate" }, "the shutdown's own terminate ran")
+        #expect(!(await s.isRegistered("C")))
+        #expect(try await s.pid(of: "A") == nil)
+        #expect(try await s.pid(of: "B") == nil)
+    }
+
     @Test("a cgroup the machine does not let us create is a clear error")
     func cgroupRefused() async throws {
         let dir = try TemporaryDirectory()
