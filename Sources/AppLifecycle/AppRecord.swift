@@ -39,6 +39,8 @@ final class AppRecord {
     var expiredTasks: Set<Int> = []
     /// Counts the app's stays in the background: a timer or a wait belongs to one of them.
     var backgroundPeriod = 0
+    /// When the current stay in the background began (monotonic); nil in the foreground and
+    /// while not running (cleared at exit and at launch).
     var backgroundEnteredAt: Double?
     var queued: [QueuedNotification] = []
     var notifiedCount = 0

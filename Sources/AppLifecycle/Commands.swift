@@ -212,6 +212,7 @@ extension Supervisor {
         a.readyCount = 0
         a.tasks = [:]
         a.expiredTasks = []
+        a.backgroundEnteredAt = nil
         a.queued = []
         a.exitStatus = nil
         a.terminating = false

@@ -291,6 +291,7 @@ public actor Supervisor {
         a.hello = false
         a.tasks = [:]
         a.latest = nil
+        a.backgroundEnteredAt = nil  // its stay in the background ended with it
         transition(a, to: .notRunning)
         if let failure = cgroups?.removeApp(name) {
             record(.error, a, detail: "\(failure) (a process it started is still in it)")

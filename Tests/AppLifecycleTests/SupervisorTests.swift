@@ -446,6 +446,25 @@ struct SupervisorTests {
         #expect(try await s.pid(of: "B") == nil)
     }
 
+    @Test("an app killed in the background and launched again is not seen as backgrounded")
+    func backgroundedEndsWithTheRun() async throws {
+        let s = try Supervisor(configuration: configuration())
+        try await s.register(AppSpec(name: "P", command: ["/bin/sleep", "60"], client: false))
+        try await s.activate("P")
+        try await s.background("P")
+        let suspended = try #require(await s.view(of: "P"))
+        #expect(suspended.state == .suspended && suspended.secondsSinceBackgrounded != nil)
+        let pid = try #require(suspended.pid)
+        _ = try await s.kill("P", pid: pid, reason: .vmPageShortage)
+        #expect(await s.waitForExit("P", pid: pid, timeout: 10))
+        #expect(await s.view(of: "P")?.secondsSinceBackgrounded == nil, "not running: in no stay in the background")
+        try await s.activate("P")
+        let active = try #require(await s.view(of: "P"))
+        #expect(active.state == .active && active.pid != pid)
+        #expect(active.secondsSinceBackgrounded == nil, "the new run was never in the background")
+        await s.shutdown()
+    }
+
     @Test("a cgroup the machine does not let us create is a clear error")
     func cgroupRefused() async throws {
         let dir = try TemporaryDirectory()
