@@ -129,13 +129,14 @@ extension Supervisor {
     }
 
     /// Every footprint reading from now on (the periodic samples and those at transitions), as
-    /// the app's view right after it. A consumer more than 1,000 readings behind loses the oldest.
+    /// the app's view right after it, until shutdown (after it, a finished stream). A consumer
+    /// more than 1,000 readings behind loses the oldest; one that stops reading is forgotten.
     public func samples() -> AsyncStream<AppView> {
         let (stream, continuation) = AsyncStream<AppView>.makeStream(bufferingPolicy: .bufferingNewest(1000))
         if phase == .closed {
             continuation.finish()
         } else {
-            sampleSubscribers.append(continuation)
+            sampleSubscribers.add(continuation)
         }
         return stream
     }

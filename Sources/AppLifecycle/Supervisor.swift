@@ -31,9 +31,14 @@ public actor Supervisor {
     let start = monotonicSeconds()
     let socket: ControlSocket
     var admin: ControlSocket?
+    /// The admin socket's inbox (see `events`).
     let adminEvents: AsyncStream<SocketEvent>.Continuation
     let cgroups: DeviceCgroups?
     let launcher: String
+    /// The supervisor's own inbox: socket events, exits, pressure changes, timers. Unbounded on
+    /// purpose: an exit or a closed connection must never be dropped (an app would stay
+    /// "running" forever), and what arrives is bounded by what the supervisor itself started
+    /// (its apps, their connections, its timers), each reader thread limiting its lines.
     let events: AsyncStream<Event>.Continuation
     /// The pressure monitor (when pressure is watched): policies subscribe to it directly.
     nonisolated let pressureMonitor: PressureMonitor?
@@ -43,8 +48,8 @@ public actor Supervisor {
     var order: [String] = []
     var connections: [Int32: String] = [:]  // fd -> app
     var logEvents: BoundedLog<SupervisorEvent>
-    var logSubscribers: [AsyncStream<SupervisorEvent>.Continuation] = []
-    var sampleSubscribers: [AsyncStream<AppView>.Continuation] = []
+    let logSubscribers = Subscribers<SupervisorEvent>()
+    let sampleSubscribers = Subscribers<AppView>()
     var waiters: [Waiter] = []
     var nextWaiter = 0
     var lockedApps: Set<String> = []
@@ -198,20 +203,28 @@ public actor Supervisor {
     /// How many of the oldest events the bounded log has let go.
     public var droppedLogEvents: Int { logEvents.dropped }
 
-    /// Every log event from now on (with `replaying`, the log so far first). A consumer that
-    /// falls more than `logLimit` events behind loses the oldest of them (the stream keeps the
-    /// newest).
+    /// Every log event from now on (with `replaying`, the log so far first), until shutdown;
+    /// after it, a finished stream. A consumer that falls more than `logLimit` events behind
+    /// loses the oldest of them (the stream keeps the newest); one that stops reading (its
+    /// stream dropped, its task cancelled) is forgotten.
     public func logStream(replaying: Bool = false) -> AsyncStream<SupervisorEvent> {
         let (stream, continuation) = AsyncStream<SupervisorEvent>.makeStream(bufferingPolicy: .bufferingNewest(configuration.logLimit))
         if replaying { for e in logEvents.all { continuation.yield(e) } }
-        logSubscribers.append(continuation)
+        if phase == .closed {
+            continuation.finish()
+        } else {
+            logSubscribers.add(continuation)
+        }
         return stream
     }
+
+    /// How many consumers read the log and the samples now.
+    nonisolated package var streamConsumers: (log: Int, samples: Int) { (logSubscribers.count, sampleSubscribers.count) }
 
     /// Appends an event to the log (policies record their decisions here, beside the core's).
     public func record(_ e: SupervisorEvent) {
         logEvents.append(e)
-        for s in logSubscribers { s.yield(e) }
+        logSubscribers.yield(e)
     }
 
     func record(_ kind: SupervisorEventKind, _ a: AppRecord? = nil, name: String? = nil, detail: String? = nil, stack: [String]? = nil) {
@@ -374,10 +387,8 @@ public actor Supervisor {
         }
         adminEvents.finish()
         for failure in cgroups?.removeAll() ?? [] { record(SupervisorEvent(t: now(), kind: .error, detail: "\(failure)")) }
-        for s in logSubscribers { s.finish() }
-        logSubscribers.removeAll()
-        for s in sampleSubscribers { s.finish() }
-        sampleSubscribers.removeAll()
+        logSubscribers.finishAll()
+        sampleSubscribers.finishAll()
         events.finish()
         // The apps' output files (crash output is in the log already), then the directory.
         for name in order {

@@ -465,6 +465,31 @@ struct SupervisorTests {
         await s.shutdown()
     }
 
+    @Test("a stream's consumer that stops reading is forgotten; after shutdown the log and samples streams end")
+    func streamConsumers() async throws {
+        let s = try Supervisor(configuration: configuration())
+        try await s.register(AppSpec(name: "P", command: ["/bin/sleep", "60"], client: false))
+        let log = await s.logStream()
+        let samples = await s.samples()
+        let readers = [Task { for await _ in log {} }, Task { for await _ in samples {} }]
+        #expect(s.streamConsumers.log == 1 && s.streamConsumers.samples == 1)
+        for reader in readers {
+            reader.cancel()
+            await reader.value
+        }
+        #expect(s.streamConsumers.log == 0 && s.streamConsumers.samples == 0, "cancelled readers are forgotten")
+        try await s.activate("P")
+        await s.shutdown()
+        // After shutdown: the log so far, then the end.
+        let events = await s.log
+        #expect(events.contains { $0.app == "P" && $0.kind == .launch })
+        let replayed = await collect(await s.logStream(replaying: true), within: 10)
+        #expect(replayed == events, "the replayed log, then the end of the stream")
+        #expect(await collect(await s.logStream(), within: 10) == [])
+        #expect(await collect(await s.samples(), within: 10) == [])
+        #expect(s.streamConsumers.log == 0 && s.streamConsumers.samples == 0)
+    }
+
     @Test("a cgroup the machine does not let us create is a clear error")
     func cgroupRefused() async throws {
         let dir = try TemporaryDirectory()
@@ -516,6 +541,28 @@ func adminCall(_ request: AdminRequest, directory: String) async -> Result<Lifec
                 try AdminClient.call(request, as: LifecycleState.self, directory: directory)
             })
         }
+    }
+}
+
+/// Every element of `stream` until it ends; nil if it has not ended within `timeout` seconds.
+func collect<Element: Sendable>(_ stream: AsyncStream<Element>, within timeout: Double) async -> [Element]? {
+    await withTaskGroup(of: [Element]?.self) { group in
+        group.addTask {
+            var all: [Element] = []
+            for await element in stream { all.append(element) }
+            return all
+        }
+        group.addTask {
+            do {
+                try await Task.sleep(for: .seconds(timeout))
+            } catch {
+                return nil  // cancelled: the stream ended first
+            }
+            return nil
+        }
+        let result = await group.next() ?? nil
+        group.cancelAll()
+        return result
     }
 }
 
