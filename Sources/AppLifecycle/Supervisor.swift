@@ -335,10 +335,12 @@ public actor Supervisor {
         if phase == .running { phase = .stopping }
         for t in policyTasks { t.cancel() }
         for name in order {
-            guard let a = records[name], let process = a.process else { continue }
-            a.terminating = true
-            process.signal(SIGKILL)
-            letRun(a, process)
+            guard let a = records[name], var t = teardown(of: a, as: .expected(nil)) else { continue }
+            do {
+                try await carryOut(Teardown.abort, on: a, &t)
+            } catch {
+                record(.error, a, detail: "abort: \(error)")
+            }
         }
         for name in order where records[name]?.process != nil {
             _ = await waitFor(name, timeout: 5) { !$0.alive }
