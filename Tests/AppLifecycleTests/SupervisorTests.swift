@@ -234,17 +234,11 @@ struct SupervisorTests {
         try await s.launch("flood")
 
         // An impostor: this test process connects to the socket.
-        let path = await s.socketPath
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in for (i, b) in path.utf8.enumerated() { raw[i] = b } }
-        let rc = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
-        #expect(rc == 0)
-        _ = "hello 1 good faketoken\n".withCString { send(fd, $0, strlen($0), 0) }
+        let impostor = try UnixSocket.connect(to: await s.socketPath)
+        try impostor.sendAll(Array("hello 1 good faketoken\n".utf8))
         var byte: UInt8 = 0
-        #expect(recv(fd, &byte, 1, 0) <= 0, "the supervisor closes an impostor's connection")
-        close(fd)
+        #expect(recv(impostor.descriptor, &byte, 1, 0) <= 0, "the supervisor closes an impostor's connection")
+        impostor.close()
 
         // The supervisor still works for a good app.
         try await s.activate("good")
@@ -334,26 +328,26 @@ struct SupervisorTests {
     func adminPipelining() async throws {
         let s = try Supervisor(configuration: configuration())
         try await s.serveAdmin()
-        let path = try #require(await s.adminSocketPath)
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in for (i, b) in path.utf8.enumerated() { raw[i] = b } }
-        let rc = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
-        try #require(rc == 0)
+        let connection = try UnixSocket.connect(to: try #require(await s.adminSocketPath))
+        defer { connection.close() }
         var timeout = timeval(tv_sec: 30, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(connection.descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let requests = #"{"command":"status"}"# + "\nnot json\n" + #"{"command":"activate","app":"nobody"}"# + "\n" + #"{"command":"apps"}"# + "\n"
-        _ = requests.withCString { send(fd, $0, strlen($0), 0) }
-        shutdown(fd, Int32(SHUT_WR))  // done sending: the answers must still come
+        try connection.sendAll(Array(requests.utf8))
+        shutdown(connection.descriptor, Int32(SHUT_WR))  // done sending: the answers must still come
         let answers = await withCheckedContinuation { continuation in
             TestThread.detached {
                 var bytes: [UInt8] = []
                 var buffer = [UInt8](repeating: 0, count: 4096)
                 while true {
-                    let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
-                    if n <= 0 { break }
+                    let n = buffer.withUnsafeMutableBytes { raw in
+                        do {
+                            return try connection.read(into: raw)
+                        } catch {
+                            return 0  // the receive timeout: no more answers
+                        }
+                    }
+                    if n == 0 { break }
                     bytes += buffer[0..<n]
                 }
                 continuation.resume(returning: String(decoding: bytes, as: UTF8.self))
