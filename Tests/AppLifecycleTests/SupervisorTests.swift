@@ -484,6 +484,21 @@ struct SupervisorTests {
         #expect(s.streamConsumers.log == 0 && s.streamConsumers.samples == 0)
     }
 
+    @Test("a page-out advises the app's anonymous memory through its pidfd, and only in the state asked for")
+    func pageOut() async throws {
+        let s = try Supervisor(configuration: configuration())
+        try await s.register(AppSpec(name: "P", command: ["/bin/sleep", "60"], client: false))
+        try await s.activate("P")
+        let pid = try #require(try await s.pid(of: "P"))
+        await #expect(throws: SupervisorError.wrongState(app: "P", state: .active, operation: .pageOut)) { try await s.pageOut("P", pid: pid) }
+        try await s.background("P")
+        // Without swap the anonymous pages stay, but the advice is given (process_madvise).
+        let result = try await s.pageOut("P", pid: pid)
+        #expect(result.advisedBytes > 0)
+        await #expect(throws: SupervisorError.staleTarget(app: "P", expectedPID: pid + 1, currentPID: pid)) { try await s.pageOut("P", pid: pid + 1) }
+        await s.shutdown()
+    }
+
     @Test("a cgroup the machine does not let us create is a clear error")
     func cgroupRefused() async throws {
         let dir = try TemporaryDirectory()
