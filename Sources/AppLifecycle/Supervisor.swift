@@ -14,11 +14,12 @@ import LinuxSystem
 /// through its seams — `apps()`, `kill(_:pid:reason:)`, `pressureEvents()`, `warn`, `record`.
 ///
 /// Where each part lives: public types in SupervisorTypes.swift and Errors.swift; the app
-/// record in AppRecord.swift; commands in Commands.swift (steps from LifecycleMachine.swift,
-/// teardown included); the control channel in Channel.swift; waiting and the per-app lock in
-/// Waiting.swift; accounting and sampling in Accounting.swift; suspension in Suspension.swift;
-/// background tasks in BackgroundTasks.swift; warnings and notifications in Messaging.swift;
-/// the seams for policies in Seams.swift; the admin socket in Admin.swift.
+/// record in AppRecord.swift; commands in Commands.swift (steps from LifecycleMachine.swift);
+/// every teardown (terminate, kill, abort, an overrun) in Teardown.swift; the control channel in
+/// Channel.swift; waiting and the per-app lock in Waiting.swift; accounting and sampling in
+/// Accounting.swift; suspension in Suspension.swift; background tasks in BackgroundTasks.swift;
+/// warnings and notifications in Messaging.swift; the seams for policies in Seams.swift; the
+/// admin socket in Admin.swift.
 ///
 /// A background task still running `backgroundTaskLimit` seconds after the app entered the
 /// background is first expired (its handler runs `expirationWarning` seconds before the limit),
