@@ -69,7 +69,11 @@ let package = Package(
             swiftSettings: strict
         ),
         // The region registry format: Purgeable writes it, VMTracker reads it.
-        .target(name: "RegionTags", dependencies: ["LinuxSystem"], swiftSettings: strict),
+        .target(
+            name: "RegionTags",
+            dependencies: ["LinuxSystem", .product(name: "SystemPackage", package: "swift-system")],
+            swiftSettings: strict
+        ),
         // Memory-pressure sources merged into one level stream.
         .target(
             name: "Pressure",
@@ -126,7 +130,7 @@ let package = Package(
         .target(name: "CachePolicies", swiftSettings: strict),
         .target(
             name: "VMTracker",
-            dependencies: ["LinuxSystem", "RegionTags", .product(name: "SystemPackage", package: "swift-system")],
+            dependencies: ["LinuxSystem", "RegionTags"],
             swiftSettings: strict
         ),
         .executableTarget(
@@ -143,6 +147,7 @@ let package = Package(
                 "Jetsam",
                 "CMemoryPressure",
                 "MemHogClient",
+                "RegionTags",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -164,6 +169,7 @@ let package = Package(
         .target(
             name: "MemHogClient",
             dependencies: [
+                "LinuxSystem",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
@@ -182,7 +188,11 @@ let package = Package(
 
         .target(
             name: "TestSupport",
-            dependencies: ["VMTracker", "LinuxSystem", "MemHogClient", "CMemoryPressure"],
+            dependencies: [
+                "VMTracker", "LinuxSystem", "MemHogClient",
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
             path: "Tests/TestSupport",
             exclude: ["Fixtures"],
             swiftSettings: strict

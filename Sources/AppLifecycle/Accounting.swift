@@ -107,7 +107,7 @@ extension Supervisor {
         a.lifetimeMaxFootprint = max(a.lifetimeMaxFootprint, c.footprint)
         if !sampleSubscribers.isEmpty {
             let v = view(a)
-            for subscriber in sampleSubscribers { subscriber.yield(v) }
+            sampleSubscribers.yield(v)
         }
         return s
     }

@@ -42,17 +42,47 @@ public enum AdminRequest: Sendable, Hashable, Codable {
     }
 }
 
-/// One answer: `{"ok": true, "result": ...}` or `{"ok": false, "error": "..."}`.
+/// One answer: `{"ok": true, "result": ...}` or `{"ok": false, "error": "...", "errorCode": "..."}`:
+/// `error` says what went wrong in words, `errorCode` which failure it is, for a program to
+/// switch on (`AdminErrorCode`).
 public struct AdminResponse<Result: Codable & Sendable>: Codable, Sendable {
     public var ok: Bool
     public var result: Result?
+    /// The failure in words (nil when ok).
     public var error: String?
+    /// The failure's code (nil when ok; nil too for a code this client does not know, from a
+    /// newer supervisor: `error` still says what it is).
+    public var errorCode: AdminErrorCode?
 
-    public init(ok: Bool, result: Result? = nil, error: String? = nil) {
+    public init(ok: Bool, result: Result? = nil, error: String? = nil, errorCode: AdminErrorCode? = nil) {
         self.ok = ok
         self.result = result
         self.error = error
+        self.errorCode = errorCode
     }
+
+    private enum Key: String, CodingKey { case ok, result, error, errorCode }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Key.self)
+        ok = try c.decode(Bool.self, forKey: .ok)
+        result = try c.decodeIfPresent(Result.self, forKey: .result)
+        error = try c.decodeIfPresent(String.self, forKey: .error)
+        errorCode = try c.decodeIfPresent(String.self, forKey: .errorCode).flatMap(AdminErrorCode.init(rawValue:))
+    }
+}
+
+/// Which failure an admin answer reports (its `"errorCode"`): one code per `SupervisorError`
+/// case (`SupervisorError.code`), and two of the admin socket's own. A client tells "already
+/// gone" (`exited`, `staleTarget`, `noSuchApp`) from "busy" (`dying`, `shuttingDown`, `timedOut`)
+/// by it.
+public enum AdminErrorCode: String, Sendable, Hashable, Codable, CaseIterable {
+    case invalidAppName, alreadyRegistered, noSuchApp, wrongState, exited, didNotExit, timedOut, staleTarget, dying
+    case launch, setup, cgroup, system, launcherMissing, invalidNotificationKind, commandFailed, invalidCommand, shuttingDown
+    /// The line is not a request: not JSON, or not an object the admin socket knows.
+    case notARequest
+    /// The answer could not be encoded (its `error` says so; nothing else is known).
+    case answerNotEncodable
 }
 
 public struct AdminStatus: Sendable, Codable, Hashable {
@@ -74,7 +104,7 @@ extension Supervisor {
         do {
             admin = try ControlSocket(directory: runtimeDirectory, name: "admin.sock") { events.yield($0) }
         } catch {
-            throw .launch(app: "", error)
+            throw .setup(error)
         }
     }
 
@@ -87,7 +117,7 @@ extension Supervisor {
     func handleAdmin(_ event: SocketEvent) {
         switch event {
         case .accepted(let fd, let peer):
-            guard !isShuttingDown else {
+            guard phase != .closed else {
                 close(fd)
                 return
             }
@@ -164,14 +194,17 @@ extension Supervisor {
             do {
                 return String(decoding: try encoder.encode(value), as: UTF8.self)
             } catch {
-                return #"{"ok":false,"error":"cannot encode the answer"}"#
+                return #"{"error":"cannot encode the answer","errorCode":"answerNotEncodable","ok":false}"#
             }
         }
         let request: AdminRequest
         do {
             request = try JSONDecoder().decode(AdminRequest.self, from: Data(line.utf8))
+        } catch let error as CommandError {
+            // JSON, but not a command as given (no app, an unknown verb, ...).
+            return encode(AdminResponse<String>(ok: false, error: "not a request: \(error)", errorCode: SupervisorError.invalidCommand(error).code))
         } catch {
-            return encode(AdminResponse<String>(ok: false, error: "not a request: \(error)"))
+            return encode(AdminResponse<String>(ok: false, error: "not a request: \(error)", errorCode: .notARequest))
         }
         switch request {
         case .apps:
@@ -188,7 +221,7 @@ extension Supervisor {
                 let state = try await perform(command)
                 return encode(AdminResponse(ok: true, result: state))
             } catch {
-                return encode(AdminResponse<LifecycleState>(ok: false, error: "\(error)"))
+                return encode(AdminResponse<LifecycleState>(ok: false, error: "\(error)", errorCode: error.code))
             }
         }
     }
@@ -203,25 +236,30 @@ public enum AdminClient {
         return "/tmp/mempressure-\(getuid())"
     }
 
-    /// Why a request got no answer.
-    public enum Failure: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Why a request got no answer, or was refused.
+    public enum Failure: Error, Sendable, CustomStringConvertible {
         case noSupervisor(path: String, Errno)
         case system(SystemCallError)
         case pathTooLong(String)
+        /// The request could not be encoded (a number JSON cannot hold: an infinite wait).
+        case requestNotEncodable(EncodingError)
         case sendFailed(path: String)
         case noAnswer
-        case refused(String)
-        case notAnAnswer(String)
+        /// The supervisor answered that it failed: which failure (`code`, nil when the
+        /// supervisor sent none this client knows), and in words.
+        case refused(code: AdminErrorCode?, message: String)
+        case notAnAnswer(DecodingError)
 
         public var description: String {
             switch self {
             case .noSupervisor(let path, let e): "no supervisor at \(path) (\(e.symbolicName)): start one with `mempressure supervise`"
             case .system(let e): "\(e)"
             case .pathTooLong(let p): "path too long: \(p)"
+            case .requestNotEncodable(let e): "cannot encode the request: \(e)"
             case .sendFailed(let p): "could not send to \(p)"
             case .noAnswer: "the supervisor closed the connection without answering"
-            case .refused(let reason): reason
-            case .notAnAnswer(let reason): "the supervisor's answer is not understood: \(reason)"
+            case .refused(_, let message): message
+            case .notAnAnswer(let e): "the supervisor's answer is not understood: \(e)"
             }
         }
     }
@@ -246,8 +284,10 @@ public enum AdminClient {
         let line: String
         do {
             line = String(decoding: try encoder.encode(request), as: UTF8.self)
+        } catch let error as EncodingError {
+            throw .requestNotEncodable(error)
         } catch {
-            throw .notAnAnswer("cannot encode the request: \(error)")
+            throw .requestNotEncodable(.invalidValue(request, .init(codingPath: [], debugDescription: "\(error)", underlyingError: error)))
         }
         guard ControlSocket.sendBlocking(line, to: fd) else { throw .sendFailed(path: path) }
         var answer: [UInt8] = []
@@ -268,10 +308,12 @@ public enum AdminClient {
         let response: AdminResponse<Result>
         do {
             response = try JSONDecoder().decode(AdminResponse<Result>.self, from: Data(answer))
+        } catch let error as DecodingError {
+            throw .notAnAnswer(error)
         } catch {
-            throw .notAnAnswer("\(error)")
+            throw .notAnAnswer(.dataCorrupted(.init(codingPath: [], debugDescription: "\(error)", underlyingError: error)))
         }
-        guard response.ok else { throw .refused(response.error ?? "the supervisor refused") }
+        guard response.ok else { throw .refused(code: response.errorCode, message: response.error ?? "the supervisor refused") }
         return response.result
     }
 }

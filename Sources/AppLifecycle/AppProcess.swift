@@ -33,21 +33,22 @@ func signalName(_ sig: Int32) -> String {
     }
 }
 
-/// A process the supervisor launched, with a pidfd: every signal goes through the pidfd, so once
-/// the process has exited a reused PID can never be hit (pidfd_send_signal then fails with ESRCH).
-final class AppProcess: @unchecked Sendable {
-    let pid: Int32
-    let pidfd: Int32
+/// A process the supervisor launched, held through its pidfd (`ProcessHandle`): every signal goes
+/// through it, so once the process has exited a reused PID can never be hit (pidfd_send_signal
+/// then fails with ESRCH).
+final class AppProcess: Sendable {
+    let handle: ProcessHandle
     let launchedAt: Double
     /// Its start time after boot (field 22 of /proc/PID/stat), read while it is our unreaped
     /// child: with the PID, it names this process and no later one.
     let startTicks: UInt64?
 
-    private init(pid: Int32, pidfd: Int32) {
-        self.pid = pid
-        self.pidfd = pidfd
+    var pid: Int32 { handle.pid }
+
+    private init(handle: ProcessHandle) {
+        self.handle = handle
         launchedAt = monotonicSeconds()
-        startTicks = Self.startTicks(of: pid)
+        startTicks = Self.startTicks(of: handle.pid)
     }
 
     private static func startTicks(of pid: Int32) -> UInt64? {
@@ -58,8 +59,6 @@ final class AppProcess: @unchecked Sendable {
             return nil
         }
     }
-
-    deinit { close(pidfd) }
 
     /// Starts `command` through `launcher` (mempressure-exec), which joins `cgroups` and execs it.
     static func spawn(
@@ -107,58 +106,69 @@ final class AppProcess: @unchecked Sendable {
         let rc = posix_spawn(&pid, launcher, &actions, &attributes, argv, envp)
         guard rc == 0 else { throw .spawn(launcher: launcher, Errno(rawValue: rc)) }
         // Our own unreaped child: pidfd_open cannot race with a reuse of its PID.
-        let fd = mp_pidfd_open(pid, 0)
-        guard fd >= 0 else {
-            let e = errno
-            kill(pid, SIGKILL)  // our child, not yet reaped: the PID is still its
+        let handle: ProcessHandle
+        do {
+            handle = try ProcessHandle(pid: pid)
+        } catch {
+            // No pidfd: the child is killed and reaped by its PID, which is still its (not yet
+            // reaped, it cannot have been reused).
+            kill(pid, SIGKILL)
             var status: Int32 = 0
-            waitpid(pid, &status, 0)
-            throw .pidfd(pid: pid, Errno(rawValue: e))
+            _ = retryOnInterrupt { waitpid(pid, &status, 0) }
+            throw .pidfd(pid: pid, error.errno)
         }
-        return AppProcess(pid: pid, pidfd: fd)
+        return AppProcess(handle: handle)
     }
 
     /// Sends `sig` through the pidfd. Returns false if the process has already exited.
     @discardableResult
     func signal(_ sig: Int32) -> Bool {
-        mp_pidfd_send_signal(pidfd, sig) == 0
+        do {
+            try handle.signal(sig)
+            return true
+        } catch {
+            return false  // ESRCH: it has exited (the pidfd still names it, so nothing else was hit)
+        }
     }
 
     /// Blocks until the process has stopped (`stopped`) or continued: the kernel reports both
     /// to the parent (waitid WSTOPPED, WCONTINUED), which the supervisor is. False if the
     /// process exited (or was reaped) instead. Run on a thread of its own.
     func waitForStopChange(stopped: Bool) -> Bool {
-        var info = siginfo_t()
-        let options = stopped ? WSTOPPED : WCONTINUED
-        // ECHILD: reaped meanwhile.
-        return retryOnInterrupt { waitid(idtype_t(rawValue: 3) /* P_PIDFD */, id_t(pidfd), &info, options) } == 0
+        do {
+            _ = try handle.wait(for: stopped ? WSTOPPED : WCONTINUED)
+            return true
+        } catch {
+            return false  // ECHILD: reaped meanwhile
+        }
     }
 
     /// Frees the memory of this process, which is being killed, at once (process_mrelease,
     /// Linux 5.15), rather than when it gets to run its exit.
     func releaseMemory() throws(SystemCallError) {
-        guard mp_process_mrelease(pidfd, 0) == 0 else {
-            let e = Errno(rawValue: errno)
-            if e == .noSuchProcess { return }  // already gone: nothing left to free
-            throw SystemCallError("process_mrelease", errno: e, subject: "pid \(pid)")
+        do {
+            try handle.releaseMemory()
+        } catch where error.errno == .noSuchProcess {
+            return  // already gone: nothing left to free
         }
     }
 
     /// process_madvise(MADV_PAGEOUT) over the ranges: their anonymous pages are written to
     /// swap (and clean pages dropped). Returns the bytes advised.
     func pageOut(_ ranges: [(start: UInt64, end: UInt64)]) throws(SupervisorError) -> UInt64 {
-        guard !ranges.isEmpty else { return 0 }
-        let starts = ranges.map(\.start)
-        let lengths = ranges.map { $0.end &- $0.start }
-        let n = mp_process_madvise_ranges(pidfd, starts, lengths, ranges.count, mp_MADV_PAGEOUT)
-        guard n >= 0 else { throw .system(SystemCallError("process_madvise(MADV_PAGEOUT)", errno: Errno(rawValue: errno), subject: "pid \(pid)")) }
-        return UInt64(n)
+        do {
+            return try handle.advise(ranges, mp_MADV_PAGEOUT, name: "MADV_PAGEOUT")
+        } catch {
+            throw .system(error)
+        }
     }
 
     /// Blocks until the process exits and reaps it (run on a thread of its own).
     func waitForExit() -> ExitStatus {
-        var info = siginfo_t()
-        if retryOnInterrupt({ waitid(idtype_t(rawValue: 3) /* P_PIDFD */, id_t(pidfd), &info, WEXITED) }) != 0 {
+        let info: siginfo_t
+        do {
+            info = try handle.wait(for: WEXITED)
+        } catch {
             return .exited(-1)
         }
         let code = info._sifields._sigchld.si_status

@@ -1,4 +1,5 @@
 import DequeModule
+import Synchronization
 import LifecycleProtocol
 
 /// Everything the supervisor knows about one app. Owned by the supervisor actor: only its
@@ -39,6 +40,8 @@ final class AppRecord {
     var expiredTasks: Set<Int> = []
     /// Counts the app's stays in the background: a timer or a wait belongs to one of them.
     var backgroundPeriod = 0
+    /// When the current stay in the background began (monotonic); nil in the foreground and
+    /// while not running (cleared at exit and at launch).
     var backgroundEnteredAt: Double?
     var queued: [QueuedNotification] = []
     var notifiedCount = 0
@@ -104,6 +107,51 @@ struct AppCondition: Sendable {
     var channelFailures: Int
     var backgroundPeriod: Int
     var answeredCommands: Set<Int>
+    /// Commands waiting for the app's lock (set by the supervisor, which holds the queue).
+    var queuedCommands = 0
+}
+
+/// The consumers of one of the supervisor's streams (the log, the samples). A consumer that
+/// stops reading (its task cancelled, its stream dropped) is removed at once, by its stream's
+/// `onTermination`, which runs outside the actor: hence the lock. Streams are yielded to and
+/// finished outside it (finishing one runs its `onTermination`, which takes the lock).
+final class Subscribers<Element: Sendable>: Sendable {
+    private struct State {
+        var continuations: [Int: AsyncStream<Element>.Continuation] = [:]
+        var lastID = 0
+    }
+
+    private let state = Mutex(State())
+
+    var isEmpty: Bool { state.withLock { $0.continuations.isEmpty } }
+    var count: Int { state.withLock { $0.continuations.count } }
+
+    /// Adds a consumer, forgotten when its stream terminates.
+    func add(_ continuation: AsyncStream<Element>.Continuation) {
+        let id = state.withLock { s in
+            s.lastID += 1
+            s.continuations[s.lastID] = continuation
+            return s.lastID
+        }
+        continuation.onTermination = { [weak self] _ in self?.remove(id) }
+    }
+
+    private func remove(_ id: Int) {
+        _ = state.withLock { $0.continuations.removeValue(forKey: id) }
+    }
+
+    func yield(_ element: Element) {
+        for c in state.withLock({ Array($0.continuations.values) }) { c.yield(element) }
+    }
+
+    /// Ends every stream (shutdown) and forgets them.
+    func finishAll() {
+        let all = state.withLock { s in
+            defer { s.continuations = [:] }
+            return Array(s.continuations.values)
+        }
+        for c in all { c.finish() }
+    }
 }
 
 /// The newest `limit` elements of a sequence, oldest first, counting what it dropped: what a

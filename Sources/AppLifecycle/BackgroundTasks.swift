@@ -67,7 +67,13 @@ extension Supervisor {
                 detail: "background task \(id) ('\(task.name)') still running \(configuration.backgroundTaskLimit) s after entering the background: terminated"
                     + (stack == nil ? "; no call stack (the app did not report one)" : ""),
                 stack: stack)
-            process.signal(SIGKILL)  // logged as a crash when it is reaped, like a watchdog kill
+            // Logged as a crash when it is reaped, like a watchdog's kill.
+            var t = TeardownRun(process: process, generation: generation, exit: .crash)
+            do {
+                try await carryOut(Teardown.watchdog, on: a, &t)
+            } catch {
+                record(.error, a, detail: "\(error)")
+            }
         }
     }
 }

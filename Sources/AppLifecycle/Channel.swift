@@ -35,7 +35,7 @@ extension Supervisor {
     }
 
     private func accept(_ fd: Int32, _ peer: PeerCredentials) {
-        guard !shuttingDown else {
+        guard phase != .closed else {
             close(fd)
             return
         }
@@ -60,16 +60,16 @@ extension Supervisor {
     private func handleLine(_ fd: Int32, _ line: String) {
         guard let name = connections[fd], let a = records[name], a.connection == fd else { return }
         let message: AppMessage
-        do {
+        do throws(ProtocolError) {
             message = try AppMessage.parse(Substring(line))
         } catch {
-            dropConnection(fd, reason: "protocol error: \(error)")
+            dropConnection(fd, reason: .protocolError(error))
             return
         }
         if !a.hello {
             guard case .hello(let version, let app, let token) = message, version == ControlProtocol.version, app == name, token == a.token else {
                 record(.impostor, a, detail: "first message was not a valid hello for \(name)")
-                dropConnection(fd, reason: "bad hello")
+                dropConnection(fd, reason: .badHello)
                 return
             }
             a.hello = true
@@ -81,7 +81,7 @@ extension Supervisor {
         }
         switch message {
         case .hello:
-            dropConnection(fd, reason: "protocol error: a second hello")
+            dropConnection(fd, reason: .secondHello)
             return
         case .ack(let callback):
             a.acks[callback, default: 0] += 1
@@ -117,7 +117,7 @@ extension Supervisor {
 
     /// Closes an app's control connection for a protocol error, a flood or a bad hello; the
     /// app keeps running, without callbacks.
-    func dropConnection(_ fd: Int32, reason: String) {
+    func dropConnection(_ fd: Int32, reason: ChannelFailure) {
         ControlSocket.disconnect(fd)
         if let name = connections[fd], let a = records[name], a.connection == fd {
             a.connection = nil
@@ -150,7 +150,7 @@ extension Supervisor {
         guard let fd = a.connection, a.hello else { return false }
         guard ControlSocket.send(message.line, to: fd) else {
             record(.error, a, detail: "could not send \(what): the app is not reading its control channel")
-            dropConnection(fd, reason: "not reading")
+            dropConnection(fd, reason: .notReading)
             return false
         }
         return true
@@ -201,7 +201,7 @@ extension Supervisor {
 
     /// Sends an app-defined command and waits for its answer (`callbackTimeout`).
     func sendCommand(_ text: String, to a: AppRecord) async throws(SupervisorError) -> String {
-        guard a.state.isRunning, a.process != nil else { throw .wrongState(app: a.name, state: a.state, command: text) }
+        guard a.state.isRunning, a.process != nil else { throw .wrongState(app: a.name, state: a.state, operation: .appCommand(text)) }
         guard a.hello else { throw .commandFailed(app: a.name, command: text, answer: "it has no control channel") }
         nextCommandID += 1
         let id = nextCommandID

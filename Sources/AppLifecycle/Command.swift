@@ -40,13 +40,29 @@ public enum Command: Sendable, Hashable {
     case allocate(String, bytes: Int)
     case release(String, bytes: Int)
 
-    /// The verbs, as JSON and the CLI spell them.
+    /// The verbs of the command vocabulary, as JSON and the CLI spell them: what a user, an
+    /// admin client or a scenario can ask for. Not the same thing as `LifecycleVerb`, the state
+    /// machine's inputs: six of these verbs are lifecycle commands (`init(_:)` names them), the
+    /// others register apps, warn, notify, wait, or send app commands, and never reach
+    /// `LifecycleMachine`.
     public enum Verb: String, Sendable, Hashable, Codable, CaseIterable {
         case register, launch, activate, deactivate, background, terminate, relaunch, warn, notify, wait, waitReady, waitState, allocate, release
 
         /// The verbs whose argument is the app they act on (every one but wait; warn and notify
         /// may name all apps).
         public var takesApp: Bool { self != .wait }
+
+        /// The command verb of a lifecycle command.
+        public init(_ verb: LifecycleVerb) {
+            switch verb {
+            case .launch: self = .launch
+            case .activate: self = .activate
+            case .deactivate: self = .deactivate
+            case .background: self = .background
+            case .terminate: self = .terminate
+            case .relaunch: self = .relaunch
+            }
+        }
     }
 
     public var verb: Verb {
@@ -87,18 +103,18 @@ public enum Command: Sendable, Hashable {
     public func validate() throws(CommandError) {
         switch self {
         case .wait(let s):
-            guard s >= 0, s.isFinite, s <= Self.maximumSeconds else { throw CommandError("wait must be a non-negative number of seconds") }
+            guard s >= 0, s.isFinite, s <= Self.maximumSeconds else { throw .waitOutOfRange(s) }
         case .waitReady(_, let count, let timeout):
-            if let count, count < 1 { throw CommandError("waitReady's count must be at least 1") }
+            if let count, count < 1 { throw .countBelowOne(count) }
             try Self.check(timeout)
         case .waitState(_, _, let timeout):
             try Self.check(timeout)
         case .allocate(_, let bytes), .release(_, let bytes):
-            guard bytes > 0 else { throw CommandError("\(verb.rawValue) needs a positive number of bytes") }
+            guard bytes > 0 else { throw .nonPositiveBytes(verb, bytes) }
         case .notify(_, let kind, _):
-            guard !kind.isEmpty else { throw CommandError("notify needs a kind") }
+            guard !kind.isEmpty else { throw .missingKind }
         case .register(let spec), .launch(_, registering: .some(let spec)):
-            guard !spec.command.isEmpty, !spec.command[0].isEmpty else { throw CommandError("app \(spec.name) has an empty command") }
+            guard !spec.command.isEmpty, !spec.command[0].isEmpty else { throw .emptyCommand(app: spec.name) }
         default:
             break
         }
@@ -108,17 +124,61 @@ public enum Command: Sendable, Hashable {
     public static let maximumSeconds = 86_400.0
 
     private static func check(_ timeout: Double?) throws(CommandError) {
-        if let t = timeout, !(t > 0 && t <= maximumSeconds) {
-            throw CommandError("timeout must be a number of seconds above 0 and at most \(Int(maximumSeconds))")
-        }
+        if let t = timeout, !(t > 0 && t <= maximumSeconds) { throw .timeoutOutOfRange(t) }
     }
 }
 
-/// Why a command could not be decoded or is invalid as given.
-public struct CommandError: Error, Sendable, Hashable, CustomStringConvertible {
-    public var reason: String
-    public init(_ reason: String) { self.reason = reason }
-    public var description: String { reason }
+/// Why a command could not be decoded, or is invalid as given. The decoding cases name what is
+/// missing or wrong; a field of the wrong JSON type is the decoder's own `DecodingError`.
+public enum CommandError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// `wait`: seconds below 0, not finite, or above `Command.maximumSeconds`.
+    case waitOutOfRange(Double)
+    /// `waitReady`: a count below 1.
+    case countBelowOne(Int)
+    /// A timeout not above 0, or above `Command.maximumSeconds`.
+    case timeoutOutOfRange(Double)
+    /// `allocate` or `release` of no bytes, or fewer.
+    case nonPositiveBytes(Command.Verb, Int)
+    /// `notify` without a kind.
+    case missingKind
+    /// An app registered with an empty command.
+    case emptyCommand(app: String)
+    /// The admin form's `"command"` is no verb (its first 40 characters).
+    case unknownCommand(String)
+    /// The step form names no verb, or more than one (those it names).
+    case actionCount([Command.Verb])
+    /// The verb needs a field the command lacks.
+    case missingField(Command.Verb, Field)
+    /// `notify` names "running" (it takes "all" or an app).
+    case notifyRunning
+
+    /// A field a verb needs.
+    public enum Field: String, Sendable, Hashable {
+        /// The app (`"app"` in the admin form; the verb's value in the step form).
+        case app
+        case argv
+        case state
+        case bytes
+    }
+
+    public var description: String {
+        switch self {
+        case .waitOutOfRange: "wait must be a non-negative number of seconds"
+        case .countBelowOne: "waitReady's count must be at least 1"
+        case .timeoutOutOfRange: "timeout must be a number of seconds above 0 and at most \(Int(Command.maximumSeconds))"
+        case .nonPositiveBytes(let verb, _): "\(verb.rawValue) needs a positive number of bytes"
+        case .missingKind: "notify needs a kind"
+        case .emptyCommand(let app): "app \(app) has an empty command"
+        case .unknownCommand(let name): "unknown command '\(name)'"
+        case .actionCount(let present):
+            "needs exactly one action (\(Command.Verb.allCases.filter { $0 != .register }.map(\.rawValue).joined(separator: ", "))), has "
+                + (present.isEmpty ? "none" : present.map(\.rawValue).joined(separator: ", "))
+        case .missingField(let verb, .app): "'\(verb.rawValue)' needs an app"
+        case .missingField(let verb, .state): "\(verb.rawValue) needs a state"
+        case .missingField(let verb, let field): "\(verb.rawValue) needs \(field.rawValue)"
+        case .notifyRunning: "notify takes \"all\" or an app"
+        }
+    }
 }
 
 extension Command: Codable {
@@ -138,7 +198,7 @@ extension Command: Codable {
         if c.contains(.command) {
             // The admin form.
             let name = try c.decode(String.self, forKey: .command)
-            guard let v = Verb(rawValue: name) else { throw CommandError("unknown command '\(name.prefix(40))'") }
+            guard let v = Verb(rawValue: name) else { throw CommandError.unknownCommand(String(name.prefix(40))) }
             verb = v
             app = try c.decodeIfPresent(String.self, forKey: .app)
         } else {
@@ -148,15 +208,12 @@ extension Command: Codable {
                 return c.contains(key)
             }
             if present.contains(.background) { present.removeAll { $0 == .wait } }
-            guard present.count == 1, let v = present.first else {
-                let names = Verb.allCases.filter { $0 != .register }.map(\.rawValue).joined(separator: ", ")
-                throw CommandError("needs exactly one action (\(names)), has \(present.isEmpty ? "none" : present.map(\.rawValue).joined(separator: ", "))")
-            }
+            guard present.count == 1, let v = present.first else { throw CommandError.actionCount(present) }
             verb = v
             if v != .wait { app = try c.decode(String.self, forKey: Key(rawValue: v.rawValue)!) }
         }
         func named() throws -> String {
-            guard let app else { throw CommandError("'\(verb.rawValue)' needs an app") }
+            guard let app else { throw CommandError.missingField(verb, .app) }
             return app
         }
         func spec() throws -> AppSpec? {
@@ -167,7 +224,7 @@ extension Command: Codable {
         }
         switch verb {
         case .register:
-            guard let s = try spec() else { throw CommandError("register needs argv") }
+            guard let s = try spec() else { throw CommandError.missingField(verb, .argv) }
             self = .register(s)
         case .launch: self = .launch(try named(), registering: try spec())
         case .activate: self = .activate(try named())
@@ -177,7 +234,7 @@ extension Command: Codable {
         case .relaunch: self = .relaunch(try named())
         case .warn: self = .warn(target(app))
         case .notify:
-            if app == "running" { throw CommandError("notify takes \"all\" or an app") }
+            if app == "running" { throw CommandError.notifyRunning }
             self = .notify(target(app), kind: try c.decodeIfPresent(String.self, forKey: .kind) ?? "", value: try c.decodeIfPresent(String.self, forKey: .value) ?? "")
         case .wait:
             let key: Key = c.contains(.seconds) ? .seconds : .wait
@@ -185,10 +242,10 @@ extension Command: Codable {
         case .waitReady:
             self = .waitReady(try named(), count: try c.decodeIfPresent(Int.self, forKey: .count), timeout: try c.decodeIfPresent(Double.self, forKey: .timeout))
         case .waitState:
-            guard let state = try c.decodeIfPresent(LifecycleState.self, forKey: .state) else { throw CommandError("waitState needs a state") }
+            guard let state = try c.decodeIfPresent(LifecycleState.self, forKey: .state) else { throw CommandError.missingField(verb, .state) }
             self = .waitState(try named(), state, timeout: try c.decodeIfPresent(Double.self, forKey: .timeout))
         case .allocate, .release:
-            guard let bytes = try c.decodeIfPresent(Int.self, forKey: .bytes) else { throw CommandError("\(verb.rawValue) needs bytes") }
+            guard let bytes = try c.decodeIfPresent(Int.self, forKey: .bytes) else { throw CommandError.missingField(verb, .bytes) }
             self = verb == .allocate ? .allocate(try named(), bytes: bytes) : .release(try named(), bytes: bytes)
         }
     }
@@ -229,10 +286,12 @@ extension Supervisor {
     /// names none, or all apps).
     @discardableResult
     public func perform(_ command: Command) async throws(SupervisorError) -> LifecycleState? {
+        // Once shutdown has begun, nothing new starts.
+        guard !isStopping else { throw .shuttingDown(refused: command.verb, app: command.app) }
         do {
             try command.validate()
         } catch {
-            throw .invalidCommand(error.reason)
+            throw .invalidCommand(error)
         }
         switch command {
         case .register(let spec):

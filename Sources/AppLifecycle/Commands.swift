@@ -48,19 +48,25 @@ extension Supervisor {
         try await run(.relaunch, name)
     }
 
-    /// Takes the app's lock, plans `verb` from its state and carries the plan out.
-    func run(_ verb: LifecycleVerb, _ name: String, waitForSuspension: Bool = true) async throws(SupervisorError) {
+    /// Takes the app's lock, plans `verb` from its state and carries the plan out. Once shutdown
+    /// has begun no command starts (`.shuttingDown`), but for the shutdown's own terminates
+    /// (`byShutdown`): neither one given before (checked again once it has the lock, which it may
+    /// have waited for) nor one given after.
+    func run(_ verb: LifecycleVerb, _ name: String, waitForSuspension: Bool = true, byShutdown: Bool = false) async throws(SupervisorError) {
         let a = try app(name)
-        // Once shutting down, only teardown: nothing is launched or resumed any more.
-        guard !shuttingDown || verb == .terminate else { throw .invalidCommand("the supervisor is shutting down: \(verb.rawValue) \(name) refused") }
+        guard !isStopping || byShutdown else { throw .shuttingDown(refused: Command.Verb(verb), app: name) }
         await lock(name)
+        guard !isStopping || byShutdown else {
+            unlock(name)
+            throw .shuttingDown(refused: Command.Verb(verb), app: name)
+        }
         var run = CommandRun(verb: verb, holdsLock: true)
         do throws(SupervisorError) {
             let steps: [LifecycleStep]
             do {
                 steps = try LifecycleMachine.plan(verb, from: a.state, waitForSuspension: waitForSuspension)
             } catch {
-                throw SupervisorError.wrongState(app: name, state: a.state, command: verb.rawValue)
+                throw SupervisorError.wrongState(app: name, state: a.state, operation: .lifecycle(verb))
             }
             try await perform(steps[...], on: a, &run)
         } catch {
@@ -81,6 +87,8 @@ extension Supervisor {
         /// Set when the run and the stay were fixed by the command this run continues (a
         /// detached remainder): they are not read from the app again.
         var pinned = false
+        /// Its teardown (terminate, relaunch), once the first teardown step began it.
+        var teardown: TeardownRun?
     }
 
     private func perform(_ steps: ArraySlice<LifecycleStep>, on a: AppRecord, _ run: inout CommandRun) async throws(SupervisorError) {
@@ -110,8 +118,15 @@ extension Supervisor {
                     if detached.holdsLock { self.unlock(name) }
                 }
                 return
-            case .teardown(let t):
-                if try await !teardown(t, a, &run) {
+            case .teardown(let step):
+                // The run the command began with, from its first teardown step on.
+                if run.teardown == nil, a.generation == run.generation { run.teardown = teardown(of: a, as: .expected(nil)) }
+                var alive = false
+                if var t = run.teardown {
+                    alive = try await carryOut(step, on: a, &t)
+                    run.teardown = t
+                }
+                if !alive {
                     // The app is gone: the rest of the teardown has nothing to act on.
                     while index < steps.endIndex, case .teardown = steps[index] { index += 1 }
                 }
@@ -206,6 +221,7 @@ extension Supervisor {
         a.readyCount = 0
         a.tasks = [:]
         a.expiredTasks = []
+        a.backgroundEnteredAt = nil
         a.queued = []
         a.exitStatus = nil
         a.terminating = false
@@ -265,52 +281,6 @@ extension Supervisor {
         guard a.isAlive(generation), !(connected && a.hello) else { return }
         let why = a.channelFailures > failures ? "its control channel failed" : "it did not connect within \(configuration.connectTimeout) s"
         record(.error, a, detail: "\(why): supervised without callbacks")
-    }
-
-    /// One teardown step; false once the app is gone (the teardown is over).
-    private func teardown(_ step: Teardown.Step, _ a: AppRecord, _ run: inout CommandRun) async throws(SupervisorError) -> Bool {
-        guard let process = a.process, a.generation == run.generation, a.state != .notRunning else { return false }
-        a.terminating = true
-        let generation = run.generation
-        switch step {
-        case .callback(let c):
-            await deliver(c, to: a)
-        case .signal(let sig):
-            process.signal(sig)
-        case .thaw:
-            letRun(a, process)
-        case .releaseMemory:
-            releaseMemory(a, process)
-        case .awaitExit(let wait):
-            let seconds = wait == .grace ? configuration.terminateGrace : 10
-            let exited = await waitFor(a.name, timeout: seconds) { !$0.alive || $0.generation != generation }
-            if !exited && wait == .killed { throw .didNotExit(app: a.name, pid: process.pid, seconds: seconds) }
-        }
-        return a.generation == generation && a.process === process
-    }
-
-    /// Lets a suspended app run (so that a pending SIGKILL can take it).
-    func letRun(_ a: AppRecord, _ process: AppProcess) {
-        switch configuration.suspendMethod {
-        case .freezer:
-            do { try cgroups?.thaw(a.name) } catch { record(.error, a, detail: "\(error)") }
-        case .sigstop:
-            process.signal(SIGCONT)
-        }
-    }
-
-    /// Frees a dying app's memory at once (process_mrelease, Linux 5.15); where the kernel
-    /// lacks it, the memory comes back when the process exits.
-    /// Whether it freed the memory (an error is logged).
-    @discardableResult
-    func releaseMemory(_ a: AppRecord, _ process: AppProcess) -> Bool {
-        do {
-            try process.releaseMemory()
-            return true
-        } catch {
-            record(.error, a, detail: "\(error)")
-            return false
-        }
     }
 
     static func makeToken() -> String {

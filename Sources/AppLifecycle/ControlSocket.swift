@@ -11,7 +11,35 @@ typealias PeerCredentials = UnixSocket.PeerCredentials
 enum SocketEvent: Sendable {
     case accepted(connection: Int32, peer: PeerCredentials)
     case lines(connection: Int32, [String])
-    case closed(connection: Int32, reason: String?)
+    /// The peer closed its end (`reason` nil), or the connection was closed for a reason.
+    case closed(connection: Int32, reason: ChannelFailure?)
+}
+
+/// Why the supervisor closed a control connection (the app runs on without callbacks).
+enum ChannelFailure: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A line the protocol refuses (garbage, an unknown message, an over-long line).
+    case protocolError(ProtocolError)
+    /// A second hello on a connection that said hello already.
+    case secondHello
+    /// The first line was not a valid hello for this app (name, token or version).
+    case badHello
+    /// More than `limit` lines within a second.
+    case flood(limit: Int)
+    /// The app does not read its messages: a write would block.
+    case notReading
+    /// No thread could be had to read the connection.
+    case noReader(SystemCallError)
+
+    var description: String {
+        switch self {
+        case .protocolError(let e): "protocol error: \(e)"
+        case .secondHello: "protocol error: a second hello"
+        case .badHello: "bad hello"
+        case .flood(let limit): "flood: more than \(limit) lines in a second"
+        case .notReading: "not reading"
+        case .noReader(let e): "cannot start its reader thread: \(e)"
+        }
+    }
 }
 
 /// The supervisor's listening socket, in a directory only its user can enter, and the threads
@@ -28,12 +56,12 @@ final class ControlSocket: @unchecked Sendable {
     private let emit: @Sendable (SocketEvent) -> Void
     static let maximumLinesPerSecond = 1000
 
-    init(directory: String, name: String = "control.sock", emit: @escaping @Sendable (SocketEvent) -> Void) throws(LaunchError) {
+    init(directory: String, name: String = "control.sock", emit: @escaping @Sendable (SocketEvent) -> Void) throws(SetupError) {
         self.directory = directory
         path = "\(directory)/\(name)"
         self.emit = emit
         if mkdir(directory, 0o700) != 0 && errno != EEXIST {
-            throw .setup(SystemCallError("mkdir", errno: Errno(rawValue: errno), subject: directory))
+            throw .system(SystemCallError("mkdir", errno: Errno(rawValue: errno), subject: directory))
         }
         // Only this user may enter: whatever the umask did, and whoever made it before.
         var st = stat()
@@ -46,14 +74,14 @@ final class ControlSocket: @unchecked Sendable {
             listener = try UnixSocket.listen(at: path, backlog: 64).releaseDescriptor()
         } catch {
             if error.errno == .fileNameTooLong { throw .socketPathTooLong(path) }
-            throw .setup(error)
+            throw .system(error)
         }
         do {
             try startThread { [self] in acceptLoop() }
         } catch {
             Glibc.close(listener)
             unlink(path)
-            throw .setup(error)
+            throw .system(error)
         }
     }
 
@@ -91,10 +119,12 @@ final class ControlSocket: @unchecked Sendable {
                     return
                 }
                 let lines: [Substring]
-                do {
-                    lines = try buffer.withUnsafeBytes { raw in try splitter.feed(UnsafeRawBufferPointer(rebasing: raw[0..<n])) }
+                do throws(ProtocolError) {
+                    lines = try buffer.withUnsafeBytes { raw in
+                        Result { () throws(ProtocolError) in try splitter.feed(UnsafeRawBufferPointer(rebasing: raw[0..<n])) }
+                    }.get()
                 } catch {
-                    emit(.closed(connection: fd, reason: "protocol error: \(error)"))
+                    emit(.closed(connection: fd, reason: .protocolError(error)))
                     return
                 }
                 let now = monotonicSeconds()
@@ -104,7 +134,7 @@ final class ControlSocket: @unchecked Sendable {
                 }
                 linesInWindow += lines.count
                 if linesInWindow > Self.maximumLinesPerSecond {
-                    emit(.closed(connection: fd, reason: "flood: more than \(Self.maximumLinesPerSecond) lines in a second"))
+                    emit(.closed(connection: fd, reason: .flood(limit: Self.maximumLinesPerSecond)))
                     return
                 }
                 if !lines.isEmpty { emit(.lines(connection: fd, lines.map(String.init))) }
@@ -114,7 +144,7 @@ final class ControlSocket: @unchecked Sendable {
             try startThread(reader)
         } catch {
             // Without a reader the connection cannot be served: it closes, saying why.
-            emit(.closed(connection: fd, reason: "cannot start its reader thread: \(error)"))
+            emit(.closed(connection: fd, reason: .noReader(error)))
         }
     }
 

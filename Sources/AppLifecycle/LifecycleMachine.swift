@@ -1,12 +1,17 @@
 import Glibc
 import LifecycleProtocol
 
-/// The commands that move an app through its lifecycle.
+/// The commands that move an app through its lifecycle: the state machine's inputs, which
+/// `LifecycleMachine.plan` turns into steps. Not the same thing as `Command.Verb`, the command
+/// vocabulary users, admin clients and scenarios speak: that holds these six (as
+/// `Command.Verb(_:)` maps them) beside verbs that never reach the state machine (register, warn,
+/// notify, the waits, app commands).
 public enum LifecycleVerb: String, Sendable, Hashable, Codable, CaseIterable {
     case launch, activate, deactivate, background, terminate, relaunch
 }
 
-/// How an app is taken down: the steps of `terminate`, and of a jetsam kill.
+/// How an app is taken down: the steps of `terminate`, of a jetsam kill, of an abort and of a
+/// background task's overrun (the supervisor carries them out in Teardown.swift).
 public enum Teardown {
     public enum Step: Sendable, Hashable {
         /// Deliver the callback and wait for its acknowledgement (clients only).
@@ -43,6 +48,15 @@ public enum Teardown {
     /// app is let run so that it can die); then its memory is freed at once. The caller waits
     /// for the exit on its own (a killer does not block on one victim).
     public static let jetsam: [Step] = [.signal(SIGKILL), .thaw, .releaseMemory]
+
+    /// An abort (Ctrl-C): SIGKILL alone, with no callback and no grace (a suspended app is let
+    /// run so that it can die); every app is signalled first, then the exits are waited for
+    /// together.
+    public static let abort: [Step] = [.signal(SIGKILL), .thaw]
+
+    /// A background task still running at its limit: SIGKILL, as a watchdog kills (the app runs
+    /// in the background, it is not stopped); its exit is logged as a crash, with a crash report.
+    public static let watchdog: [Step] = [.signal(SIGKILL)]
 }
 
 /// One step of a lifecycle command, as the supervisor carries it out.

@@ -5,10 +5,7 @@ import LinuxSystem
 public enum Programs {
     /// The directory of the running executable (for a test bundle, the build directory).
     public static func ownDirectory() -> String {
-        let exe = ProcFS.ownExecutablePath() ?? "."
-        var dir = Substring(exe[..<(exe.lastIndex(of: "/") ?? exe.endIndex)])
-        if dir.hasSuffix(".xctest") { dir = dir[..<(dir.lastIndex(of: "/") ?? dir.endIndex)] }
-        return String(dir)
+        ProcFS.ownExecutableDirectory() ?? "."
     }
 
     /// A bare program name that is one of this package's executables ("mempressure-workload",

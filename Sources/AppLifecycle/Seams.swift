@@ -90,35 +90,23 @@ extension Supervisor {
     /// (relaunched meanwhile) or not at all, nothing is signalled (`.staleTarget`); with
     /// `expectedState`, neither if it has changed state since (`.wrongState`). An app already
     /// being taken down is not killed again (`.dying`).
-    public func kill(_ name: String, pid: Int32, reason: KillReason, expectedState: LifecycleState? = nil) throws(SupervisorError) -> KillReceipt {
+    ///
+    /// The steps are `Teardown.jetsam`; none of them waits, so the checks, the signal and the
+    /// release happen in one turn of the actor (nothing else runs on it in between).
+    public func kill(_ name: String, pid: Int32, reason: KillReason, expectedState: LifecycleState? = nil) async throws(SupervisorError) -> KillReceipt {
         let a = try app(name)
         guard let process = a.process, process.pid == pid, a.state != .notRunning else {
             throw .staleTarget(app: name, expectedPID: pid, currentPID: a.pid)
         }
-        if let expectedState, a.state != expectedState { throw .wrongState(app: name, state: a.state, command: "kill") }
+        if let expectedState, a.state != expectedState { throw .wrongState(app: name, state: a.state, operation: .kill) }
         guard !a.terminating else { throw .dying(app: name, pid: pid) }
-        var released = false
-        var signalledAt = 0.0
-        for step in Teardown.jetsam {
-            switch step {
-            case .signal(let sig):
-                signalledAt = monotonicSeconds()
-                guard process.signal(sig) else {
-                    throw .staleTarget(app: name, expectedPID: pid, currentPID: nil)  // already exited
-                }
-                // Set only once the signal went: the exit is logged as this kill's.
-                a.terminating = true
-                a.killReason = reason
-            case .thaw:
-                // Always: a stopped or frozen app (or one being frozen right now) must run to die.
-                letRun(a, process)
-            case .releaseMemory:
-                released = releaseMemory(a, process)
-            case .callback, .awaitExit:
-                break  // not part of a kill
-            }
+        // Marked (the exit logged as this kill's, with the reason) only once the signal went.
+        var t = TeardownRun(process: process, generation: a.generation, exit: .expected(reason))
+        try await carryOut(Teardown.jetsam, on: a, &t)
+        guard let signalledAt = t.signalledAt else {
+            throw .staleTarget(app: name, expectedPID: pid, currentPID: nil)  // it had exited already
         }
-        return KillReceipt(app: name, pid: pid, signalledAt: signalledAt, memoryReleased: released)
+        return KillReceipt(app: name, pid: pid, signalledAt: signalledAt, memoryReleased: t.memoryReleased)
     }
 
     /// Waits until the app's run with this PID has exited and been reaped; false on timeout.
@@ -130,13 +118,14 @@ extension Supervisor {
     }
 
     /// Every footprint reading from now on (the periodic samples and those at transitions), as
-    /// the app's view right after it. A consumer more than 1,000 readings behind loses the oldest.
+    /// the app's view right after it, until shutdown (after it, a finished stream). A consumer
+    /// more than 1,000 readings behind loses the oldest; one that stops reading is forgotten.
     public func samples() -> AsyncStream<AppView> {
         let (stream, continuation) = AsyncStream<AppView>.makeStream(bufferingPolicy: .bufferingNewest(1000))
-        if shuttingDown {
+        if phase == .closed {
             continuation.finish()
         } else {
-            sampleSubscribers.append(continuation)
+            sampleSubscribers.add(continuation)
         }
         return stream
     }
@@ -174,7 +163,7 @@ extension Supervisor {
     public func pageOut(_ name: String, pid: Int32, expectedState: LifecycleState = .suspended) throws(SupervisorError) -> PageOutResult {
         let a = try app(name)
         guard let process = a.process, process.pid == pid else { throw .staleTarget(app: name, expectedPID: pid, currentPID: a.pid) }
-        guard a.state == expectedState else { throw .wrongState(app: name, state: a.state, command: "page out") }
+        guard a.state == expectedState else { throw .wrongState(app: name, state: a.state, operation: .pageOut) }
         guard !a.terminating else { throw .dying(app: name, pid: pid) }
         let before: ProcessSnapshot
         do {

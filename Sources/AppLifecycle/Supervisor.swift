@@ -14,11 +14,12 @@ import LinuxSystem
 /// through its seams — `apps()`, `kill(_:pid:reason:)`, `pressureEvents()`, `warn`, `record`.
 ///
 /// Where each part lives: public types in SupervisorTypes.swift and Errors.swift; the app
-/// record in AppRecord.swift; commands in Commands.swift (steps from LifecycleMachine.swift,
-/// teardown included); the control channel in Channel.swift; waiting and the per-app lock in
-/// Waiting.swift; accounting and sampling in Accounting.swift; suspension in Suspension.swift;
-/// background tasks in BackgroundTasks.swift; warnings and notifications in Messaging.swift;
-/// the seams for policies in Seams.swift; the admin socket in Admin.swift.
+/// record in AppRecord.swift; commands in Commands.swift (steps from LifecycleMachine.swift);
+/// every teardown (terminate, kill, abort, an overrun) in Teardown.swift; the control channel in
+/// Channel.swift; waiting and the per-app lock in Waiting.swift; accounting and sampling in
+/// Accounting.swift; suspension in Suspension.swift; background tasks in BackgroundTasks.swift;
+/// warnings and notifications in Messaging.swift; the seams for policies in Seams.swift; the
+/// admin socket in Admin.swift.
 ///
 /// A background task still running `backgroundTaskLimit` seconds after the app entered the
 /// background is first expired (its handler runs `expirationWarning` seconds before the limit),
@@ -31,9 +32,14 @@ public actor Supervisor {
     let start = monotonicSeconds()
     let socket: ControlSocket
     var admin: ControlSocket?
+    /// The admin socket's inbox (see `events`).
     let adminEvents: AsyncStream<SocketEvent>.Continuation
     let cgroups: DeviceCgroups?
     let launcher: String
+    /// The supervisor's own inbox: socket events, exits, pressure changes, timers. Unbounded on
+    /// purpose: an exit or a closed connection must never be dropped (an app would stay
+    /// "running" forever), and what arrives is bounded by what the supervisor itself started
+    /// (its apps, their connections, its timers), each reader thread limiting its lines.
     let events: AsyncStream<Event>.Continuation
     /// The pressure monitor (when pressure is watched): policies subscribe to it directly.
     nonisolated let pressureMonitor: PressureMonitor?
@@ -43,8 +49,8 @@ public actor Supervisor {
     var order: [String] = []
     var connections: [Int32: String] = [:]  // fd -> app
     var logEvents: BoundedLog<SupervisorEvent>
-    var logSubscribers: [AsyncStream<SupervisorEvent>.Continuation] = []
-    var sampleSubscribers: [AsyncStream<AppView>.Continuation] = []
+    let logSubscribers = Subscribers<SupervisorEvent>()
+    let sampleSubscribers = Subscribers<AppView>()
     var waiters: [Waiter] = []
     var nextWaiter = 0
     var lockedApps: Set<String> = []
@@ -54,8 +60,8 @@ public actor Supervisor {
     /// descriptor is closed only after the last answer was written.
     var adminConnections: [Int32: AdminConnection] = [:]
     var drainWaiters: [CheckedContinuation<Void, Never>] = []
-    /// Set when shutdown (or abort) begins: no command starts after it.
-    var shuttingDown = false
+    /// Where the supervisor is in its life: commands start only while it is running.
+    var phase = Phase.running
     /// The shutdown under way or done: it runs once.
     var shutdownTask: Task<Void, Never>?
 
@@ -63,6 +69,16 @@ public actor Supervisor {
         var pending: [String] = []
         var busy = false
         var closed = false
+    }
+
+    enum Phase {
+        /// Commands start.
+        case running
+        /// Shutdown or abort has begun: no command starts (the shutdown's own terminates run),
+        /// the apps are taken down; connections are still accepted and served.
+        case stopping
+        /// The apps are down: the sockets are closed, the streams finished.
+        case closed
     }
 
     enum Event: Sendable {
@@ -84,7 +100,7 @@ public actor Supervisor {
         do {
             socket = try ControlSocket(directory: directory) { event in continuation.yield(.socket(event)) }
         } catch {
-            throw .launch(app: "", error)
+            throw .setup(error)
         }
         let exeDir = configuration.executableDirectory ?? Programs.ownDirectory()
         launcher = "\(exeDir)/mempressure-exec"
@@ -153,7 +169,7 @@ public actor Supervisor {
                 }
             })
         }
-        guard !shuttingDown else { return }
+        guard phase == .running else { return }
         for policy in configuration.policies {
             policyTasks.append(Task { await policy.run(self) })
         }
@@ -177,7 +193,8 @@ public actor Supervisor {
     /// Which pressure sources are in use (empty unless pressure is watched).
     public var pressureSources: [PressureSourceStatus] { pressureMonitor?.sources ?? [] }
 
-    var isShuttingDown: Bool { shuttingDown }
+    /// Whether shutdown (or an abort) has begun: no command starts any more.
+    var isStopping: Bool { phase != .running }
 
     // MARK: Log
 
@@ -187,20 +204,28 @@ public actor Supervisor {
     /// How many of the oldest events the bounded log has let go.
     public var droppedLogEvents: Int { logEvents.dropped }
 
-    /// Every log event from now on (with `replaying`, the log so far first). A consumer that
-    /// falls more than `logLimit` events behind loses the oldest of them (the stream keeps the
-    /// newest).
+    /// Every log event from now on (with `replaying`, the log so far first), until shutdown;
+    /// after it, a finished stream. A consumer that falls more than `logLimit` events behind
+    /// loses the oldest of them (the stream keeps the newest); one that stops reading (its
+    /// stream dropped, its task cancelled) is forgotten.
     public func logStream(replaying: Bool = false) -> AsyncStream<SupervisorEvent> {
         let (stream, continuation) = AsyncStream<SupervisorEvent>.makeStream(bufferingPolicy: .bufferingNewest(configuration.logLimit))
         if replaying { for e in logEvents.all { continuation.yield(e) } }
-        logSubscribers.append(continuation)
+        if phase == .closed {
+            continuation.finish()
+        } else {
+            logSubscribers.add(continuation)
+        }
         return stream
     }
+
+    /// How many consumers read the log and the samples now.
+    nonisolated package var streamConsumers: (log: Int, samples: Int) { (logSubscribers.count, sampleSubscribers.count) }
 
     /// Appends an event to the log (policies record their decisions here, beside the core's).
     public func record(_ e: SupervisorEvent) {
         logEvents.append(e)
-        for s in logSubscribers { s.yield(e) }
+        logSubscribers.yield(e)
     }
 
     func record(_ kind: SupervisorEventKind, _ a: AppRecord? = nil, name: String? = nil, detail: String? = nil, stack: [String]? = nil) {
@@ -280,6 +305,7 @@ public actor Supervisor {
         a.hello = false
         a.tasks = [:]
         a.latest = nil
+        a.backgroundEnteredAt = nil  // its stay in the background ended with it
         transition(a, to: .notRunning)
         if let failure = cgroups?.removeApp(name) {
             record(.error, a, detail: "\(failure) (a process it started is still in it)")
@@ -305,15 +331,17 @@ public actor Supervisor {
 
     /// Ends everything at once, for an interrupted run (Ctrl-C): the policies stop, every app is
     /// killed through its pidfd (no callbacks, no waiting behind a command), then the cleanup
-    /// of `shutdown()`. No command runs after it begins.
+    /// of `shutdown()`. No command starts once it has begun.
     public func abort() async {
-        shuttingDown = true
+        if phase == .running { phase = .stopping }
         for t in policyTasks { t.cancel() }
         for name in order {
-            guard let a = records[name], let process = a.process else { continue }
-            a.terminating = true
-            process.signal(SIGKILL)
-            letRun(a, process)
+            guard let a = records[name], var t = teardown(of: a, as: .expected(nil)) else { continue }
+            do {
+                try await carryOut(Teardown.abort, on: a, &t)
+            } catch {
+                record(.error, a, detail: "abort: \(error)")
+            }
         }
         for name in order where records[name]?.process != nil {
             _ = await waitFor(name, timeout: 5) { !$0.alive }
@@ -322,7 +350,8 @@ public actor Supervisor {
     }
 
     /// Stops the policies, terminates every app, closes every connection, removes the cgroups,
-    /// the sockets and the runtime directory.
+    /// the sockets and the runtime directory. No command starts once it has begun (one that
+    /// waited for its app's lock is refused when it gets it): they fail with `.shuttingDown`.
     public func shutdown() async {
         // Once: a second caller (an abort racing the end of a run) waits for the first.
         if let running = shutdownTask {
@@ -335,13 +364,18 @@ public actor Supervisor {
     }
 
     private func shutdownOnce() async {
+        if phase == .running { phase = .stopping }
         for t in policyTasks { t.cancel() }
         for t in policyTasks { await t.value }
         policyTasks.removeAll()
         for name in order {
-            do { try await terminate(name) } catch { record(SupervisorEvent(t: now(), app: name, kind: .error, detail: "\(error)")) }
+            do {
+                try await run(.terminate, name, byShutdown: true)
+            } catch {
+                record(SupervisorEvent(t: now(), app: name, kind: .error, detail: "\(error)"))
+            }
         }
-        shuttingDown = true
+        phase = .closed
         pressureMonitor?.stop()
         for t in loopTasks { t.cancel() }
         socket.close()
@@ -356,10 +390,8 @@ public actor Supervisor {
         }
         adminEvents.finish()
         for failure in cgroups?.removeAll() ?? [] { record(SupervisorEvent(t: now(), kind: .error, detail: "\(failure)")) }
-        for s in logSubscribers { s.finish() }
-        logSubscribers.removeAll()
-        for s in sampleSubscribers { s.finish() }
-        sampleSubscribers.removeAll()
+        logSubscribers.finishAll()
+        sampleSubscribers.finishAll()
         events.finish()
         // The apps' output files (crash output is in the log already), then the directory.
         for name in order {

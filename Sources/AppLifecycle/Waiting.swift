@@ -14,7 +14,7 @@ extension Supervisor {
     /// or `timeout`. False on timeout.
     func waitFor(_ name: String, timeout: Double, _ condition: @escaping @Sendable (AppCondition) -> Bool) async -> Bool {
         guard let a = records[name] else { return false }
-        if condition(a.condition) { return true }
+        if condition(self.condition(of: a)) { return true }
         nextWaiter += 1
         let id = nextWaiter
         return await withCheckedContinuation { continuation in
@@ -39,7 +39,7 @@ extension Supervisor {
     /// Resumes the app's waiters whose condition now holds.
     func checkWaiters(_ name: String) {
         guard let a = records[name] else { return }
-        let s = a.condition
+        let s = condition(of: a)
         var i = 0
         while i < waiters.count {
             if waiters[i].app == name && waiters[i].condition(s) {
@@ -52,13 +52,29 @@ extension Supervisor {
         }
     }
 
+    /// What the app's waiters test: its record's fields, and how many commands wait for its lock.
+    private func condition(of a: AppRecord) -> AppCondition {
+        var c = a.condition
+        c.queuedCommands = lockQueues[a.name]?.count ?? 0
+        return c
+    }
+
     /// Takes the app's command lock, waiting (in order) behind the command that holds it.
     func lock(_ name: String) async {
         guard lockedApps.contains(name) else {
             lockedApps.insert(name)
             return
         }
-        await withCheckedContinuation { lockQueues[name, default: []].append($0) }
+        await withCheckedContinuation {
+            lockQueues[name, default: []].append($0)
+            checkWaiters(name)
+        }
+    }
+
+    /// Waits until at least `count` commands wait for the app's lock (behind the one holding
+    /// it); false after `timeout` seconds. For tests that must know a command is queued.
+    package func waitForQueuedCommands(_ name: String, count: Int, timeout: Double) async -> Bool {
+        await waitFor(name, timeout: timeout) { $0.queuedCommands >= count }
     }
 
     /// Hands the lock to the next waiting command, or frees it.

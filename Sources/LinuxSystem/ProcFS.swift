@@ -127,6 +127,16 @@ public struct ProcFS: Sendable, Hashable {
         return n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self) : nil
     }
 
+    /// The directory of the running executable, where SwiftPM puts every product of a build: for
+    /// a test bundle (`NAME.xctest`, a directory on some layouts) the directory holding it. Nil
+    /// when `/proc/self/exe` cannot be read.
+    public static func ownExecutableDirectory() -> String? {
+        guard let exe = ownExecutablePath() else { return nil }
+        var directory = Substring(exe[..<(exe.lastIndex(of: "/") ?? exe.endIndex)])
+        if directory.hasSuffix(".xctest") { directory = directory[..<(directory.lastIndex(of: "/") ?? directory.endIndex)] }
+        return String(directory)
+    }
+
     /// Whether `path` names a directory.
     public static func isDirectory(_ path: String) -> Bool {
         var st = stat()

@@ -3,6 +3,7 @@
 
 import FoundationEssentials
 import Glibc
+import LinuxSystem
 import Subprocess
 import SystemPackage
 
@@ -24,7 +25,7 @@ public struct HogInfo: Decodable, Sendable, Hashable {
         public var nameBytes: [UInt8] {
             let digits = Array(nameHex.utf8)
             return stride(from: 0, to: digits.count - 1, by: 2).compactMap { i in
-                UInt8(String(decoding: digits[i...i + 1], as: UTF8.self), radix: 16)
+                ByteScanner.hex(digits[i...i + 1]).map { UInt8(truncatingIfNeeded: $0) }  // two digits: at most 0xff
             }
         }
     }
@@ -95,14 +96,8 @@ public enum Hog {
     /// products of a build, and the test bundle, in one directory).
     public static func executablePath() throws -> String {
         if let env = getenv("MEMPRESSURE_HOG") { return String(cString: env) }
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        guard n > 0 else { throw HogError.executableNotFound("/proc/self/exe") }
-        let exe = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        var dir = Substring(exe[..<(exe.lastIndex(of: "/") ?? exe.endIndex)])
-        // Inside an .xctest bundle directory on some layouts.
-        if dir.hasSuffix(".xctest") { dir = dir[..<(dir.lastIndex(of: "/") ?? dir.endIndex)] }
-        let path = "\(dir)/mempressure-hog"
+        guard let directory = ProcFS.ownExecutableDirectory() else { throw HogError.executableNotFound("/proc/self/exe") }
+        let path = "\(directory)/mempressure-hog"
         guard access(path, X_OK) == 0 else { throw HogError.executableNotFound(path) }
         return path
     }

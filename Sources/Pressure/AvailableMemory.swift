@@ -8,8 +8,6 @@ final class AvailableMemory: PressureSource, @unchecked Sendable {
     private var reading = PolledLevel()
     private var buffer = ReadBuffer(capacity: 8192)
 
-    var pollDescriptor: (fd: CInt, events: Int16)? { nil }
-
     init(file: String) {
         self.file = file
     }
@@ -27,8 +25,6 @@ final class AvailableMemory: PressureSource, @unchecked Sendable {
     }
 
     func level(at time: Double, _ c: PressureConfiguration) -> (PressureLevel, String) { reading.current }
-
-    func close() {}
 
     static func open(_ c: PressureConfiguration) -> (sources: [any PressureSource], status: PressureSourceStatus) {
         let meminfo = "\(c.procRoot)/meminfo"

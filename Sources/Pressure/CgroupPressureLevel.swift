@@ -78,7 +78,9 @@ final class CgroupPressureLevel: PressureSource, @unchecked Sendable {
         return PressureSources.openEach(
             sourceName,
             [(PressureLevel.warning, "medium"), (.critical, "critical")].map { level, kernelLevel in
-                ("\(kernelLevel) -> \(level)", { try CgroupPressureLevel(cgroup: cgroup, kernelLevel: kernelLevel, level: level) })
+                ("\(kernelLevel) -> \(level)", { () throws(SystemCallError) -> any PressureSource in
+                    try CgroupPressureLevel(cgroup: cgroup, kernelLevel: kernelLevel, level: level)
+                })
             },
             describe: { "eventfd for " + $0.joined(separator: ", ") }, refused: "registration refused")
     }

@@ -12,8 +12,6 @@ final class CgroupUsage: PressureSource, @unchecked Sendable {
     private var reportedFailure = false
     private var buffer = ReadBuffer(capacity: 4096)
 
-    var pollDescriptor: (fd: CInt, events: Int16)? { nil }
-
     init(usageFile: String, limitFile: String) {
         self.usageFile = usageFile
         self.limitFile = limitFile
@@ -41,8 +39,6 @@ final class CgroupUsage: PressureSource, @unchecked Sendable {
     }
 
     func level(at time: Double, _ c: PressureConfiguration) -> (PressureLevel, String) { reading.current }
-
-    func close() {}
 
     static func open(_ c: PressureConfiguration, cgroup: String, isV2: Bool) -> (sources: [any PressureSource], status: PressureSourceStatus) {
         let usage = isV2 ? "\(cgroup)/memory.current" : "\(cgroup)/memory.usage_in_bytes"

@@ -55,7 +55,7 @@ final class PSITrigger: PressureSource, @unchecked Sendable {
         return PressureSources.openEach(
             name,
             triggers.map { level, kind, stall in
-                ("\(kind) \(stall) µs per \(window) µs -> \(level)", {
+                ("\(kind) \(stall) µs per \(window) µs -> \(level)", { () throws(SystemCallError) -> any PressureSource in
                     try PSITrigger(file: file, kind: kind, stallMicroseconds: stall, windowMicroseconds: window, level: level, name: name)
                 })
             },

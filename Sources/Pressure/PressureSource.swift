@@ -22,6 +22,13 @@ protocol PressureSource: AnyObject, Sendable {
     func close()
 }
 
+extension PressureSource {
+    /// A source read at every poll interval has no descriptor.
+    var pollDescriptor: (fd: CInt, events: Int16)? { nil }
+    /// ... and nothing to close.
+    func close() {}
+}
+
 /// Every source a configuration asks for.
 enum PressureSources {
     /// Opens the sources `c` asks for. Each gives one status, in the order
@@ -52,22 +59,22 @@ extension PressureSources {
     /// `describe` words the status from the labels of those that opened; `refused` starts it
     /// when none did.
     static func openEach(
-        _ name: String, _ attempts: [(label: String, open: () throws -> any PressureSource)],
+        _ name: String, _ attempts: [(label: String, open: () throws(SystemCallError) -> any PressureSource)],
         describe: ([String]) -> String, refused: String
     ) -> (sources: [any PressureSource], status: PressureSourceStatus) {
         var sources: [any PressureSource] = []
         var opened: [String] = []
-        var failure: String?
+        var failure: SystemCallError?
         for attempt in attempts {
-            do {
+            do throws(SystemCallError) {
                 sources.append(try attempt.open())
                 opened.append(attempt.label)
             } catch {
-                failure = "\(error)"
+                failure = error
             }
         }
         return (sources, PressureSourceStatus(
-            name: name, available: !opened.isEmpty, detail: opened.isEmpty ? "\(refused): \(failure ?? "?")" : describe(opened)))
+            name: name, available: !opened.isEmpty, detail: opened.isEmpty ? "\(refused): \(failure.map(\.description) ?? "?")" : describe(opened)))
     }
 }
 

@@ -47,30 +47,30 @@ public struct Scenario: Sendable {
 
     /// Checks the scenario and says what is wrong, with the step's number.
     public func validate() throws(ScenarioError) {
-        guard !apps.isEmpty else { throw .invalid("the scenario has no apps") }
+        guard !apps.isEmpty else { throw .noApps }
         var names = Set<String>()
         for app in apps {
-            guard ControlProtocol.isToken(Substring(app.name)) else { throw .invalid("app name '\(app.name)' must be letters, digits, '.', '-' or '_'") }
-            guard names.insert(app.name).inserted else { throw .invalid("two apps are named \(app.name)") }
-            guard !app.command.isEmpty, !app.command[0].isEmpty else { throw .invalid("app \(app.name) has an empty command") }
+            guard ControlProtocol.isToken(Substring(app.name)) else { throw .invalidAppName(app.name) }
+            guard names.insert(app.name).inserted else { throw .duplicateApp(app.name) }
+            guard !app.command.isEmpty, !app.command[0].isEmpty else { throw .emptyCommand(app: app.name) }
         }
-        if let b = budgetBytes, b <= 0 { throw .invalid("budgetBytes must be a positive number of bytes") }
+        if let b = budgetBytes, b <= 0 { throw .nonPositiveBudget(b) }
         if let jetsam {
             do {
                 try jetsam.validate()
             } catch {
-                throw .invalid("\(error)")
+                throw .jetsam(error)
             }
             for name in jetsam.protected + jetsam.limits.keys.sorted() where !names.contains(name) {
-                throw .invalid("jetsam: no app named \(name)")
+                throw .jetsamNamesNoApp(name)
             }
         }
         for (i, step) in steps.enumerated() {
-            if let name = step.app, !names.contains(name) { throw .step(i + 1, "no app named \(name)") }
+            if let name = step.app, !names.contains(name) { throw .stepNamesNoApp(step: i + 1, name) }
             do {
                 try step.validate()
             } catch {
-                throw .step(i + 1, error.reason)
+                throw .step(i + 1, error)
             }
         }
     }
@@ -90,20 +90,40 @@ public struct Scenario: Sendable {
     }
 }
 
-/// Why a scenario cannot be run.
-public enum ScenarioError: Error, Sendable, Hashable, CustomStringConvertible {
-    case invalid(String)
+/// Why a scenario cannot be run. Errors from below are wrapped, not worded: a step's
+/// `CommandError`, the jetsam section's `JetsamConfigurationError`, the file's `SystemCallError`
+/// or `DecodingError`.
+public enum ScenarioError: Error, Sendable, CustomStringConvertible {
+    case noApps
+    /// App names are words: letters, digits, '.', '-', '_'.
+    case invalidAppName(String)
+    case duplicateApp(String)
+    case emptyCommand(app: String)
+    case nonPositiveBudget(Int)
+    /// The jetsam section is not a valid configuration.
+    case jetsam(JetsamConfigurationError)
+    /// The jetsam section protects or limits an app the scenario does not have.
+    case jetsamNamesNoApp(String)
     /// Step `number` (from 1) is wrong.
-    case step(Int, String)
+    case step(Int, CommandError)
+    /// Step `number` (from 1) names an app the scenario does not have.
+    case stepNamesNoApp(step: Int, String)
     case unreadable(path: String, SystemCallError)
-    case notAScenario(path: String, String)
+    case notAScenario(path: String, DecodingError)
 
     public var description: String {
         switch self {
-        case .invalid(let reason): reason
-        case .step(let n, let reason): "step \(n): \(reason)"
+        case .noApps: "the scenario has no apps"
+        case .invalidAppName(let name): "app name '\(name)' must be letters, digits, '.', '-' or '_'"
+        case .duplicateApp(let name): "two apps are named \(name)"
+        case .emptyCommand(let app): "app \(app) has an empty command"
+        case .nonPositiveBudget: "budgetBytes must be a positive number of bytes"
+        case .jetsam(let error): "\(error)"
+        case .jetsamNamesNoApp(let name): "jetsam: no app named \(name)"
+        case .step(let n, let error): "step \(n): \(error)"
+        case .stepNamesNoApp(let n, let name): "step \(n): no app named \(name)"
         case .unreadable(let path, let e): "\(path): \(e.errno.symbolicName) (\(e.errno))"
-        case .notAScenario(let path, let reason): "\(path): not a scenario: \(reason)"
+        case .notAScenario(let path, let error): "\(path): not a scenario: \(error)"
         }
     }
 }
@@ -132,7 +152,7 @@ extension Scenario: Codable {
             do {
                 steps.append(try list.decode(Command.self))
             } catch let e as CommandError {
-                throw ScenarioError.step(number, e.reason)
+                throw ScenarioError.step(number, e)
             }
         }
         self.steps = steps
@@ -236,8 +256,10 @@ extension Scenario {
             scenario = try JSONDecoder().decode(Scenario.self, from: Data(bytes))
         } catch let e as ScenarioError {
             throw e
+        } catch let e as DecodingError {
+            throw .notAScenario(path: path, e)
         } catch {
-            throw .notAScenario(path: path, "\(error)")
+            throw .notAScenario(path: path, .dataCorrupted(.init(codingPath: [], debugDescription: "\(error)", underlyingError: error)))
         }
         try scenario.validate()
         return scenario

@@ -301,18 +301,18 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
         }
     }
 
-    /// Writes the state to a temporary file, syncs it, and renames it over the saved one: a
-    /// crash or a kill mid-save leaves the previous state whole. A save that fails ends the app
-    /// loudly (status 2): the model app never loses its state silently.
     /// Blocks until one byte can be read from the FIFO at `path` (EOF counts too).
     func waitAtGate(_ path: String) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        let fd = retryOnInterrupt { open(path, O_RDONLY | O_CLOEXEC) }  // a FIFO: open waits for a writer
         guard fd >= 0 else { fail("cannot open the background gate \(path): errno \(errno)") }
         var byte: UInt8 = 0
-        while read(fd, &byte, 1) < 0 && errno == EINTR {}
+        _ = retryOnInterrupt { read(fd, &byte, 1) }
         close(fd)
     }
 
+    /// Writes the state to a temporary file, syncs it, and renames it over the saved one: a
+    /// crash or a kill mid-save leaves the previous state whole. A save that fails ends the app
+    /// loudly (status 2): the model app never loses its state silently.
     func saveState() {
         let path = "\(directory)/state.bin"
         let temporary = "\(directory)/.state.bin.tmp"

@@ -42,20 +42,22 @@ struct CommandTests {
     }
 
     @Test("bad commands say what is wrong", arguments: [
-        (#"{"launch": "A", "activate": "B"}"#, "needs exactly one action"),
-        (#"{}"#, "needs exactly one action"),
-        (#"{"command": "explode", "app": "A"}"#, "unknown command 'explode'"),
-        (#"{"command": "activate"}"#, "'activate' needs an app"),
-        (#"{"waitState": "A"}"#, "waitState needs a state"),
-        (#"{"allocate": "A"}"#, "allocate needs bytes"),
-        (#"{"command": "register", "app": "A"}"#, "register needs argv"),
+        (#"{"launch": "A", "activate": "B"}"#, "needs exactly one action", CommandError.actionCount([.launch, .activate])),
+        (#"{}"#, "needs exactly one action", .actionCount([])),
+        (#"{"command": "explode", "app": "A"}"#, "unknown command 'explode'", .unknownCommand("explode")),
+        (#"{"command": "activate"}"#, "'activate' needs an app", .missingField(.activate, .app)),
+        (#"{"waitState": "A"}"#, "waitState needs a state", .missingField(.waitState, .state)),
+        (#"{"allocate": "A"}"#, "allocate needs bytes", .missingField(.allocate, .bytes)),
+        (#"{"command": "register", "app": "A"}"#, "register needs argv", .missingField(.register, .argv)),
+        (#"{"notify": "running", "kind": "k"}"#, "notify takes \"all\" or an app", .notifyRunning),
     ])
-    func bad(json: String, message: String) throws {
+    func bad(json: String, message: String, error: CommandError) throws {
         do {
             _ = try decode(json)
             Issue.record("\(json) decoded")
         } catch let e as CommandError {
-            #expect(e.reason.contains(message), "\(e.reason)")
+            #expect(e.description.contains(message), "\(e)")
+            #expect(e == error, "the case a caller can switch on")
         }
     }
 
@@ -67,6 +69,21 @@ struct CommandTests {
         #expect(throws: CommandError.self) { try Command.allocate("A", bytes: 0).validate() }
         #expect(throws: CommandError.self) { try Command.waitReady("A", count: 1, timeout: 0).validate() }
         #expect(throws: Never.self) { try Command.wait(seconds: 0.25).validate() }
+        // Each a case of its own, wrapped as it is by the supervisor.
+        #expect(throws: CommandError.waitOutOfRange(-1)) { try Command.wait(seconds: -1).validate() }
+        #expect(throws: CommandError.countBelowOne(0)) { try Command.waitReady("A", count: 0, timeout: nil).validate() }
+        #expect(throws: CommandError.timeoutOutOfRange(0)) { try Command.waitState("A", .active, timeout: 0).validate() }
+        #expect(throws: CommandError.nonPositiveBytes(.release, -4096)) { try Command.release("A", bytes: -4096).validate() }
+        #expect(throws: CommandError.missingKind) { try Command.notify(.all, kind: "", value: "").validate() }
+        #expect(throws: CommandError.emptyCommand(app: "W")) { try Command.register(AppSpec(name: "W", command: [""])).validate() }
+        #expect(SupervisorError.invalidCommand(.missingKind).description == "notify needs a kind")
+    }
+
+    @Test("the lifecycle verbs are command verbs of the same name")
+    func verbs() {
+        for verb in LifecycleVerb.allCases {
+            #expect(Command.Verb(verb).rawValue == verb.rawValue)
+        }
     }
 
     @Test("admin requests: queries beside commands")
@@ -83,11 +100,19 @@ struct CommandTests {
     @Test("a scenario names the step that is wrong")
     func scenarioSteps() throws {
         let json = #"{"apps": [{"name": "A", "command": ["x"]}], "steps": [{"launch": "A"}, {"wait": 1}, {"launch": "A", "terminate": "A"}]}"#
-        #expect(throws: ScenarioError.step(3, "needs exactly one action (launch, activate, deactivate, background, terminate, relaunch, warn, notify, wait, waitReady, waitState, allocate, release), has launch, terminate")) {
-            try JSONDecoder().decode(Scenario.self, from: Data(json.utf8))
+        let error = #expect(throws: ScenarioError.self) { try JSONDecoder().decode(Scenario.self, from: Data(json.utf8)) }
+        #expect(error?.description == "step 3: needs exactly one action (launch, activate, deactivate, background, terminate, relaunch, warn, notify, wait, waitReady, waitState, allocate, release), has launch, terminate")
+        guard case .step(3, .actionCount([.launch, .terminate])) = error else {
+            Issue.record("not the step's CommandError: \(String(describing: error))")
+            return
         }
         let unknown = try JSONDecoder().decode(Scenario.self, from: Data(#"{"apps": [{"name": "A", "command": ["x"]}], "steps": [{"activate": "B"}]}"#.utf8))
-        #expect(throws: ScenarioError.step(1, "no app named B")) { try unknown.validate() }
+        let named = #expect(throws: ScenarioError.self) { try unknown.validate() }
+        #expect(named?.description == "step 1: no app named B")
+        guard case .stepNamesNoApp(step: 1, "B") = named else {
+            Issue.record("not the step naming no app: \(String(describing: named))")
+            return
+        }
     }
 }
 

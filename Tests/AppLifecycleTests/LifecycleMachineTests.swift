@@ -71,6 +71,10 @@ struct LifecycleMachineTests {
         #expect(!Teardown.jetsam.contains { if case .callback = $0 { true } else { false } })
         #expect(!Teardown.jetsam.contains(.awaitExit(.grace)))
         #expect(Teardown.jetsam.first == .signal(SIGKILL))
+        // An abort: SIGKILL at once, a suspended app let run to die; a background task's overrun:
+        // SIGKILL alone. Neither asks the app anything nor waits.
+        #expect(Teardown.abort == [.signal(SIGKILL), .thaw])
+        #expect(Teardown.watchdog == [.signal(SIGKILL)])
     }
 
     @Test("relaunch: terminate then launch; deactivate only from active; launch only from not running")

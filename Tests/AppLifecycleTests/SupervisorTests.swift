@@ -234,17 +234,11 @@ struct SupervisorTests {
         try await s.launch("flood")
 
         // An impostor: this test process connects to the socket.
-        let path = await s.socketPath
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in for (i, b) in path.utf8.enumerated() { raw[i] = b } }
-        let rc = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
-        #expect(rc == 0)
-        _ = "hello 1 good faketoken\n".withCString { send(fd, $0, strlen($0), 0) }
+        let impostor = try UnixSocket.connect(to: await s.socketPath)
+        try impostor.sendAll(Array("hello 1 good faketoken\n".utf8))
         var byte: UInt8 = 0
-        #expect(recv(fd, &byte, 1, 0) <= 0, "the supervisor closes an impostor's connection")
-        close(fd)
+        #expect(recv(impostor.descriptor, &byte, 1, 0) <= 0, "the supervisor closes an impostor's connection")
+        impostor.close()
 
         // The supervisor still works for a good app.
         try await s.activate("good")
@@ -334,26 +328,26 @@ struct SupervisorTests {
     func adminPipelining() async throws {
         let s = try Supervisor(configuration: configuration())
         try await s.serveAdmin()
-        let path = try #require(await s.adminSocketPath)
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in for (i, b) in path.utf8.enumerated() { raw[i] = b } }
-        let rc = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
-        try #require(rc == 0)
+        let connection = try UnixSocket.connect(to: try #require(await s.adminSocketPath))
+        defer { connection.close() }
         var timeout = timeval(tv_sec: 30, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(connection.descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let requests = #"{"command":"status"}"# + "\nnot json\n" + #"{"command":"activate","app":"nobody"}"# + "\n" + #"{"command":"apps"}"# + "\n"
-        _ = requests.withCString { send(fd, $0, strlen($0), 0) }
-        shutdown(fd, Int32(SHUT_WR))  // done sending: the answers must still come
+        try connection.sendAll(Array(requests.utf8))
+        shutdown(connection.descriptor, Int32(SHUT_WR))  // done sending: the answers must still come
         let answers = await withCheckedContinuation { continuation in
             TestThread.detached {
                 var bytes: [UInt8] = []
                 var buffer = [UInt8](repeating: 0, count: 4096)
                 while true {
-                    let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
-                    if n <= 0 { break }
+                    let n = buffer.withUnsafeMutableBytes { raw in
+                        do {
+                            return try connection.read(into: raw)
+                        } catch {
+                            return 0  // the receive timeout: no more answers
+                        }
+                    }
+                    if n == 0 { break }
                     bytes += buffer[0..<n]
                 }
                 continuation.resume(returning: String(decoding: bytes, as: UTF8.self))
@@ -363,9 +357,146 @@ struct SupervisorTests {
         let lines = answers.split(separator: "\n")
         try #require(lines.count == 4, "\(answers)")
         #expect(lines[0].hasPrefix(#"{"ok":true"#) && lines[0].contains("runtimeDirectory"))
-        #expect(lines[1].hasPrefix(#"{"error":"not a request"#))
-        #expect(lines[2] == #"{"error":"no app named nobody","ok":false}"#)
+        #expect(lines[1].hasPrefix(#"{"error":"not a request"#) && lines[1].contains(#""errorCode":"notARequest""#))
+        #expect(lines[2] == #"{"error":"no app named nobody","errorCode":"noSuchApp","ok":false}"#)
         #expect(lines[3] == #"{"ok":true,"result":[]}"#)
+    }
+
+    @Test("the admin socket says which failure it is: a client tells an app that is gone from one in the wrong state")
+    func adminErrorCodes() async throws {
+        let s = try Supervisor(configuration: configuration())
+        try await s.serveAdmin()
+        let directory = await s.runtimeDirectory
+        try await s.register(AppSpec(name: "P", command: ["/bin/sleep", "60"], client: false))
+        try await s.register(AppSpec(name: "crasher", command: ["/bin/sh", "-c", "kill -SEGV $$"]))
+        let cases: [(AdminRequest, AdminErrorCode, String)] = [
+            (.perform(.activate("nobody")), .noSuchApp, "no app named nobody"),
+            (.perform(.deactivate("P")), .wrongState, "P is not active (notRunning)"),
+            (.perform(.launch("crasher", registering: nil)), .exited, "crasher exited during launch: killed by signal 11 (SIGSEGV)"),
+            (.perform(.wait(seconds: -1)), .invalidCommand, "wait must be a non-negative number of seconds"),
+            (.perform(.notify(.all, kind: "two words", value: "")), .invalidNotificationKind, "notification kind must be a word: 'two words'"),
+        ]
+        for (request, code, message) in cases {
+            switch await adminCall(request, directory: directory) {
+            case .failure(.refused(let refusedCode, let refusedMessage)):
+                #expect(refusedCode == code, "\(request)")
+                #expect(refusedMessage == message)
+            case let other:
+                Issue.record("\(request): \(other)")
+            }
+        }
+        await s.shutdown()
+    }
+
+    @Test("no command starts once shutdown begins: one waiting for the app's lock is refused when it gets it, later ones at once, and nothing is launched")
+    func noCommandAfterShutdownBegins() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let gate = "\(dir.path)/gate"
+        try #require(mkfifo(gate, 0o600) == 0)
+        let s = try Supervisor(configuration: configuration { $0.callbackTimeout = 60 })
+        try await s.serveAdmin()
+        let directory = await s.runtimeDirectory
+        try await s.register(AppSpec(name: "A", command: workloadCommand(dir, ["--background-gate", gate])))
+        try await s.register(AppSpec(name: "B", command: ["/bin/sleep", "60"], client: false))
+        try await s.activate("A")
+        // A goes to the background and stops inside didEnterBackground, at its gate: the
+        // command holds A's lock.
+        let backgrounding = Task { try await s.background("A") }
+        try await s.waitForState("A", .backgroundRunning, timeout: 20)
+        // A relaunch given before shutdown waits for the lock...
+        let relaunch = Task { try await s.relaunch("A") }
+        #expect(await s.waitForQueuedCommands("A", count: 1, timeout: 20))
+        // ... and shutdown begins: its terminate of A queues behind the relaunch.
+        let shutdown = Task { await s.shutdown() }
+        #expect(await s.waitForQueuedCommands("A", count: 2, timeout: 20))
+        // A command given now is refused at once, through the API and the admin socket.
+        await #expect(throws: SupervisorError.shuttingDown(refused: .activate, app: "B")) { try await s.activate("B") }
+        await #expect(throws: SupervisorError.shuttingDown(refused: .launch, app: "C")) {
+            try await s.perform(.launch("C", registering: AppSpec(name: "C", command: ["/bin/sleep", "60"], client: false)))
+        }
+        switch await adminCall(.perform(.launch("B", registering: nil)), directory: directory) {
+        case .failure(.refused(let code, let message)):
+            #expect(code == .shuttingDown)
+            #expect(message == "the supervisor is shutting down: launch B refused")
+        case let other:
+            Issue.record("admin launch during shutdown: \(other)")
+        }
+        // The gate opens (O_RDWR: the byte waits in the FIFO if A has not opened it yet): the
+        // background command goes on, the relaunch gets the lock and is refused.
+        let fd = open(gate, O_RDWR | O_CLOEXEC)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        var byte: UInt8 = 1
+        #expect(write(fd, &byte, 1) == 1)
+        await #expect(throws: SupervisorError.shuttingDown(refused: .relaunch, app: "A")) { try await relaunch.value }
+        try await backgrounding.value
+        await shutdown.value
+        let log = await s.log
+        #expect(log.filter { $0.kind == .launch }.map(\.app) == ["A"], "nothing launched once shutdown began")
+        #expect(log.contains { $0.app == "A" && $0.kind == .callback && $0.name == "willTerminate" }, "the shutdown's own terminate ran")
+        #expect(!(await s.isRegistered("C")))
+        #expect(try await s.pid(of: "A") == nil)
+        #expect(try await s.pid(of: "B") == nil)
+    }
+
+    @Test("an app killed in the background and launched again is not seen as backgrounded")
+    func backgroundedEndsWithTheRun() async throws {
+        let s = try Supervisor(configuration: configuration())
+        try await s.register(AppSpec(name: "P", command: ["/bin/sleep", "60"], client: false))
+        try await s.activate("P")
+        try await s.background("P")
+        let suspended = try #require(await s.view(of: "P"))
+        #expect(suspended.state == .suspended && suspended.secondsSinceBackgrounded != nil)
+        let pid = try #require(suspended.pid)
+        _ = try await s.kill("P", pid: pid, reason: .vmPageShortage)
+        #expect(await s.waitForExit("P", pid: pid, timeout: 10))
+        #expect(await s.view(of: "P")?.secondsSinceBackgrounded == nil, "not running: in no stay in the background")
+        try await s.activate("P")
+        let active = try #require(await s.view(of: "P"))
+        #expect(active.state == .active && active.pid != pid)
+        #expect(active.secondsSinceBackgrounded == nil, "the new run was never in the background")
+        await s.shutdown()
+    }
+
+    @Test("a stream's consumer that stops reading is forgotten; after shutdown the log and samples streams end")
+    func streamConsumers() async throws {
+        let s = try Supervisor(configuration: configuration())
+        try await s.register(AppSpec(name: "P", command: ["/bin/sleep", "60"], client: false))
+        let log = await s.logStream()
+        let samples = await s.samples()
+        let readers = [Task { for await _ in log {} }, Task { for await _ in samples {} }]
+        #expect(s.streamConsumers.log == 1 && s.streamConsumers.samples == 1)
+        for reader in readers {
+            reader.cancel()
+            await reader.value
+        }
+        #expect(s.streamConsumers.log == 0 && s.streamConsumers.samples == 0, "cancelled readers are forgotten")
+        try await s.activate("P")
+        await s.shutdown()
+        // After shutdown: the log so far, then the end.
+        let events = await s.log
+        #expect(events.contains { $0.app == "P" && $0.kind == .launch })
+        let replayed = await collect(await s.logStream(replaying: true), within: 10)
+        #expect(replayed == events, "the replayed log, then the end of the stream")
+        #expect(await collect(await s.logStream(), within: 10) == [])
+        #expect(await collect(await s.samples(), within: 10) == [])
+        #expect(s.streamConsumers.log == 0 && s.streamConsumers.samples == 0)
+    }
+
+    @Test("a page-out advises the app's anonymous memory through its pidfd, and only in the state asked for")
+    func pageOut() async throws {
+        let s = try Supervisor(configuration: configuration())
+        try await s.register(AppSpec(name: "P", command: ["/bin/sleep", "60"], client: false))
+        try await s.activate("P")
+        let pid = try #require(try await s.pid(of: "P"))
+        await #expect(throws: SupervisorError.wrongState(app: "P", state: .active, operation: .pageOut)) { try await s.pageOut("P", pid: pid) }
+        try await s.background("P")
+        // Without swap the anonymous pages stay, but the advice is given (process_madvise).
+        let result = try await s.pageOut("P", pid: pid)
+        #expect(result.advisedBytes > 0)
+        await #expect(throws: SupervisorError.staleTarget(app: "P", expectedPID: pid + 1, currentPID: pid)) { try await s.pageOut("P", pid: pid + 1) }
+        await s.shutdown()
     }
 
     @Test("a cgroup the machine does not let us create is a clear error")
@@ -407,6 +538,40 @@ struct SupervisorTests {
         #expect(!(try procStat(reused).isStopped))
         other!.kill()
         await s.shutdown()
+    }
+}
+
+/// One request over the supervisor's real admin socket, through `AdminClient` (which blocks: it
+/// runs on a thread of its own).
+func adminCall(_ request: AdminRequest, directory: String) async -> Result<LifecycleState?, AdminClient.Failure> {
+    await withCheckedContinuation { continuation in
+        TestThread.detached {
+            continuation.resume(returning: Result { () throws(AdminClient.Failure) in
+                try AdminClient.call(request, as: LifecycleState.self, directory: directory)
+            })
+        }
+    }
+}
+
+/// Every element of `stream` until it ends; nil if it has not ended within `timeout` seconds.
+func collect<Element: Sendable>(_ stream: AsyncStream<Element>, within timeout: Double) async -> [Element]? {
+    await withTaskGroup(of: [Element]?.self) { group in
+        group.addTask {
+            var all: [Element] = []
+            for await element in stream { all.append(element) }
+            return all
+        }
+        group.addTask {
+            do {
+                try await Task.sleep(for: .seconds(timeout))
+            } catch {
+                return nil  // cancelled: the stream ended first
+            }
+            return nil
+        }
+        let result = await group.next() ?? nil
+        group.cancelAll()
+        return result
     }
 }
 

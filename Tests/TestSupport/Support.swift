@@ -1,7 +1,6 @@
 // Test support: golden fixtures captured from real processes (see Fixtures/capture.sh), the
 // built executables, and helpers to run them.
 
-import CMemoryPressure
 import FoundationEssentials
 import Glibc
 import LinuxSystem
@@ -58,12 +57,7 @@ public struct TestFailure: Error, CustomStringConvertible {
 }
 
 /// The directory holding the built products (the test bundle runs from it).
-public let buildDirectory: String = {
-    let exe = ProcFS.ownExecutablePath() ?? ""
-    var dir = Substring(exe[..<(exe.lastIndex(of: "/") ?? exe.endIndex)])
-    if dir.hasSuffix(".xctest") { dir = dir[..<(dir.lastIndex(of: "/") ?? dir.endIndex)] }
-    return String(dir)
-}()
+public let buildDirectory: String = ProcFS.ownExecutableDirectory() ?? ""
 
 /// The result of running a command to completion.
 public struct CommandResult: Sendable {
@@ -143,12 +137,7 @@ private func removeTree(_ path: [UInt8]) {
 public enum ChildSignals {
     /// Sends `signal` through a pidfd, so a reused PID is never hit.
     public static func send(_ signal: Int32, to pid: Int32) throws {
-        let fd = mp_pidfd_open(pid, 0)
-        guard fd >= 0 else { throw TestFailure("pidfd_open(\(pid)): errno \(errno)") }
-        defer { close(fd) }
-        guard mp_pidfd_send_signal(fd, signal) == 0 else {
-            throw TestFailure("pidfd_send_signal(\(pid), \(signal)): errno \(errno)")
-        }
+        try ProcessHandle(pid: pid).signal(signal)
     }
 
     /// Whether `pid` is a live process (not gone, not a zombie), from /proc/PID/stat.
