@@ -66,6 +66,11 @@ struct Relaunch: Codable, Sendable {
     var round: Int
     /// From the launch command to ready, with the saved state restored.
     var readyMs: Double
+    /// Its parts, from the same command: the process started and connected (exec, the runtime,
+    /// the hello), and didFinishLaunching acknowledged (state restored, everything built). Nil in
+    /// reports written before they were split.
+    var connectedMs: Double?
+    var launchedMs: Double?
     /// Bytes of the saved state that did not come back (every byte compared).
     var lostBytes: Int
 }
@@ -241,10 +246,14 @@ struct ResumeRun {
         guard let ready = log.last(where: { $0.app == name && $0.kind == .ready && $0.t >= t0 }) else {
             throw BenchError("\(name): no ready after the relaunch")
         }
+        let connected = log.first { $0.app == name && $0.kind == .connected && $0.t >= t0 }
+        let launched = log.first { $0.app == name && $0.kind == .callback && $0.name == "didFinishLaunching" && $0.t >= t0 }
         let verdict = try await s.command(name, "verify \(activations + 1)")
         let lostText = String(verdict.dropFirst(5))
         guard verdict.hasPrefix("lost "), let lost = Int(lostText) else { throw BenchError("\(name): unexpected answer to verify: \(verdict)") }
-        return Relaunch(trim: trim, restore: restore, cache: cold ? "cold" : "warm", round: round, readyMs: (ready.t - t0) * 1000, lostBytes: lost)
+        return Relaunch(
+            trim: trim, restore: restore, cache: cold ? "cold" : "warm", round: round, readyMs: (ready.t - t0) * 1000,
+            connectedMs: connected.map { ($0.t - t0) * 1000 }, launchedMs: launched.map { ($0.t - t0) * 1000 }, lostBytes: lost)
     }
 
     /// Lowers the memory cgroup's limit while the app is suspended, down to what reclaim cannot
