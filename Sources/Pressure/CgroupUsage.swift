@@ -1,53 +1,50 @@
 import Glibc
 import LinuxSystem
 
-/// A cgroup's memory usage against its limit (v1 memory.usage_in_bytes / memory.limit_in_bytes,
-/// v2 memory.current / memory.max), read at every poll interval.
+/// A memory cgroup's working set against its limit (`CgroupMemory`: usage − inactive file, as
+/// the kubelet counts it), read at every poll interval. The working set, not the raw usage:
+/// clean page cache in the cgroup is reclaimed before its OOM killer is called, so it raises no
+/// pressure, and jetsam's measure of what is free (`MemoryStatus`) is the same figure.
 final class CgroupUsage: PressureSource, @unchecked Sendable {
     static let sourceName = "cgroup usage against its limit"
     let name = CgroupUsage.sourceName
-    private let usageFile: String
-    private let limitFile: String
+    private let memory: CgroupMemory
     private var reading = PolledLevel()
     private var reportedFailure = false
-    private var buffer = ReadBuffer(capacity: 4096)
+    private var buffer = ReadBuffer(capacity: 16384)
 
-    init(usageFile: String, limitFile: String) {
-        self.usageFile = usageFile
-        self.limitFile = limitFile
-    }
-
-    /// The number in a cgroup file ("max" for no limit); nil when it cannot be read.
-    private func number(_ path: String) -> UInt64? {
-        do {
-            try ProcFS.readFile(path, into: &buffer)
-        } catch {
-            return nil  // the cgroup went away: no reading, the level decays
-        }
-        return buffer.withBytes { ByteScanner.singleNumber($0) }
+    init(_ memory: CgroupMemory) {
+        self.memory = memory
     }
 
     func update(revents: Int16, at time: Double, _ c: PressureConfiguration) -> String? {
-        guard let usage = number(usageFile), let limit = number(limitFile), limit > 0, limit < UInt64(1) << 62 else {
+        let r: CgroupMemory.Reading
+        do {
+            r = try memory.read(&buffer)
+        } catch {
+            // The cgroup went away (or a file cannot be read): no reading, the level decays.
             reading.lost()
-            guard access(usageFile, F_OK) != 0, !reportedFailure else { return nil }
+            guard access(memory.usageFile, F_OK) != 0, !reportedFailure else { return nil }
             reportedFailure = true
-            return "\(usageFile) went away (the cgroup was removed)"
+            return "\(memory.usageFile) went away (the cgroup was removed)"
         }
-        reading.read("usage", usage, of: limit, warning: c.usageWarningFraction, critical: c.usageCriticalFraction, c, rising: true)
+        guard let limit = r.limitBytes, limit > 0 else {
+            reading.lost()  // no limit: no pressure against one
+            return nil
+        }
+        reading.read("working set", r.workingSetBytes, of: limit, warning: c.usageWarningFraction, critical: c.usageCriticalFraction, c, rising: true)
         return nil
     }
 
     func level(at time: Double, _ c: PressureConfiguration) -> (PressureLevel, String) { reading.current }
 
     static func open(_ c: PressureConfiguration, cgroup: String, isV2: Bool) -> (sources: [any PressureSource], status: PressureSourceStatus) {
-        let usage = isV2 ? "\(cgroup)/memory.current" : "\(cgroup)/memory.usage_in_bytes"
-        let limit = isV2 ? "\(cgroup)/memory.max" : "\(cgroup)/memory.limit_in_bytes"
-        guard ProcFS.isFile(usage) && ProcFS.isFile(limit) else {
-            return ([], .init(name: sourceName, available: false, detail: "\(usage) or \(limit) missing"))
+        let memory = CgroupMemory(directory: cgroup)
+        guard memory.exists else {
+            return ([], .init(name: sourceName, available: false, detail: "\(memory.usageFile), \(memory.limitFile) or \(memory.statFile) missing"))
         }
-        return ([CgroupUsage(usageFile: usage, limitFile: limit)], .init(
+        return ([CgroupUsage(memory)], .init(
             name: sourceName, available: true,
-            detail: "\(usage) / \(limit): warning at \(Int(c.usageWarningFraction * 100))%, critical at \(Int(c.usageCriticalFraction * 100))%"))
+            detail: "working set (\(memory.usageFile) − \(memory.inactiveFileKey)) / \(memory.limitFile): warning at \(Int(c.usageWarningFraction * 100))%, critical at \(Int(c.usageCriticalFraction * 100))%"))
     }
 }

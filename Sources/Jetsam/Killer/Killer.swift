@@ -75,7 +75,8 @@ public final class JetsamKiller: SupervisorPolicy {
     }
 
     public func run(_ supervisor: Supervisor) async {
-        let engine = JetsamEngine(configuration: configuration, supervisor: supervisor, killer: self)
+        let pressure = await supervisor.configuration.pressure ?? PressureConfiguration()
+        let engine = JetsamEngine(configuration: configuration, supervisor: supervisor, killer: self, criticalFraction: pressure.usageCriticalFraction)
         let samples = await supervisor.samples()
         let events = supervisor.pressureEvents()
         // Events are changes of level: a device already under pressure when the killer starts
@@ -113,6 +114,8 @@ actor JetsamEngine {
     let supervisor: Supervisor
     unowned let killer: JetsamKiller
     let reader: MemoryStatusReader
+    /// The working set's share of the budget at which memory is critically short.
+    let criticalFraction: Double
     var level: PressureLevel = .normal
     var lastEvent: PressureEvent?
     var episodeTask: Task<Void, Never>?
@@ -166,12 +169,13 @@ actor JetsamEngine {
         var generation: Int
     }
 
-    init(configuration: JetsamConfiguration, supervisor: Supervisor, killer: JetsamKiller) {
+    init(configuration: JetsamConfiguration, supervisor: Supervisor, killer: JetsamKiller, criticalFraction: Double) {
         self.configuration = configuration
         policy = configuration.rankingPolicy
         self.supervisor = supervisor
         self.killer = killer
         reader = MemoryStatusReader(cgroup: supervisor.deviceMemoryCgroup)
+        self.criticalFraction = criticalFraction
     }
 
     // MARK: Inputs
@@ -180,7 +184,9 @@ actor JetsamEngine {
         if e.level != level { stuckWith = nil }
         level = e.level
         lastEvent = e
-        if e.level == .critical { endGraces() }
+        // A critical event ends a grace when memory is critically short (see `severity`): the
+        // kernel's vmpressure says critical at nearly every reclaim of a device without swap.
+        if e.level == .critical, !graces.isEmpty, case .measured(let status) = measure(), severity(status) == .critical { endGraces() }
         if e.level >= .warning, episodeTask == nil { start(trigger: e, reevaluation: false) }
     }
 
@@ -189,8 +195,18 @@ actor JetsamEngine {
         await checkLimit(v)
     }
 
-    /// The level decisions are made at: critical while a task waits at the limit.
-    var effectiveLevel: PressureLevel { underOOM ? .critical : level }
+    /// How short memory is, which decides between warning first and killing at once, and
+    /// whether the foreground app may be taken: critical while a task waits at the limit or when
+    /// the working set is at the usage source's critical share of the budget (95% by default,
+    /// `PressureConfiguration.usageCriticalFraction`: the same figure, so that its critical
+    /// event and this agree), else warning. Measured, not the merged pressure level: the level's
+    /// changes start episodes, but one of its sources, the kernel's vmpressure (cgroup v1
+    /// `memory.pressure_level`), reports critical at nearly every reclaim near the limit of a
+    /// device without swap, which would skip the warnings every time and put the foreground app
+    /// at risk while the others still suffice.
+    func severity(_ status: MemoryStatus) -> PressureLevel {
+        underOOM || Double(status.usedBytes) >= Double(status.budgetBytes) * criticalFraction ? .critical : .warning
+    }
 
     /// Holds the kernel's OOM killer of the device cgroup (see `KernelOOMHold`), or says why not.
     func holdKernelOOMKiller() async {
@@ -267,6 +283,9 @@ actor JetsamEngine {
                 return
             }
         }
+        if !graces.isEmpty, case .measured(let status) = measure(), severity(status) == .critical {
+            endGraces()  // memory turned critically short while warned apps had their grace
+        }
         guard level >= .warning, episodeTask == nil else { return }
         let status: MemoryStatus
         switch measure() {
@@ -290,7 +309,7 @@ actor JetsamEngine {
         let last = lastEvent.map { " (last event: \($0.source))" } ?? ""
         // The level of this shortage, from the working set (the pressure level counts page
         // cache, which can keep it up for long): critical under a fifth of the target free.
-        let shortage: PressureLevel = status.availableBytes < target(status) / 5 ? .critical : .warning
+        let shortage = severity(status)
         let what = lastEpisodeRecovered ? "short" : "still short"
         start(trigger: PressureEvent(level: shortage, source: "jetsam", detail: "\(what): \(Format.bytes(status.availableBytes)) available, \(Format.bytes(target(status))) needed\(last)", time: t), reevaluation: !lastEpisodeRecovered)
     }
@@ -342,9 +361,9 @@ actor JetsamEngine {
         graces.removeValue(forKey: id)?.continuation.resume()
     }
 
-    /// Waits `seconds`, or less if pressure turns critical (or the killer stops) meanwhile.
-    private func graceUnlessCritical(_ seconds: Double) async {
-        guard effectiveLevel < .critical, seconds > 0, !Task.isCancelled else { return }
+    /// Waits `seconds`, or less if memory turns critically short (or the killer stops) meanwhile.
+    private func graceUnlessCritical(_ seconds: Double, _ status: MemoryStatus) async {
+        guard severity(status) < .critical, seconds > 0, !Task.isCancelled else { return }
         nextGrace += 1
         let id = nextGrace
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
@@ -446,7 +465,7 @@ actor JetsamEngine {
 
         // 1. Warnings first, unless pressure is already critical (or warnings were sent before
         //    and memory is still short).
-        if !reevaluation && trigger.level == .warning && effectiveLevel < .critical {
+        if !reevaluation && severity(status) < .critical {
             // The warnings go out while the grace runs, and their acknowledgements are not waited
             // for: an app that cannot answer yet (inside another callback, or stalled at the
             // limit) holds up neither the grace nor a critical turn.
@@ -454,7 +473,7 @@ actor JetsamEngine {
             let views = await supervisor.apps()
             for name in warned { ep.timeline.append(await entry("warning", app: name, pid: views.first { $0.name == name }?.pid, "memory warning sent")) }
             for v in views where v.state == .suspended { ep.timeline.append(await entry("warning", app: v.name, pid: v.pid, "not sent: suspended")) }
-            await graceUnlessCritical(configuration.warningGraceSeconds)
+            await graceUnlessCritical(configuration.warningGraceSeconds, status)
             if await recovered(after: "warnings", &ep, &status) { return }
         }
 
@@ -500,7 +519,7 @@ actor JetsamEngine {
             let candidates = await snapshots()
             let input = RankingInput(
                 apps: candidates.map(\.snapshot), budgetBytes: status.budgetBytes, availableBytes: status.availableBytes, targetAvailableBytes: target,
-                level: PressureLevelValue(rawValue: effectiveLevel.rawValue) ?? .warning)
+                level: PressureLevelValue(rawValue: severity(status).rawValue) ?? .warning)
             let decision: Decision
             do {
                 decision = try Ranker.decide(input, policy: policy)

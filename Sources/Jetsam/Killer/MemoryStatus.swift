@@ -5,7 +5,8 @@ import Pressure
 /// How much memory the device has and how much of it is free, measured the way the kernel will
 /// judge it: what jetsam must keep free so that the kernel's OOM killer never has to act.
 ///
-/// - A device with a budget (a memory cgroup): `used` is the cgroup's working set, as the
+/// - A device with a budget (a memory cgroup): `used` is the cgroup's working set
+///   (`Pressure.CgroupMemory`, the figure the pressure monitor's usage source reads too), as the
 ///   kubelet's eviction manager and cAdvisor define it — `usage − inactive_file` (v1
 ///   `memory.usage_in_bytes` and `total_inactive_file` of `memory.stat`; v2 `memory.current`
 ///   and `inactive_file`). Inactive file pages (clean page cache, and MADV_FREE'd pages, which
@@ -61,22 +62,28 @@ public struct MemoryStatusReader: Sendable {
                 budgetBytes: total, usedBytes: total &- min(total, available), availableBytes: min(total, available),
                 source: "MemAvailable of /proc/meminfo")
         }
-        let isV2 = ProcFS.isFile("\(cgroup)/memory.current")
-        let usageFile = isV2 ? "\(cgroup)/memory.current" : "\(cgroup)/memory.usage_in_bytes"
-        let limitFile = isV2 ? "\(cgroup)/memory.max" : "\(cgroup)/memory.limit_in_bytes"
-        let usage = try number(usageFile)
-        var limit = try number(limitFile)
-        if limit >= UInt64(1) << 60 {
-            // No limit: the machine's memory is the budget.
-            limit = try meminfo().total ?? limit
+        let memory = CgroupMemory(directory: cgroup)
+        var buffer = ReadBuffer(capacity: 16384)
+        let r: CgroupMemory.Reading
+        do {
+            r = try memory.read(&buffer)
+        } catch {
+            switch error {
+            case .unreadable(let e): throw .unreadable(e)
+            case .malformed(let file, let reason): throw .malformed(file: file, reason: reason)
+            }
         }
-        let statFile = "\(cgroup)/memory.stat"
-        let inactiveKey = isV2 ? "inactive_file" : "total_inactive_file"
-        let inactive = try keyed(statFile, inactiveKey)
-        let used = usage &- min(usage, inactive)
+        // No limit: the machine's memory is the budget.
+        var limit = UInt64(1) << 60
+        if let l = r.limitBytes {
+            limit = l
+        } else if let total = try meminfo().total {
+            limit = total
+        }
+        let used = r.workingSetBytes
         return MemoryStatus(
             budgetBytes: limit, usedBytes: used, availableBytes: limit &- min(limit, used),
-            source: "working set of \(cgroup) (usage − \(inactiveKey))")
+            source: "working set of \(cgroup) (usage − \(memory.inactiveFileKey))")
     }
 
     private func bytes(_ path: String) throws(MemoryStatusError) -> [UInt8] {
@@ -85,20 +92,6 @@ public struct MemoryStatusReader: Sendable {
         } catch {
             throw .unreadable(error)
         }
-    }
-
-    private func number(_ path: String) throws(MemoryStatusError) -> UInt64 {
-        let text = try bytes(path)
-        guard let v = ByteScanner.singleNumber(text) else { throw .malformed(file: path, reason: "not a number") }
-        return v
-    }
-
-    private func keyed(_ path: String, _ key: String) throws(MemoryStatusError) -> UInt64 {
-        let text = try bytes(path)
-        guard let v = ByteScanner.value(of: key, inSpaceSeparatedLines: text) else {
-            throw .malformed(file: path, reason: "no \(key)")
-        }
-        return v
     }
 
     private func meminfo() throws(MemoryStatusError) -> (total: UInt64?, available: UInt64?) {
