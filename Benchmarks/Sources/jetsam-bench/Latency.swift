@@ -24,7 +24,7 @@ func first<Element: Sendable>(of stream: AsyncStream<Element>, within timeout: D
 
 /// From the pressure event to SIGKILL, with `apps` supervised apps: one foreground app grows
 /// to 97% of the budget, past critical; jetsam (ios) decides on the supervisor's cached readings and
-/// kills. The warning's grace is set long, so that only the critical event ends it: the time
+/// kills. The warning's grace is set long, so that only memory turning critically short ends it: the time
 /// measured is the killer's own, from that event to the first SIGKILL.
 struct LatencyResult: Codable, Sendable {
     var apps: Int

@@ -17,17 +17,17 @@ struct JetsamReport: RenderedReport {
     func mib(_ b: UInt64) -> String { ByteFormat.fixed(Double(b) / 1048576, 0) }
 
     func markdown() -> String {
-        var md = "# Jetsam: decision latency, the ranker, memory back after a kill, and the same spike under four killers\n\n"
+        var md = "# Jetsam: decision latency, the ranker, memory back after a kill, and the same spike under every killer\n\n"
         md += "Regenerate: `\(command)` (measures; about 10 minutes) or `make reports` (re-renders this file from jetsam.json).\n"
         md += "Machine: \(machine). Times are medians with their p90, p99 and min–max over the rounds given; ratios are against a baseline measured in the same run.\n\n"
 
         if let l = latency {
             md += "## From the pressure event to SIGKILL, \(l.apps) supervised apps\n\n"
             md += "One foreground app grows at 300 MiB/s in a 2048 MiB device to 97% of it, past critical; \(l.apps - 1) suspended model apps holding 1–12 MiB of dirty memory each. "
-            md += "The warning's grace is set long so that only the critical event ends it; measured from that event (as the pressure monitor emitted it) to the first SIGKILL, per round.\n\n"
+            md += "The warning's grace is set long so that only memory turning critically short ends it (the working set at 95% of the budget); measured from the moment that was seen — the usage source's critical event, or, when the merged pressure level was already up, the killer's own watch — to the first SIGKILL, per round.\n\n"
             md += "| rounds | median | p90 | p99 | min–max | target | ranker `decide` on the recorded input (median, p99) | kernel OOM kills |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n"
             md += "| \(l.rounds) | \(ms(l.eventToKill.median)) ms | \(ms(l.eventToKill.p90)) ms | \(ms(l.eventToKill.p99)) ms | \(ms(l.eventToKill.min))–\(ms(l.eventToKill.max)) ms | < 5 ms | \(µs(l.decideOnRecordedInput.median)) µs, \(µs(l.decideOnRecordedInput.p99)) µs | \(l.kernelOOMKills) |\n\n"
-            md += "The event itself comes from the cgroup usage source, read every \(ms(l.pollIntervalSeconds)) ms (or at once from the kernel's memory.pressure_level eventfd): the usage crossed the threshold up to one poll interval before. lmkd, for comparison, polls every 10 to 100 ms and waits 100 ms between kills.\n\n"
+            md += "Both read the working set every \(ms(l.pollIntervalSeconds)) ms: it crossed the threshold up to one poll interval before. lmkd, for comparison, polls every 10 to 100 ms and waits 100 ms between kills.\n\n"
             for n in l.notes { md += "- \(n)\n" }
         }
 

@@ -118,6 +118,10 @@ actor JetsamEngine {
     let criticalFraction: Double
     var level: PressureLevel = .normal
     var lastEvent: PressureEvent?
+    /// When a grace was last cut short because memory turned critically short (monotonic), and
+    /// what showed it: the moment a decision answers when no pressure event marks it (the merged
+    /// level may have been critical since before, from another source).
+    var criticalNoticed: (time: Double, what: String)?
     var episodeTask: Task<Void, Never>?
     var episodeCount = 0
     /// Graces waiting for their time or for a critical event, by id, with their timers.
@@ -186,7 +190,9 @@ actor JetsamEngine {
         lastEvent = e
         // A critical event ends a grace when memory is critically short (see `severity`): the
         // kernel's vmpressure says critical at nearly every reclaim of a device without swap.
-        if e.level == .critical, !graces.isEmpty, case .measured(let status) = measure(), severity(status) == .critical { endGraces() }
+        if e.level == .critical, !graces.isEmpty, case .measured(let status) = measure(), severity(status) == .critical {
+            endGraces(critical: (e.time, "\(e.source): \(e.detail)"))
+        }
         if e.level >= .warning, episodeTask == nil { start(trigger: e, reevaluation: false) }
     }
 
@@ -272,7 +278,7 @@ actor JetsamEngine {
             } catch {
                 await readingFailed(.underOOM, "\(error): a task waiting at the limit cannot be seen")
             }
-            if waiting && !underOOM { endGraces() }
+            if waiting && !underOOM { endGraces(critical: (t, "a task waits at the device's limit (under_oom)")) }
             underOOM = waiting
             if kernelHoldReleased && !waiting && level < .critical {
                 // Out of OOM again: hold the kernel's killer again.
@@ -284,7 +290,8 @@ actor JetsamEngine {
             }
         }
         if !graces.isEmpty, case .measured(let status) = measure(), severity(status) == .critical {
-            endGraces()  // memory turned critically short while warned apps had their grace
+            // Memory turned critically short while warned apps had their grace.
+            endGraces(critical: (t, "working set \(Format.bytes(status.usedBytes)) of \(Format.bytes(status.budgetBytes)): at or above \(Format.percent(criticalFraction))"))
         }
         guard level >= .warning, episodeTask == nil else { return }
         let status: MemoryStatus
@@ -348,7 +355,9 @@ actor JetsamEngine {
 
     private func episodeEnded() { episodeTask = nil }
 
-    private func endGraces() {
+    /// Ends every grace under way; `critical` says when memory was seen critically short, and how.
+    private func endGraces(critical: (time: Double, what: String)? = nil) {
+        if let critical, !graces.isEmpty { criticalNoticed = critical }
         let all = graces
         graces = [:]
         for (_, g) in all {
@@ -361,9 +370,11 @@ actor JetsamEngine {
         graces.removeValue(forKey: id)?.continuation.resume()
     }
 
-    /// Waits `seconds`, or less if memory turns critically short (or the killer stops) meanwhile.
-    private func graceUnlessCritical(_ seconds: Double, _ status: MemoryStatus) async {
-        guard severity(status) < .critical, seconds > 0, !Task.isCancelled else { return }
+    /// Waits `seconds`, or less if memory turns critically short (or the killer stops) meanwhile;
+    /// not at all if it is already (measured again: the episode's first reading may be old).
+    private func graceUnlessCritical(_ seconds: Double) async {
+        guard seconds > 0, !Task.isCancelled else { return }
+        if case .measured(let now) = measure(), severity(now) == .critical { return }
         nextGrace += 1
         let id = nextGrace
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
@@ -473,7 +484,11 @@ actor JetsamEngine {
             let views = await supervisor.apps()
             for name in warned { ep.timeline.append(await entry("warning", app: name, pid: views.first { $0.name == name }?.pid, "memory warning sent")) }
             for v in views where v.state == .suspended { ep.timeline.append(await entry("warning", app: v.name, pid: v.pid, "not sent: suspended")) }
-            await graceUnlessCritical(configuration.warningGraceSeconds, status)
+            let graceStarted = monotonicSeconds()
+            await graceUnlessCritical(configuration.warningGraceSeconds)
+            if let c = criticalNoticed, c.time >= graceStarted {
+                ep.timeline.append(.init(t: await logTime(ofMonotonic: c.time), kind: "note", app: nil, pid: nil, bytes: nil, detail: "critical, the grace ends: \(c.what)"))
+            }
             if await recovered(after: "warnings", &ep, &status) { return }
         }
 
@@ -515,7 +530,7 @@ actor JetsamEngine {
         while status.availableBytes < target, !Task.isCancelled, kills < 1000 {
             // The event the decision answers: the latest before it (a critical one that cut the
             // grace short, say).
-            let decidedAfter = max(trigger.time, lastEvent?.time ?? trigger.time)
+            let decidedAfter = max(trigger.time, lastEvent?.time ?? trigger.time, criticalNoticed?.time ?? trigger.time)
             let candidates = await snapshots()
             let input = RankingInput(
                 apps: candidates.map(\.snapshot), budgetBytes: status.budgetBytes, availableBytes: status.availableBytes, targetAvailableBytes: target,
