@@ -52,12 +52,14 @@ struct Run: AsyncParsableCommand {
     }
 }
 
-/// Runs `body` so that SIGINT or SIGTERM cancels it — a scenario then kills its apps and
-/// removes its cgroups and files — and waits for that cleanup; an interrupted run exits with
-/// status 130.
+/// Runs `body` so that SIGINT, SIGTERM or SIGHUP cancels it — a scenario then kills its apps
+/// and removes its cgroups and files — and waits for that cleanup; an interrupted run exits with
+/// status 130. SIGPIPE is ignored: a reader of the output that goes away (`| head`) makes the
+/// writes fail, it does not end the process before its cleanup.
 func interruptible<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    signal(SIGPIPE, SIG_IGN)
     let work = Task { try await body() }
-    let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
+    let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm, .sighup)
     let watcher = Task {
         for await _ in signals {
             work.cancel()
@@ -183,7 +185,7 @@ struct Supervise: AsyncParsableCommand {
             let logger = Logger(label: "mempressure.supervise")
             let service = SupervisorService(configuration: c)
             let group = ServiceGroup(configuration: .init(
-                services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint, .sighup], logger: logger))
             try await group.run()
         } catch {
             throw fail(error)

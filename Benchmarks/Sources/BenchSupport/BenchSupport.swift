@@ -130,22 +130,30 @@ public func removeTree(_ path: String) {
     rmdir(path)
 }
 
-/// Runs `body` as a task that Ctrl-C (SIGINT) or SIGTERM cancels: the benchmark's sections then
-/// kill what they started and remove their cgroups and files, and this throws "interrupted".
-public func interruptible(_ body: @escaping @Sendable () async throws -> Void) async throws {
+/// Runs `body` as a task that Ctrl-C (SIGINT), SIGTERM or SIGHUP cancels: the benchmark's
+/// sections then kill what they started and remove their cgroups and files, and this throws
+/// `interrupted`. SIGPIPE is ignored: a reader of the output that goes away (`| head`) makes the
+/// writes fail; it does not end the benchmark before its cleanup.
+@discardableResult
+public func interruptible<T: Sendable>(
+    _ body: @escaping @Sendable () async throws -> T,
+    interrupted: String = "interrupted: what the benchmark started was killed and removed"
+) async throws -> T {
+    signal(SIGPIPE, SIG_IGN)
     let work = Task { try await body() }
     signal(SIGINT, SIG_IGN)
     signal(SIGTERM, SIG_IGN)
-    let sources = [SIGINT, SIGTERM].map { DispatchSource.makeSignalSource(signal: $0) }
+    signal(SIGHUP, SIG_IGN)
+    let sources = [SIGINT, SIGTERM, SIGHUP].map { DispatchSource.makeSignalSource(signal: $0) }
     for source in sources {
         source.setEventHandler { work.cancel() }
         source.resume()
     }
     defer { for s in sources { s.cancel() } }
     do {
-        try await work.value
+        return try await work.value
     } catch {
-        if work.isCancelled { throw BenchError("interrupted: what the benchmark started was killed and removed") }
+        if work.isCancelled { throw BenchError(interrupted) }
         throw error
     }
 }

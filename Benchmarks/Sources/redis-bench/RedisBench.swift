@@ -61,7 +61,7 @@ struct RedisBench: AsyncParsableCommand {
         // at once, the measurement fails where it stands, and the cleanup reaps redis, removes
         // the cgroup, turns the swap file off and deletes it and the scratch directory.
         let killSwitch = KillSwitch()
-        let work = Task {
+        let report: RedisReport = try await interruptible({
             let bench = try Bench(settings: settings, killSwitch: killSwitch)
             defer { bench.cleanup() }
             return try await withTaskCancellationHandler {
@@ -69,22 +69,7 @@ struct RedisBench: AsyncParsableCommand {
             } onCancel: {
                 killSwitch.pull()
             }
-        }
-        Glibc.signal(SIGINT, SIG_IGN)
-        Glibc.signal(SIGTERM, SIG_IGN)
-        let sources = [SIGINT, SIGTERM].map { DispatchSource.makeSignalSource(signal: $0) }
-        for source in sources {
-            source.setEventHandler { work.cancel() }
-            source.resume()
-        }
-        defer { for s in sources { s.cancel() } }
-        let report: RedisReport
-        do {
-            report = try await work.value
-        } catch {
-            if work.isCancelled { throw BenchError("interrupted: redis-server was killed; its cgroup, swap file and files were removed") }
-            throw error
-        }
+        }, interrupted: "interrupted: redis-server was killed; its cgroup, swap file and files were removed")
         try writeReport(report, to: output, named: "redis", tool: "redis-bench")
         guard report.dataIntact else {
             throw BenchError("DATA LOST: \(report.dataLoss ?? "see the report") (the report says where)")
