@@ -1,6 +1,6 @@
 # Working set of the device during the spike (round 1 of each killer); a dot is a death
 # Drawn by the benchmark harness; redraw with: gnuplot jetsam.gp
-set terminal svg size 900,440 dynamic noenhanced font 'sans,11' background rgb 'white'
+set terminal svg size 900,480 dynamic noenhanced font 'sans,11' background rgb 'white'
 set output 'jetsam.svg'
 set title "Working set of the device during the spike (round 1 of each killer); a dot is a death"
 set grid back lc rgb '#dddddd'
@@ -2558,7 +2558,7 @@ $deaths5 << EOD
 # seconds	MiB	app
 2.2482934950003255	723.3828125	"Safari"
 EOD
-set key outside bottom center horizontal
+set key outside right top vertical
 set xlabel 'seconds since the spike began'
 set ylabel 'working set (MiB)'
 set yrange [0:1126.4]
@@ -2572,7 +2572,7 @@ plot $series0 using 1:2 with lines lw 1.5 lc rgb '#d04a4a' title "mempressure je
      $deaths2 using 1:2 with points pt 7 ps 0.8 lc rgb '#3a9a4a' notitle, \
      $series3 using 1:2 with lines lw 1.5 lc rgb '#9a6a2a' title "earlyoom at jetsam's thresholds", \
      $deaths3 using 1:2 with points pt 7 ps 0.8 lc rgb '#9a6a2a' notitle, \
-     $series4 using 1:2 with lines lw 1.5 lc rgb '#777777' title "nohang at jetsam's thresholds", \
-     $deaths4 using 1:2 with points pt 7 ps 0.8 lc rgb '#777777' notitle, \
-     $series5 using 1:2 with lines lw 1.5 lc rgb '#d04a4a' title "kernel cgroup OOM killer alone", \
-     $deaths5 using 1:2 with points pt 7 ps 0.8 lc rgb '#d04a4a' notitle
+     $series4 using 1:2 with lines lw 1.5 lc rgb '#8a4ab0' title "nohang at jetsam's thresholds", \
+     $deaths4 using 1:2 with points pt 7 ps 0.8 lc rgb '#8a4ab0' notitle, \
+     $series5 using 1:2 with lines lw 1.5 lc rgb '#555555' title "kernel cgroup OOM killer alone", \
+     $deaths5 using 1:2 with points pt 7 ps 0.8 lc rgb '#555555' notitle

@@ -197,4 +197,4 @@ plot $all0 using 1:2 with points pt 6 ps 0.7 lc rgb '#d04a4a' notitle, \
      $all5 using 1:2 with points pt 6 ps 0.7 lc rgb '#2a9a9a' notitle, \
      $front5 using 1:2 with linespoints lw 2 pt 7 ps 0.9 lc rgb '#2a9a9a' title "cost", \
      $all6 using 1:2 with points pt 6 ps 0.7 lc rgb '#555555' notitle, \
-     $front6 using 1:2 with linespoints lw 2 pt 7 ps 0.9 lc rgb '#555555' title "kernel (no jetsam)"
+     $front6 using 1:2 with linespoints lw 2 dt 2 pt 7 ps 0.9 lc rgb '#555555' title "kernel (81/480 failed)"

@@ -78,9 +78,9 @@ struct JetsamReport: RenderedReport {
         var contenders: [String] = []
         for r in runs where !contenders.contains(r.contender) { contenders.append(r.contender) }
         let firsts = contenders.compactMap { c in runs.first { $0.contender == c } }
-        var p = Plot(name: "jetsam", title: "Working set of the device during the spike (round 1 of each killer); a dot is a death", width: 900, height: 440)
+        var p = Plot(name: "jetsam", title: "Working set of the device during the spike (round 1 of each killer); a dot is a death", width: 900, height: 480)
         var plot: [String] = []
-        let colors = ["#d04a4a", "#4a7bd0", "#3a9a4a", "#9a6a2a", "#777777"]
+        let colors = ["#d04a4a", "#4a7bd0", "#3a9a4a", "#9a6a2a", "#8a4ab0", "#555555"]
         for (i, r) in firsts.enumerated() {
             p.data("series\(i)", columns: ["seconds", "MiB"], rows: r.series.filter { $0.t >= 0 }.map { [.number($0.t), .number(Double($0.usedBytes) / 1048576)] })
             p.data("deaths\(i)", columns: ["seconds", "MiB", "app"], rows: r.deaths.map { d in
@@ -91,7 +91,7 @@ struct JetsamReport: RenderedReport {
             plot.append("$deaths\(i) using 1:2 with points pt 7 ps 0.8 lc rgb '\(color)' notitle")
         }
         let budget = Double(spike.budgetBytes) / 1048576
-        p.command("set key outside bottom center horizontal")
+        p.command("set key outside right top vertical")
         p.command("set xlabel 'seconds since the spike began'")
         p.command("set ylabel 'working set (MiB)'")
         p.command("set yrange [0:\(budget * 1.1)]")

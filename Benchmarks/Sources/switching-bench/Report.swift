@@ -335,7 +335,12 @@ struct SwitchingReport: RenderedReport {
                 [.number(Double($0.backgroundTotalBytes) / 1048576), .number($0.expectedSwitchMs)]
             })
             plot.append("$all\(i) using 1:2 with points pt 6 ps 0.7 lc rgb '\(color)' notitle")
-            plot.append("$front\(i) using 1:2 with linespoints lw 2 pt 7 ps 0.9 lc rgb '\(color)' title \(Plot.quoted(describe(policy)))")
+            // A policy whose switches failed (the app never came up) has them out of its
+            // expectation: its line looks better than it is, and says so, dashed.
+            let failed = rs.reduce(0) { $0 + $1.failedSwitches }
+            let switches = rs.reduce(0) { $0 + $1.switches }
+            let title = failed == 0 ? describe(policy) : "\(policy == "kernel" ? "kernel" : describe(policy)) (\(failed)/\(switches) failed)"
+            plot.append("$front\(i) using 1:2 with linespoints lw 2 \(failed == 0 ? "" : "dt 2 ")pt 7 ps 0.9 lc rgb '\(color)' title \(Plot.quoted(title))")
         }
         p.command("set key outside right top vertical")
         p.command("set xlabel 'background footprint: all background apps together, time-weighted mean (MiB)'")
