@@ -28,18 +28,9 @@ public struct MemoryStatus: Sendable, Hashable, Codable {
     }
 }
 
-/// Why memory could not be measured (a killer then decides nothing: never on partial data).
-public enum MemoryStatusError: Error, Sendable, Hashable, CustomStringConvertible {
-    case unreadable(SystemCallError)
-    case malformed(file: String, reason: String)
-
-    public var description: String {
-        switch self {
-        case .unreadable(let e): "\(e)"
-        case .malformed(let file, let reason): "\(file): \(reason)"
-        }
-    }
-}
+/// Why memory could not be measured (a killer then decides nothing: never on partial data): a
+/// file that cannot be read, or one that does not say what it should.
+public typealias MemoryStatusError = CgroupMemory.ReadError
 
 /// Reads `MemoryStatus` for a memory cgroup or for the machine.
 public struct MemoryStatusReader: Sendable {
@@ -64,15 +55,7 @@ public struct MemoryStatusReader: Sendable {
         }
         let memory = CgroupMemory(directory: cgroup)
         var buffer = ReadBuffer(capacity: 16384)
-        let r: CgroupMemory.Reading
-        do {
-            r = try memory.read(&buffer)
-        } catch {
-            switch error {
-            case .unreadable(let e): throw .unreadable(e)
-            case .malformed(let file, let reason): throw .malformed(file: file, reason: reason)
-            }
-        }
+        let r = try memory.read(&buffer)
         // No limit: the machine's memory is the budget.
         var limit = UInt64(1) << 60
         if let l = r.limitBytes {
