@@ -60,8 +60,13 @@ public struct CgroupMemory: Sendable {
         try load(usageFile)
         guard let usage = buffer.withBytes({ ByteScanner.singleNumber($0) }) else { throw .malformed(file: usageFile, reason: "not a number") }
         try load(limitFile)
-        // "max" (v2) or v1's page-counter maximum: no limit.
-        let limit = buffer.withBytes { ByteScanner.singleNumber($0) }.flatMap { $0 >= UInt64(1) << 60 ? nil : $0 }
+        // "max" (v2) or v1's page-counter maximum: no limit. Anything else must be a number.
+        let isMax = buffer.withBytes { Array($0.prefix(3)) == Array("max".utf8) }
+        var limit: UInt64?
+        if !isMax {
+            guard let value = buffer.withBytes({ ByteScanner.singleNumber($0) }) else { throw .malformed(file: limitFile, reason: "neither a number nor max") }
+            limit = value >= UInt64(1) << 60 ? nil : value
+        }
         try load(statFile)
         guard let inactive = buffer.withBytes({ ByteScanner.value(of: inactiveFileKey, inSpaceSeparatedLines: $0) }) else {
             throw .malformed(file: statFile, reason: "no \(inactiveFileKey)")

@@ -62,4 +62,30 @@ struct CodableTests {
         #expect(try JSONDecoder().decode(JetsamPolicy.self, from: encode(tuned)) == tuned)
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(JetsamPolicy.self, from: Data("{\"name\":\"oom\"}".utf8)) }
     }
+
+    @Test func aSnapshotRecordedBeforeTheLaunchTimeDecodes() throws {
+        // An episode's input as recorded before `secondsSinceLaunch` existed.
+        let old = #"{"activations":0,"footprintBytes":1048576,"isProtected":false,"lifetimeMaxFootprintBytes":1048576,"name":"Clock","pid":7,"purgeableBytes":0,"residentBytes":2097152,"sampleAgeSeconds":0.1,"secondsInState":10,"state":"suspended"}"#
+        let app = try JSONDecoder().decode(JetsamAppSnapshot.self, from: Data(old.utf8))
+        #expect(app.secondsSinceLaunch == nil && app.secondsSinceActive == nil && app.lastUseSeconds == nil)
+        #expect(try json(app) == old, "and it writes the same back: nil fields are left out")
+    }
+
+    @Test func theJetsamSectionRefusesKeysItDoesNotKnow() throws {
+        func decode(_ text: String) throws -> JetsamConfiguration { try JSONDecoder().decode(JetsamConfiguration.self, from: Data(text.utf8)) }
+        #expect(try decode(#"{"policy": "xnu", "highMemoryBytes": 1}"#).highMemoryBytes == 1)
+        for (text, key) in [
+            (#"{"policy": "ios", "highMemoryByte": 1}"#, "highMemoryByte"),
+            (#"{"zeta": 1, "alpha": 2, "policy": "ios"}"#, "alpha"),  // the first by name, whatever the order
+            (#"{"limits": {"Maps": {"activeBytes": 1, "inactivBytes": 2}}}"#, "inactivBytes"),
+        ] {
+            do {
+                _ = try decode(text)
+                Issue.record("\(text) was accepted")
+            } catch let DecodingError.dataCorrupted(context) {
+                #expect(context.debugDescription.hasPrefix("unknown key '\(key)'"), "\(context.debugDescription)")
+                #expect(context.codingPath.last?.stringValue == key)
+            }
+        }
+    }
 }

@@ -71,7 +71,7 @@ struct KillerTests {
         try await withShutdown(s) {
             for spec in [
                 model(dir, "S1", dirtyMB: 60), model(dir, "S2", dirtyMB: 50), model(dir, "B1", dirtyMB: 40, ["--background-task", "600"]),
-                model(dir, "S3", dirtyMB: 20), model(dir, "B2", dirtyMB: 24, ["--background-task", "600"]), model(dir, "P", dirtyMB: 60),
+                model(dir, "S3", dirtyMB: 20), model(dir, "B2", dirtyMB: 16, ["--background-task", "600"]), model(dir, "P", dirtyMB: 60),
                 model(dir, "F", dirtyMB: 10),
             ] { try await s.register(spec) }
             // S2 is used before S1: S1 is the larger and the more recently used of the two
@@ -161,8 +161,8 @@ struct KillerTests {
             try await park(s, "S")
             try await s.activate("F")
             let episodes = killer.episodeUpdates()
-            // About 85% of the budget in the working set: past warning (80%), short of critical (95%).
-            _ = try await s.command("F", "allocate \(100 << 20)")
+            // About 86% of the budget in the working set: past warning (80%), short of critical (95%).
+            _ = try await s.command("F", "allocate \(110 << 20)")
             let episode = try #require(await first(of: episodes, within: 60), "no episode within 60 s")
             let log = await s.log
             #expect(episode.outcome.hasPrefix("warnings sufficed"), "\(episode.outcome)")
@@ -322,6 +322,9 @@ struct KillerTests {
         j.warningGraceSeconds = 0
         j.cooldownSeconds = 1
         j.holdKernelOOMKiller = false
+        // 60% to be free again: more than V alone gives back, so the killer decides again after
+        // it, with V still dying.
+        j.targetAvailableShare = 0.6
         let (s, killer) = try supervisor(budgetMB: 200, j)
         // A freezer cgroup of the test's own holds V frozen: a SIGKILL stays pending on a frozen
         // task until it is thawed, as on a task stuck in the kernel.
@@ -333,18 +336,24 @@ struct KillerTests {
         }
         try await withShutdown(s) {
             try await s.register(model(dir, "V", dirtyMB: 70))
+            try await s.register(model(dir, "W", dirtyMB: 40))
             try await s.register(model(dir, "F", dirtyMB: 8))
+            try await park(s, "W")
             try await park(s, "V")
             let pid = try #require(try await s.pid(of: "V"))
             try writeText("\(pid)", to: "\(group)/cgroup.procs")
             try writeText("FROZEN", to: "\(group)/freezer.state")
             try await s.activate("F")
             let episodes = killer.episodeUpdates()
-            _ = try await s.command("F", "allocate \(80 << 20)")
+            // About 85% of the budget in the working set.
+            _ = try await s.command("F", "allocate \(36 << 20)")
             let episode = try #require(await first(of: episodes, within: 60), "no episode within 60 s")
             let victim = try #require(episode.victims.first, "\(episode.outcome)")
             #expect(victim.name == "V" && !victim.exited)
-            #expect(episode.victims.count == 1, "a dying app is not killed twice: \(episode.victims.map(\.name))")
+            // V (the largest) first; then, V still dying, W: V never killed twice.
+            #expect(episode.victims.map(\.name) == ["V", "W"], "\(episode.victims.map(\.name)): \(episode.outcome)")
+            #expect(episode.decisions.count >= 2)
+            #expect(!episode.timeline.contains { $0.detail.contains("not killed") }, "no kill was tried on V again")
             #expect(episode.timeline.contains { $0.kind == "note" && $0.app == "V" && $0.detail.hasPrefix("still exiting") })
             let log = await s.log
             #expect(log.contains { $0.kind == .jetsam && $0.app == "V" && $0.detail?.hasPrefix("still exiting") == true })

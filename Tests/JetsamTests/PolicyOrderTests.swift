@@ -221,6 +221,11 @@ struct RecencyTests {
         input.targetAvailableBytes = 40 * mib
         let decision = try Ranker.decide(input, policy: JetsamPolicy(name: .cost))
         #expect(names(decision) == ["Notes"])
+        // The explanation reads the estimate as the policy does.
+        let ranking = try Ranker.rank(input, policy: JetsamPolicy(name: .cost))
+        let mail = try #require(ranking.order.first { $0.snapshot.name == "Mail" })
+        let reuse = try #require(mail.factors.first { $0.name == "reuse probability" })
+        #expect(reuse.detail.hasPrefix("in the foreground (inactive): in use now, g = 0"), "\(reuse.detail)")
     }
 
     @Test func aLaunchTimeThatIsNotANumberSparesTheApp() throws {

@@ -64,9 +64,13 @@ struct PressureTests {
         try await Hog.session(["--dirty", "1m"]) { hog in
             try ProcFS.writeFileInPlace("\(group)/cgroup.procs", Array("\(hog.pid)".utf8))
             defer { _ = writeTextReportingFailure("\(hog.pid)", to: "/sys/fs/cgroup/memory/cgroup.procs") }
+            // The source reads the working set (usage − inactive file), as the kubelet counts it.
+            var buffer = ReadBuffer(capacity: 16384)
+            let memory = CgroupMemory(directory: group)
             func usage() throws -> Double {
-                let text = String(decoding: try ProcFS.readBytes("\(group)/memory.usage_in_bytes"), as: UTF8.self)
-                return Double(text.split(separator: "\n")[0])! / Double(96 << 20)
+                let r = try memory.read(&buffer)
+                #expect(r.limitBytes == 96 << 20)
+                return Double(r.workingSetBytes) / Double(96 << 20)
             }
             // Grow until past the warning threshold, then wait for the monitor to say so.
             while try usage() < 0.55 { _ = try await hog.send("grow-heap \(2 << 20)") }

@@ -13,8 +13,9 @@ public struct JetsamConfiguration: Sendable, Hashable, Codable {
     public var highMemoryShare: Double?
     /// Apps never killed (nor frozen).
     public var protected: [String] = []
-    /// How long warned apps have to free memory before it is measured again (seconds). A
-    /// critical event ends the wait at once.
+    /// How long warned apps have to free memory before it is measured again (seconds). Memory
+    /// turning critically short (a task at the limit, or the working set at the usage source's
+    /// critical share) ends the wait at once.
     public var warningGraceSeconds: Double = 1
     /// The share of the budget that must be free again once the episode is over. Default 0.25:
     /// the usage source raises warning at 80% and lowers it again below 75%, so an episode ends

@@ -10,8 +10,8 @@ import Synchronization
 /// section), it answers memory pressure as iOS does.
 ///
 /// 1. **Warning**: memory warnings to the running apps (never to suspended ones), then a grace
-///    period (`warningGraceSeconds`, cut short by a critical event), then memory is measured
-///    again: if the warned apps freed enough, nobody is killed.
+///    period (`warningGraceSeconds`, cut short when memory turns critically short: `severity`),
+///    then memory is measured again: if the warned apps freed enough, nobody is killed.
 /// 2. **Freeze-dry**: suspended apps whose footprint is under `freezeDryBelowBytes` have their
 ///    anonymous memory written to swap (process_madvise MADV_PAGEOUT) instead of being killed,
 ///    when the machine has swap (it says once, plainly, when it has none).
@@ -123,6 +123,8 @@ actor JetsamEngine {
     /// level may have been critical since before, from another source).
     var criticalNoticed: (time: Double, what: String)?
     var episodeTask: Task<Void, Never>?
+    /// Which episode `episodeTask` runs: an episode that ends clears it only if it is its own.
+    var runningEpisode = 0
     var episodeCount = 0
     /// Graces waiting for their time or for a critical event, by id, with their timers.
     var graces: [Int: (continuation: CheckedContinuation<Void, Never>, timer: Task<Void, Never>)] = [:]
@@ -145,10 +147,12 @@ actor JetsamEngine {
     /// Apps over a soft limit already warned, for the run they were warned in, so each
     /// crossing warns once.
     var softWarned: Set<RunKey> = []
-    /// Set when an episode ended still short with nothing left to kill: the running apps as they
-    /// were then (`signature`). While they stay so and the level does not change, the watch opens
-    /// no new episode — a shortage nobody can end would otherwise open one every poll.
-    var stuckWith: [String]?
+    /// Set when an episode ended still short (nothing left to kill, kills that kept failing, a
+    /// decision or a reading that could not be made): the running apps as they were then
+    /// (`signature`) and how short memory was. While both stay so and the level does not change,
+    /// the watch opens no new episode — a shortage nobody can end would otherwise open one every
+    /// poll.
+    var stuckWith: (apps: [String], severity: PressureLevel)?
     /// Readings of the watch that are failing now (the device's memory, the hold's under_oom),
     /// each said once when it starts failing and once when it works again.
     var failingReadings: [Reading: String] = [:]
@@ -184,16 +188,16 @@ actor JetsamEngine {
 
     // MARK: Inputs
 
-    func pressure(_ e: PressureEvent) {
+    func pressure(_ e: PressureEvent) async {
         if e.level != level { stuckWith = nil }
         level = e.level
         lastEvent = e
+        if e.level >= .warning { start(trigger: e, reevaluation: false) }
         // A critical event ends a grace when memory is critically short (see `severity`): the
         // kernel's vmpressure says critical at nearly every reclaim of a device without swap.
-        if e.level == .critical, !graces.isEmpty, case .measured(let status) = measure(), severity(status) == .critical {
+        if e.level == .critical, !graces.isEmpty, case .measured(let status) = await measure(), severity(status) == .critical {
             endGraces(critical: (e.time, "\(e.source): \(e.detail)"))
         }
-        if e.level >= .warning, episodeTask == nil { start(trigger: e, reevaluation: false) }
     }
 
     /// A footprint reading: per-app limits.
@@ -270,61 +274,69 @@ actor JetsamEngine {
 
     private func look() async {
         let t = monotonicSeconds()
-        if let hold = kernelHold {
-            var waiting = false
-            do {
-                waiting = try hold.isUnderOOM()
-                await readingWorks(.underOOM)
-            } catch {
-                await readingFailed(.underOOM, "\(error): a task waiting at the limit cannot be seen")
-            }
-            if waiting && !underOOM { endGraces(critical: (t, "a task waits at the device's limit (under_oom)")) }
-            underOOM = waiting
-            if kernelHoldReleased && !waiting && level < .critical {
+        if kernelHold != nil {
+            let was = underOOM
+            let read = await refreshUnderOOM()
+            if underOOM && !was { endGraces(critical: (t, "a task waits at the device's limit (under_oom)")) }
+            if read, kernelHoldReleased, !underOOM, let hold = kernelHold {
                 // Out of OOM again: hold the kernel's killer again.
                 kernelHoldReleased = hold.set(disabled: true) != nil
             }
-            if waiting, !kernelHoldReleased, episodeTask == nil {
+            if underOOM, !kernelHoldReleased, episodeTask == nil {
+                if await isStuck(.critical) { return }
                 start(trigger: PressureEvent(level: .critical, source: JetsamEpisode.underOOMSource, detail: "the device is at its limit: a task waits for memory (under_oom)", time: t), reevaluation: true)
                 return
             }
         }
-        if !graces.isEmpty, case .measured(let status) = measure(), severity(status) == .critical {
+        if !graces.isEmpty, case .measured(let status) = await measure(), severity(status) == .critical {
             // Memory turned critically short while warned apps had their grace.
             endGraces(critical: (t, "working set \(Format.bytes(status.usedBytes)) of \(Format.bytes(status.budgetBytes)): at or above \(Format.percent(criticalFraction))"))
         }
         guard level >= .warning, episodeTask == nil else { return }
-        let status: MemoryStatus
-        switch measure() {
-        case .measured(let s):
-            status = s
-            await readingWorks(.memory)
-        case .failed(let why):
-            await readingFailed(.memory, "memory could not be measured (\(why))")
-            return
-        }
+        guard case .measured(let status) = await measure() else { return }
         guard status.availableBytes < target(status) else {
             stuckWith = nil
             return
         }
-        if let stuck = stuckWith {
-            // Nothing to kill last time: look again only once an app has launched, exited or
-            // changed state.
-            guard Self.signature(await supervisor.apps()) != stuck else { return }
-            stuckWith = nil
-        }
-        let last = lastEvent.map { " (last event: \($0.source))" } ?? ""
-        // The level of this shortage, from the working set (the pressure level counts page
-        // cache, which can keep it up for long): critical under a fifth of the target free.
         let shortage = severity(status)
+        if await isStuck(shortage) { return }
+        // The awaits above let other events in: the level may have dropped, an episode started.
+        guard level >= .warning, episodeTask == nil else { return }
+        let last = lastEvent.map { " (last event: \($0.source))" } ?? ""
         let what = lastEpisodeRecovered ? "short" : "still short"
         start(trigger: PressureEvent(level: shortage, source: "jetsam", detail: "\(what): \(Format.bytes(status.availableBytes)) available, \(Format.bytes(target(status))) needed\(last)", time: t), reevaluation: !lastEpisodeRecovered)
     }
 
-    /// The running apps, each as name, run, state and whether it is dying: what a new decision
-    /// could differ by.
+    /// Whether the last episode ended still short on the same apps and at the same severity:
+    /// nothing a new one could do differently. Once something changed, it is forgotten.
+    private func isStuck(_ severity: PressureLevel) async -> Bool {
+        guard let stuck = stuckWith else { return false }
+        if stuck.severity == severity, Self.signature(await supervisor.apps()) == stuck.apps { return true }
+        stuckWith = nil
+        return false
+    }
+
+    /// Reads the hold's under_oom now into `underOOM`; on a failed reading the last known value
+    /// stays (and the failure is said once). Whether the reading worked.
+    @discardableResult
+    private func refreshUnderOOM() async -> Bool {
+        guard let hold = kernelHold else { return false }
+        do {
+            underOOM = try hold.isUnderOOM()
+            await readingWorks(.underOOM)
+            return true
+        } catch {
+            await readingFailed(.underOOM, "\(error): a task waiting at the limit cannot be seen")
+            return false
+        }
+    }
+
+    /// The running apps, each as name, run, state, whether it is dying, saving its state
+    /// (inside didEnterBackground) or has a reading yet: what a new decision could differ by.
     static func signature(_ views: [AppView]) -> [String] {
-        views.filter { $0.pid != nil }.map { "\($0.name) \($0.generation) \($0.state.rawValue) \($0.isDying)" }
+        views.filter { $0.pid != nil }.map {
+            "\($0.name) \($0.generation) \($0.state.rawValue) \($0.isDying) \($0.callbacksInProgress.contains(.didEnterBackground)) \($0.latest != nil)"
+        }
     }
 
     /// Lets the kernel's OOM killer act (jetsam has nothing left to kill and a task waits).
@@ -346,14 +358,21 @@ actor JetsamEngine {
         kernelHold = nil
     }
 
+    /// Starts an episode, unless one is under way: one at a time.
     private func start(trigger: PressureEvent, reevaluation: Bool) {
+        guard episodeTask == nil else { return }
+        runningEpisode += 1
+        let id = runningEpisode
+        criticalNoticed = nil
         episodeTask = Task {
             await self.episode(trigger: trigger, reevaluation: reevaluation)
-            self.episodeEnded()
+            self.episodeEnded(id)
         }
     }
 
-    private func episodeEnded() { episodeTask = nil }
+    private func episodeEnded(_ id: Int) {
+        if id == runningEpisode { episodeTask = nil }
+    }
 
     /// Ends every grace under way; `critical` says when memory was seen critically short, and how.
     private func endGraces(critical: (time: Double, what: String)? = nil) {
@@ -374,7 +393,8 @@ actor JetsamEngine {
     /// not at all if it is already (measured again: the episode's first reading may be old).
     private func graceUnlessCritical(_ seconds: Double) async {
         guard seconds > 0, !Task.isCancelled else { return }
-        if case .measured(let now) = measure(), severity(now) == .critical { return }
+        await refreshUnderOOM()
+        if case .measured(let now) = await measure(), severity(now) == .critical { return }
         nextGrace += 1
         let id = nextGrace
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
@@ -397,10 +417,15 @@ actor JetsamEngine {
         case failed(String)
     }
 
-    func measure() -> Measurement {
+    /// Reads the device's memory; a failure is said once when it starts (and once when it
+    /// works again), never guessed around.
+    func measure() async -> Measurement {
         do {
-            return .measured(try reader.read())
+            let status = try reader.read()
+            await readingWorks(.memory)
+            return .measured(status)
         } catch {
+            await readingFailed(.memory, "memory could not be measured (\(error))")
             return .failed("\(error)")
         }
     }
@@ -443,17 +468,18 @@ actor JetsamEngine {
     // MARK: An episode
 
     private func episode(trigger: PressureEvent, reevaluation: Bool) async {
-        var status: MemoryStatus
-        switch measure() {
-        case .measured(let s):
-            status = s
-        case .failed(let why):
-            await say("jetsam: memory could not be measured (\(why)): no decision on partial data", kind: .error)
-            return
-        }
-        let target = target(status)
-        // Nothing to do: enough is free (pressure from page cache alone, say).
-        if reevaluation {
+        // A failed reading is said (once) by `measure`: no decision on partial data.
+        guard case .measured(var status) = await measure() else { return }
+        var target = target(status)
+        var forced: String?
+        if trigger.source == JetsamEpisode.underOOMSource, status.availableBytes >= target {
+            // A task waits at the limit, yet the working set says enough is free: what the
+            // kernel counts as inactive file cannot be reclaimed now (dirty pages, writeback).
+            // The task must not wait on: at least one kill, by the policy.
+            target = min(status.budgetBytes, status.availableBytes + 1 << 20)
+            forced = "a task waits at the limit although \(Format.bytes(status.availableBytes)) look available (inactive file the kernel cannot reclaim now): one kill at least"
+        } else if reevaluation {
+            // Nothing to do: enough is free (pressure from page cache alone, say).
             guard status.availableBytes < target else { return }
         }
         let logNow = await supervisor.now()
@@ -473,6 +499,7 @@ actor JetsamEngine {
             timeline: [], victims: [], freezes: [], decisions: [], kernelOOMKillsBefore: await supervisor.kernelOOMKills(),
             kernelOOMKillsAfter: nil, outcome: "")
         ep.timeline.append(await entry("measure", bytes: status.availableBytes, "\(Format.bytes(status.availableBytes)) available of \(Format.bytes(status.budgetBytes)); target \(Format.bytes(target)) (\(status.source))"))
+        if let forced { ep.timeline.append(await entry("note", forced)) }
 
         // 1. Warnings first, unless pressure is already critical (or warnings were sent before
         //    and memory is still short).
@@ -532,6 +559,9 @@ actor JetsamEngine {
             // grace short, say).
             let decidedAfter = max(trigger.time, lastEvent?.time ?? trigger.time, criticalNoticed?.time ?? trigger.time)
             let candidates = await snapshots()
+            // How short memory is now: under_oom read again (a kill moments ago may have let the
+            // waiting task go), the working set as just measured.
+            await refreshUnderOOM()
             let input = RankingInput(
                 apps: candidates.map(\.snapshot), budgetBytes: status.budgetBytes, availableBytes: status.availableBytes, targetAvailableBytes: target,
                 level: PressureLevelValue(rawValue: severity(status).rawValue) ?? .warning)
@@ -548,7 +578,6 @@ actor JetsamEngine {
                 ep.decisions.append(.init(input: input, victim: nil, note: decision.explanation))
                 ep.outcome = "nothing left to kill: still short by \(Format.bytes(target - min(target, status.availableBytes))) (\(decision.explanation))"
                 ep.timeline.append(await entry("note", ep.outcome))
-                stuckWith = Self.signature(await supervisor.apps())
                 if let released = releaseKernelHold() { ep.timeline.append(await entry("note", released)) }
                 break
             }
@@ -571,7 +600,7 @@ actor JetsamEngine {
                     ep.timeline.append(await entry("note", ep.outcome))
                     break
                 }
-                guard case .measured(let now) = measure() else {
+                guard case .measured(let now) = await measure() else {
                     ep.outcome = "memory could not be measured after a failed kill: stopped (no decision on partial data)"
                     ep.timeline.append(await entry("note", ep.outcome))
                     break
@@ -586,9 +615,9 @@ actor JetsamEngine {
             // What it gave back: measured at once (with process_mrelease most of its memory is back
             // when kill returns, before anything else can grow into it) and once it has exited
             // (what its exit freed); the larger of the two, as others' growth only hides some.
-            let atOnce = measure()
+            let atOnce = await measure()
             let exited = await supervisor.waitForExit(v.name, pid: v.pid, timeout: configuration.cooldownSeconds)
-            guard case .measured(let now) = measure() else {
+            guard case .measured(let now) = await measure() else {
                 ep.outcome = "memory could not be measured after a kill: stopped (no decision on partial data)"
                 ep.timeline.append(await entry("note", ep.outcome))
                 break
@@ -627,7 +656,7 @@ actor JetsamEngine {
     /// episode ("warnings sufficed: nobody killed") and says so. When memory cannot be measured,
     /// closes it too: no decision on partial data.
     private func recovered(after step: String, _ ep: inout JetsamEpisode, _ status: inout MemoryStatus) async -> Bool {
-        guard case .measured(let s) = measure() else {
+        guard case .measured(let s) = await measure() else {
             ep.outcome = "memory could not be measured after \(step): stopped (no decision on partial data)"
             ep.timeline.append(await entry("note", ep.outcome))
             await close(&ep, status)
@@ -653,6 +682,12 @@ actor JetsamEngine {
 
     private func close(_ ep: inout JetsamEpisode, _ status: MemoryStatus) async {
         lastEpisodeRecovered = status.availableBytes >= ep.targetAvailableBytes
+        if !lastEpisodeRecovered, !Task.isCancelled {
+            // Still short, whatever stopped it: no new episode until something changes.
+            let levelNow = level
+            let stuck = (apps: Self.signature(await supervisor.apps()), severity: severity(status))
+            if level == levelNow { stuckWith = stuck }  // a change of level meanwhile clears it
+        }
         ep.end = await supervisor.now()
         ep.memoryAfter = status
         ep.kernelOOMKillsAfter = await supervisor.kernelOOMKills()
@@ -697,16 +732,17 @@ actor JetsamEngine {
         guard let v = await supervisor.refreshSample(streamed.name), let pid = v.pid, !v.isDying, v.generation == streamed.generation,
             let latest = v.latest, let (bytes, limitBytes, which) = over(v)
         else { return }
+        // Inside didEnterBackground the app is saving its state: not now (the sample taken as it
+        // is suspended, or the next one, checks it again).
+        if v.callbacksInProgress.contains(.didEnterBackground) { return }
         if limit.soft == true {
             guard softWarned.insert(run).inserted else { return }
             await supervisor.record(SupervisorEvent(t: await supervisor.now(), app: v.name, pid: pid, kind: .warning, detail: "over its soft \(which) limit: \(Format.bytes(bytes)) > \(Format.bytes(limitBytes))"))
             await supervisor.warn(.app(v.name))
             return
         }
-        guard case .measured(let before) = measure() else {
-            await say("jetsam: \(v.name) is over its \(which) limit, but memory could not be measured: not killed on partial data", kind: .error)
-            return
-        }
+        // A failed reading is said (once) by `measure`: not killed on partial data.
+        guard case .measured(let before) = await measure() else { return }
         let oomBefore = await supervisor.kernelOOMKills()
         let receipt: KillReceipt
         do {
@@ -717,11 +753,11 @@ actor JetsamEngine {
             return
         }
         let killedAt = await logTime(ofMonotonic: receipt.signalledAt)
-        let atOnce = measure()
+        let atOnce = await measure()
         let exited = await supervisor.waitForExit(v.name, pid: pid, timeout: configuration.cooldownSeconds)
         var reclaimed: UInt64 = 0
         var afterStatus: MemoryStatus?
-        for case .measured(let a) in [atOnce, measure()] {
+        for case .measured(let a) in [atOnce, await measure()] {
             afterStatus = a
             reclaimed = max(reclaimed, a.availableBytes &- min(a.availableBytes, before.availableBytes))
         }

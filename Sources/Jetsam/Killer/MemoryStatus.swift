@@ -35,12 +35,15 @@ public typealias MemoryStatusError = CgroupMemory.ReadError
 /// Reads `MemoryStatus` for a memory cgroup or for the machine.
 public struct MemoryStatusReader: Sendable {
     /// The memory cgroup directory (v1 `.../memory/NAME`, v2 `.../NAME`), nil for the machine.
-    public var cgroup: String?
-    public var procRoot: String
+    public let cgroup: String?
+    public let procRoot: String
+    /// The cgroup's files (v1 or v2, found once).
+    private let memory: CgroupMemory?
 
     public init(cgroup: String?, procRoot: String = "/proc") {
         self.cgroup = cgroup
         self.procRoot = procRoot
+        memory = cgroup.map { CgroupMemory(directory: $0) }
     }
 
     public func read() throws(MemoryStatusError) -> MemoryStatus {
@@ -53,7 +56,7 @@ public struct MemoryStatusReader: Sendable {
                 budgetBytes: total, usedBytes: total &- min(total, available), availableBytes: min(total, available),
                 source: "MemAvailable of /proc/meminfo")
         }
-        let memory = CgroupMemory(directory: cgroup)
+        guard let memory else { throw .malformed(file: cgroup, reason: "not a memory cgroup") }
         var buffer = ReadBuffer(capacity: 16384)
         let r = try memory.read(&buffer)
         // No limit: the machine's memory is the budget.

@@ -195,7 +195,7 @@ extension Prepared {
                 let y: String
                 switch LastUse(b.snapshot) {
                 case .active: y = "was active \(Format.seconds(b.snapshot.secondsSinceActive ?? 0)) ago"
-                case .launched: y = "was launched \(Format.seconds(b.snapshot.secondsSinceLaunch ?? 0)) ago"
+                case .launched, .relaunched: y = "was launched \(Format.seconds(b.snapshot.secondsSinceLaunch ?? 0)) ago"
                 case .foreground: y = "is in the foreground"
                 case .never: y = "was never active either"
                 }
@@ -219,15 +219,16 @@ extension Prepared {
 
     /// What an app's last use was, for the least-recently-used orders (`lastUseSeconds`).
     enum LastUse: Equatable {
-        case foreground, active, launched, never
+        case foreground, active, launched, relaunched, never
 
+        /// Which of the snapshot's times `lastUseSeconds` took.
         init(_ s: JetsamAppSnapshot) {
             if s.state == .active || s.state == .inactive {
                 self = .foreground
-            } else if s.secondsSinceActive != nil {
-                self = .active
+            } else if let launch = s.secondsSinceLaunch, launch < (s.secondsSinceActive ?? .infinity) {
+                self = s.secondsSinceActive == nil ? .launched : .relaunched
             } else {
-                self = s.secondsSinceLaunch != nil ? .launched : .never
+                self = s.secondsSinceActive != nil ? .active : .never
             }
         }
 
@@ -236,6 +237,7 @@ extension Prepared {
             case .foreground: "in the foreground"
             case .active: "last active"
             case .launched: "launched, never active"
+            case .relaunched: "relaunched since last active"
             case .never: "never used"
             }
         }
@@ -247,6 +249,7 @@ extension Prepared {
         case .foreground: "in the foreground (\(s.state.rawValue)): in use now"
         case .active: "last active \(Format.seconds(s.secondsSinceActive ?? 0)) ago"
         case .launched: "launched \(Format.seconds(s.secondsSinceLaunch ?? 0)) ago, never active"
+        case .relaunched: "relaunched \(Format.seconds(s.secondsSinceLaunch ?? 0)) ago (last active \(Format.seconds(s.secondsSinceActive ?? 0)) ago, in an earlier run)"
         case .never: "never active"
         }
     }
@@ -326,7 +329,10 @@ extension Prepared {
                 detail: e.relaunchIsPrior ? "no measurement: the prior, \(prior.source)" : "measured launch to ready"
             ))
             let reuseDetail: String
-            if let since = s.secondsSinceActive {
+            if s.state == .inactive {
+                // As CostPolicy reads it: in the foreground now, g = 0.
+                reuseDetail = "in the foreground (inactive): in use now, g = 0; activations \(s.activations), horizon \(Format.seconds(policy.reuseHorizonSeconds)): rate (max(k, 1) + 1) / H, P = rate·H / (1 + rate·H)"
+            } else if let since = s.secondsSinceActive {
                 reuseDetail = "activations \(s.activations), active \(Format.seconds(since)) ago, horizon \(Format.seconds(policy.reuseHorizonSeconds)): rate (k + 1) / (g + H), P = rate·H / (1 + rate·H)\(e.probability == policy.minimumReuseProbability ? ", raised to the minimum" : "")"
             } else {
                 reuseDetail = "never active since launch: the minimum \(Format.probability(policy.minimumReuseProbability))"

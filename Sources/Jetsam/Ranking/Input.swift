@@ -80,12 +80,18 @@ public struct JetsamAppSnapshot: Sendable, Hashable, Codable {
 extension JetsamAppSnapshot {
     /// Seconds since the app was last used, what the least-recently-used orders read: 0 in the
     /// foreground (active, or inactive: being launched or resumed into the foreground, or on its
-    /// way out of it — in use either way); else since it was last active; else, never active,
-    /// since it was launched (starting an app is using it, as Android's LRU list counts a process
-    /// start); nil when none is known (never used: before everything).
+    /// way out of it — in use either way); else since it was last active or launched, whichever
+    /// came later (starting an app is using it, as Android's LRU list counts a process start; an
+    /// app relaunched in the background since it was last active was used then); nil when
+    /// neither is known (never used: before everything).
     public var lastUseSeconds: Double? {
         if state == .active || state == .inactive { return 0 }
-        return secondsSinceActive ?? secondsSinceLaunch
+        switch (secondsSinceActive, secondsSinceLaunch) {
+        case (let active?, let launch?): return min(active, launch)
+        case (let active?, nil): return active
+        case (nil, let launch?): return launch
+        case (nil, nil): return nil
+        }
     }
 }
 
@@ -136,7 +142,9 @@ public struct RankingInput: Sendable, Hashable, Codable {
     public var availableBytes: UInt64
     /// What must be free again after the kills.
     public var targetAvailableBytes: UInt64
-    /// The pressure level at decision time. The foreground app is taken only at `.critical`.
+    /// How short memory is at decision time (the killer gives its measured severity: critical
+    /// when a task waits at the limit or the working set is at the critical share of the
+    /// budget). The foreground app is taken only at `.critical`.
     public var level: PressureLevelValue
 
     /// The format this ranker reads and writes.

@@ -10,7 +10,7 @@ import LifecycleProtocol
 /// Spared with `.invalid` (that app is not ranked, the others are): a `sampleAgeSeconds`,
 /// `secondsInState`, `secondsSinceActive` or `secondsSinceLaunch` that is NaN, infinite or negative; `activations`
 /// below 0; a `relaunchSeconds` that is NaN, negative or above one day; `activations` above 0
-/// with no `secondsSinceActive` for an app that is not active (its recency is unknown, and
+/// with no `secondsSinceActive` for an app that is not in the foreground (its recency is unknown, and
 /// recency orders several policies: never rank on partial data).
 ///
 /// Repaired (the repair is listed in the ranked app's factors as "repaired"):
@@ -93,7 +93,7 @@ enum Validation {
         if let relaunch = app.relaunchSeconds, !(relaunch >= 0 && relaunch <= maximumRelaunchSeconds) {
             return ("relaunchSeconds", "is \(relaunch), not in [0, \(Int(maximumRelaunchSeconds))] s")
         }
-        if app.activations > 0, app.secondsSinceActive == nil, app.state != .active {
+        if app.activations > 0, app.secondsSinceActive == nil, app.state != .active, app.state != .inactive {
             return ("secondsSinceActive", "is missing although activations is \(app.activations): recency unknown")
         }
         return nil
