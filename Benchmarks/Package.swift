@@ -27,6 +27,7 @@ let package = Package(
             name: "BenchSupport",
             dependencies: [
                 .product(name: "LinuxSystem", package: "MemoryPressure"),
+                .product(name: "MappedFiles", package: "MemoryPressure"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
@@ -114,7 +115,6 @@ let package = Package(
             dependencies: [
                 "BenchSupport",
                 .product(name: "LinuxSystem", package: "MemoryPressure"),
-                .product(name: "MappedFiles", package: "MemoryPressure"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],

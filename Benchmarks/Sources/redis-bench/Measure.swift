@@ -6,7 +6,6 @@
 import BenchSupport
 import Glibc
 import LinuxSystem
-import MappedFiles
 import SystemPackage
 
 struct Settings {
@@ -33,7 +32,7 @@ final class Bench {
     let dir: String
     let killSwitch: KillSwitch
     private var server: RedisServer?
-    private var cgroup: RedisCgroup?
+    private var cgroup: HarnessCgroup?
     private var swap: TemporarySwapFile?
     private var referenceDigest: String?
     private var digestNote: String?
@@ -77,10 +76,10 @@ final class Bench {
         let progress = Progress(tool, total: 1 + 4 * settings.rounds)
 
         // Launch (in a memory cgroup of its own when the machine has one) and fill.
-        var swapUnavailable: String? = settings.swap ? RedisCgroup.unavailableReason() : "--no-swap was given"
+        var swapUnavailable: String? = settings.swap ? HarnessCgroup.unavailableReason() : "--no-swap was given"
         if swapUnavailable == nil {
             do {
-                cgroup = try RedisCgroup(name: "mempressure-redis-bench-\(getpid())")
+                cgroup = try HarnessCgroup(name: "mempressure-redis-bench-\(getpid())", owner: "redis", tool: tool)
             } catch {
                 swapUnavailable = "no memory cgroup: \(error)"
             }
@@ -423,35 +422,6 @@ final class Bench {
         r.minorFaults = end.minorFaults &- minorBefore
         r.residentBytesAfter = try s.status().residentBytes
         try checkCounts(c, during: during)
-    }
-
-    // MARK: Files
-
-    func fileSize(_ path: String) throws -> UInt64 {
-        var st = Glibc.stat()
-        guard lstat(path, &st) == 0 else { throw SystemCallError("stat", errno: Errno(rawValue: errno), subject: path) }
-        return UInt64(st.st_size)
-    }
-
-    /// Reads the whole file, so its pages are in the page cache.
-    func readWhole(_ path: String) throws {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw SystemCallError("open", errno: Errno(rawValue: errno), subject: path) }
-        defer { close(fd) }
-        var chunk = [UInt8](repeating: 0, count: 1 << 20)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { raw in retryOnInterrupt { read(fd, raw.baseAddress!, raw.count) } }
-            guard n >= 0 else { throw SystemCallError("read", errno: Errno(rawValue: errno), subject: path) }
-            if n == 0 { return }
-        }
-    }
-
-    /// The share of the file's pages in the page cache (mincore on a mapping of it, which
-    /// faults nothing in; unmapped at once).
-    func residentPercent(_ path: String) throws -> Double {
-        let file = try MappedFile(path: path)
-        let (resident, total) = try file.residency()
-        return total > 0 ? Double(resident) * 100 / Double(total) : 0
     }
 }
 
