@@ -23,9 +23,12 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
+        // What the harnesses need from C that Swift cannot call (prctl is variadic).
+        .target(name: "CBenchSupport"),
         .target(
             name: "BenchSupport",
             dependencies: [
+                "CBenchSupport",
                 .product(name: "LinuxSystem", package: "MemoryPressure"),
                 .product(name: "MappedFiles", package: "MemoryPressure"),
                 .product(name: "SystemPackage", package: "swift-system"),

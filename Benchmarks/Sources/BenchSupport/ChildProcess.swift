@@ -3,6 +3,7 @@
 // benchmark, which then kills it), its output appended to a log file, signalled only through
 // its pidfd, reaped by the benchmark. And the kill switch Ctrl-C pulls.
 
+import CBenchSupport
 import Glibc
 import LinuxSystem
 import Synchronization
@@ -24,8 +25,9 @@ public final class ChildProcess {
     /// Starts `argv` (`argv[0]` a path) with stdout and stderr appended to `logPath`. With
     /// `cgroupProcs` (`cgroup.procs` files) a shell first writes its own PID to each and then
     /// execs the program, so that it is in those cgroups from its first allocation (same PID,
-    /// same pidfd), and so is everything it forks.
-    public init(name: String, tool: String, argv program: [String], logPath: String, cgroupProcs: [String] = []) throws {
+    /// same pidfd), and so is everything it forks. With `workingDirectory` it starts there
+    /// (else in the benchmark's own).
+    public init(name: String, tool: String, argv program: [String], logPath: String, cgroupProcs: [String] = [], workingDirectory: String? = nil) throws {
         var argv = program
         if !cgroupProcs.isEmpty {
             // sh -c 'for f; do ...' takes the files as $1..., then "--", then the program.
@@ -38,6 +40,10 @@ public final class ChildProcess {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        if let workingDirectory {
+            let rc = bench_spawn_file_actions_addchdir(&actions, workingDirectory)
+            guard rc == 0 else { throw BenchError("posix_spawn_file_actions_addchdir_np \(workingDirectory): \(String(cString: strerror(rc)))") }
+        }
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -170,6 +176,39 @@ public func cgroupOf(_ pid: Int32) throws -> String? {
         if parts[0] == "0" && parts[1].isEmpty { unified = String(parts[2]) }
     }
     return unified
+}
+
+/// Makes this process the reaper of the processes orphaned below it (prctl
+/// PR_SET_CHILD_SUBREAPER): when a program the benchmark started is killed, the processes it
+/// had forked become the benchmark's children, and `reapOrphans()` reaps them. Without it they
+/// go to PID 1, which in a container may never reap them (they stay zombies).
+public func becomeChildSubreaper() throws(SystemCallError) {
+    guard bench_become_child_subreaper() == 0 else { throw SystemCallError("prctl(PR_SET_CHILD_SUBREAPER)", errno: Errno(rawValue: errno)) }
+}
+
+/// Reaps the zombies among this process's children (the orphans a subreaper inherits; never a
+/// child that is still running). Returns how many.
+@discardableResult
+public func reapOrphans() -> Int {
+    let me = getpid()
+    var reaped = 0
+    let pids: [Int32]
+    do {
+        pids = try ProcFS().pids()
+    } catch {
+        return 0
+    }
+    for pid in pids {
+        do {
+            let stat = try readStat(pid)
+            guard stat.ppid == me, stat.isZombie else { continue }
+        } catch {
+            continue  // gone
+        }
+        var status: Int32 = 0
+        if retryOnInterrupt({ waitpid(pid, &status, WNOHANG) }) == pid { reaped += 1 }
+    }
+    return reaped
 }
 
 /// "with status N" or "on signal N", for a wait status.

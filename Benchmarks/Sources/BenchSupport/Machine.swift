@@ -81,3 +81,14 @@ public func fileSystemType(of path: String) -> String {
     return best?.type ?? "unknown"
 }
 
+
+extension Machine {
+    /// The machine in sentences for a report: "Machine: Linux ..., load average ... ".
+    public var summary: String {
+        var md = "Machine: Linux \(kernel), \(cpus) CPUs (\(cpuModel)), \(mib(memoryBytes)) RAM, "
+        md += swapBytesBefore == 0 ? "no swap of its own" : "\(mib(swapBytesBefore)) of swap before the run"
+        md += "; transparent huge pages \(transparentHugepages), vm.page-cluster \(pageCluster) (swap readahead of \(Int(pow(2, Double(Int(pageCluster) ?? 0)))) pages). "
+        md += "Load average (1, 5, 15 min) \(loadAverageAtStart) when the run began" + (loadAverageAtEnd.map { ", \($0) when it ended" } ?? "") + ": other work shares the CPUs, and the p90 and p99 carry it. "
+        return md
+    }
+}

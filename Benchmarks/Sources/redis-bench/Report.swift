@@ -80,21 +80,13 @@ struct RedisReport: RenderedReport, Sendable {
     var notes: [String]
     var totalSeconds: Double
 
-    func ms(_ x: Double) -> String { ByteFormat.fixed(x, x < 1 ? 3 : x < 100 ? 2 : 1) }
-    func mib(_ b: UInt64) -> String { ByteFormat.fixed(Double(b) / 1048576, 1) + " MiB" }
-    func triple(_ p: Percentiles) -> String { "\(ms(p.p50)) / \(ms(p.p90)) / \(ms(p.p99))" }
-    func ratioText(_ x: Double) -> String { x < 0.01 ? String(format: "%.2e", x) : ByteFormat.fixed(x, x < 1 ? 3 : 2) }
-    func median(_ xs: [Double]) -> Double { Percentiles(xs).p50 }
     func condition(_ name: String) -> Condition? { conditions.first { $0.name == name } }
 
     func markdown() -> String {
         var md = "# redis-server: resume after SIGSTOP against relaunch from its RDB file\n\n"
         md += "Regenerate: `\(command)` (measures; \(ByteFormat.fixed(totalSeconds / 60, 1)) minutes this time; `make bench` runs it with the other harnesses) or `make reports` (re-renders this page and the plot from redis.json).\n"
         if quick { md += "**A quick run** (`--quick`: a small dataset and few rounds, a smoke test): not the figures to quote.\n" }
-        md += "\nMachine: Linux \(machine.kernel), \(machine.cpus) CPUs (\(machine.cpuModel)), \(mib(machine.memoryBytes)) RAM, "
-        md += machine.swapBytesBefore == 0 ? "no swap of its own" : "\(mib(machine.swapBytesBefore)) of swap before the run"
-        md += "; transparent huge pages \(machine.transparentHugepages), vm.page-cluster \(machine.pageCluster) (swap readahead of \(Int(pow(2, Double(Int(machine.pageCluster) ?? 0)))) pages). "
-        md += "Load average (1, 5, 15 min) \(machine.loadAverageAtStart) when the run began" + (machine.loadAverageAtEnd.map { ", \($0) when it ended" } ?? "") + ": other work shares the CPUs, and the p90 and p99 carry it. "
+        md += "\n" + machine.summary
         md += "redis-server \(redisVersion), Debian's package, a child of the benchmark listening on a UNIX socket only; its files in \(machine.scratch) (\(machine.scratchFileSystem)).\n\n"
 
         md += "## The dataset\n\n"
@@ -185,32 +177,10 @@ struct RedisReport: RenderedReport, Sendable {
     func plots() -> [Plot] {
         let measured = conditions.filter(\.measured)
         guard !measured.isEmpty else { return [] }
-        var rows: [[PlotValue]] = []
-        let measures: [(String, KeyPath<Condition, Percentiles>)] = [("first reply", \.readyMs), ("sample", \.sampleMs), ("every key", \.fullMs)]
-        var row = 0
-        for (name, path) in measures.reversed() {
-            for c in measured.reversed() {
-                let p = c[keyPath: path]
-                rows.append([.int(row), .text("\(c.name): \(name)"), .number(p.p50), .number(p.p99), .int(c.kind == .resume ? 0 : 1),
-                             .text("\(ms(p.p50)) (p99 \(ms(p.p99))) ms")])
-                row += 1
-            }
-            row += 1  // a gap between measures
-        }
-        let low = rows.compactMap { if case .number(let x) = $0[2] { return x } else { return nil } }.min() ?? 0.01
-        let high = rows.compactMap { if case .number(let x) = $0[3] { return x } else { return nil } }.max() ?? 1
-        var p = Plot(name: "redis", title: "redis-server \(redisVersion.split(separator: " ").first ?? ""), \(mib(datasetBytes)) RDB: time until it serves its data again (p50, bar to p99)", width: 960, height: 120 + 22 * row)
-        p.data("t", columns: ["row", "label", "p50", "p99", "relaunch", "text"], rows: rows)
-        p.command("set logscale x 10")
-        p.command("set xrange [\(max(low / 3, 1e-3)):\(high * 25)]")
-        p.command("set yrange [-1:\(row)]")
-        p.command("set xlabel 'milliseconds (log scale)'")
-        p.command("set ytics scale 0 nomirror")
-        p.command("set xtics nomirror")
-        p.command("set grid noytics")
-        p.command("set lmargin 32")
-        p.command("set key inside top right horizontal")
-        p.command("plot $t using ($5 == 0 ? $3 : NaN):1:3:4 with xerrorbars pt 7 ps 0.9 lc rgb '#4a7bd0' title 'resume', \\\n     $t using ($5 > 0 ? $3 : NaN):1:3:4 with xerrorbars pt 7 ps 0.9 lc rgb '#d04a4a' title 'relaunch', \\\n     $t using 4:1:6:ytic(2) with labels left offset 0.8,0 font 'sans,9' notitle")
-        return [p]
+        return [Plot.latencies(
+            name: "redis", title: "redis-server \(redisVersion.split(separator: " ").first ?? ""), \(mib(datasetBytes)) RDB: time until it serves its data again (p50, bar to p99)",
+            measures: ["first reply", "sample", "every key"],
+            conditions: measured.map { Plot.Timed(name: $0.name, isResume: $0.kind == .resume, figures: [$0.readyMs, $0.sampleMs, $0.fullMs]) },
+            series: ("resume", "relaunch"))]
     }
 }
