@@ -25,6 +25,12 @@ let package = Package(
     targets: [
         // What the harnesses need from C that Swift cannot call (prctl is variadic).
         .target(name: "CBenchSupport"),
+        // libpq, PostgreSQL's client library, for pg-bench (pkg-config libpq; Debian's libpq-dev).
+        .systemLibrary(
+            name: "CLibpq",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
         .target(
             name: "BenchSupport",
             dependencies: [
@@ -117,6 +123,17 @@ let package = Package(
             name: "redis-bench",
             dependencies: [
                 "BenchSupport",
+                .product(name: "LinuxSystem", package: "MemoryPressure"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "pg-bench",
+            dependencies: [
+                "BenchSupport",
+                "CLibpq",
                 .product(name: "LinuxSystem", package: "MemoryPressure"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),
