@@ -38,6 +38,7 @@ let package = Package(
                 .product(name: "LinuxSystem", package: "MemoryPressure"),
                 .product(name: "MappedFiles", package: "MemoryPressure"),
                 .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),

@@ -24,11 +24,6 @@ struct Settings {
     var command: String
 }
 
-/// A row that was missing or wrong, or the aggregate over every row changed.
-struct DataLoss: Error, CustomStringConvertible {
-    var description: String
-}
-
 /// The full scan's answer: the number of rows, the sum of their ids, and the sum over every
 /// row of the first 60 bits of md5(id as 8 bytes ‖ payload).
 struct Aggregate: Codable, Sendable, Equatable {
@@ -37,7 +32,7 @@ struct Aggregate: Codable, Sendable, Equatable {
     var md5Sum: String
 }
 
-final class Bench {
+final class Bench: ProgramBench {
     let settings: Settings
     let dataset: Dataset
     /// The ids the point lookups read, in order.
@@ -48,7 +43,7 @@ final class Bench {
     /// Every postmaster started, for its shared memory segment if it is killed.
     private var started: [Postmaster] = []
     private var cgroup: HarnessCgroup?
-    private var swap: TemporarySwapFile?
+    private var runner: RoundRunner?
     private var reference: Aggregate?
     private var heapFiles: [String] = []
     /// Whether pg_buffercache counts shared buffers.
@@ -83,8 +78,7 @@ final class Bench {
         reapOrphans()
         cgroup?.remove()
         cgroup = nil
-        swap?.remove()
-        swap = nil
+        runner?.removeSwap()
         removeTree(cluster.directory)
     }
 
@@ -140,70 +134,25 @@ final class Bench {
         log(tool, "dataset: \(dataset.keys) rows, \(ByteFormat.human(dataset.valueBytes)) of payload; table \(ByteFormat.human(tableBytes)), index \(ByteFormat.human(indexBytes)) on disk; cgroup usage \(ByteFormat.human(try group.usageBytes()))")
 
         var conditions: [Condition] = []
-        var loss: String?
-        func guarded(_ body: () throws -> Void) throws {
-            guard loss == nil else { return }
-            do {
-                try body()
-            } catch let e as DataLoss {
-                loss = e.description
-                log(tool, "DATA LOST: \(e.description)")
-            }
-        }
+        let runner = RoundRunner(tool: tool, rounds: settings.rounds, progress: progress)
+        self.runner = runner
 
         // Resume, as it was.
         var plain = Condition(name: "resume", kind: .resume, description: "every postgres process frozen while idle (cgroup freezer), shared buffers holding the table and its index; thawed")
-        try guarded {
-            for round in 1...settings.rounds {
-                progress.doing("resume, round \(round) of \(settings.rounds)")
-                plain.rounds.append(try resumeRound(squeeze: false))
-                progress.step()
-            }
-        }
+        try runner.run(&plain, "resume") { try resumeRound(squeeze: false) }
         conditions.append(plain)
 
         // Resume after its pages went to swap.
         var swapped = Condition(name: "resume-after-swap", kind: .resume, description: "frozen; its memory cgroup squeezed until its pages (shared buffers included) went to swap (a temporary swap file); the limit lifted; thawed")
-        var swapUnavailable: String? = settings.swap ? nil : "--no-swap was given"
-        if swapUnavailable == nil {
-            let size = max(256 << 20, try group.usageBytes() * 3 / 2 + (64 << 20))
-            do {
-                swap = try TemporarySwapFile(path: "\(cluster.directory)/swapfile", bytes: size)
-            } catch {
-                swapUnavailable = "no swap possible: \(error)"
-            }
-        }
-        if let reason = swapUnavailable {
-            swapped.skipped = reason
-            log(tool, "resume after swap: skipped, \(reason)")
-            progress.step(settings.rounds)
-        } else {
-            log(tool, "swap: \(ByteFormat.human(swap!.bytes)) at \(swap!.path) (removed after this section)")
-            try guarded {
-                for round in 1...settings.rounds {
-                    progress.doing("resume after swap, round \(round) of \(settings.rounds)")
-                    swapped.rounds.append(try resumeRound(squeeze: true))
-                    progress.step()
-                }
-            }
-            swap?.remove()
-            swap = nil
+        try runner.runWithSwap(&swapped, "resume after swap", unavailable: settings.swap ? nil : "--no-swap was given", path: "\(cluster.directory)/swapfile", bytes: max(256 << 20, try group.usageBytes() * 3 / 2 + (64 << 20))) {
+            try resumeRound(squeeze: true)
         }
         conditions.append(swapped)
 
         // Restart, page cache warm and cold, interleaved (the order alternating).
         var warm = Condition(name: "restart-warm", kind: .relaunch, description: "a fast shutdown (SIGINT to the postmaster), then postgres started anew: shared buffers empty, the cluster's files in the page cache (read just before)")
         var cold = Condition(name: "restart-cold", kind: .relaunch, description: "as warm, but every file of the cluster dropped from the page cache first (fsync, then posix_fadvise DONTNEED, file by file; never the machine's caches)")
-        try guarded {
-            for round in 1...settings.rounds {
-                for isCold in (round % 2 == 1 ? [false, true] : [true, false]) {
-                    progress.doing("restart (\(isCold ? "cold" : "warm") page cache), round \(round) of \(settings.rounds)")
-                    let r = try restartRound(cold: isCold)
-                    if isCold { cold.rounds.append(r) } else { warm.rounds.append(r) }
-                    progress.step()
-                }
-            }
-        }
+        try runner.interleave(warm: &warm, cold: &cold, "restart") { try restartRound(cold: $0) }
         conditions += [warm, cold]
         if let p = postmaster {
             _ = try cluster.shutdownFast(p)
@@ -222,7 +171,7 @@ final class Bench {
             dataset: dataset, bufferedPagesAfterPrewarm: buffered, sharedBuffersBytes: UInt64(settings.sharedBuffersMB) << 20, lookups: sample.count,
             roundsPerCondition: settings.rounds, reference: reference!,
             resumeMs: resume, relaunchMs: relaunch, ratio: resume.ratio(to: relaunch),
-            dataIntact: loss == nil, dataLoss: loss, conditions: conditions, notes: notes,
+            dataIntact: runner.loss == nil, dataLoss: runner.loss, conditions: conditions, notes: notes,
             totalSeconds: monotonicSeconds() - startedAt)
     }
 
@@ -364,7 +313,7 @@ final class Bench {
         let members = try cgroup.members()
         r.processes = members.count
         r.usageBytesBefore = try cgroup.usageBytes()
-        if squeeze, let swap {
+        if squeeze, let swap = runner?.swap {
             let t = monotonicSeconds()
             r.limitBytes = try cgroup.squeeze(floor: 8 << 20)
             r.squeezeMs = (monotonicSeconds() - t) * 1000

@@ -23,20 +23,14 @@ struct PgBench: AsyncParsableCommand {
         commandName: "pg-bench",
         abstract: "PostgreSQL: resume after the cgroup freezer (and after swap) against a restart with empty shared buffers; writes Reports/postgres.{md,json,gp,svg}.")
 
-    @Option(help: "Where the report goes.") var output = "../Reports"
+    @OptionGroup var common: RoundsOptions
     @Option(help: "Directory for the cluster, its socket, logs and the swap file (on a disk: the cold page cache and swap need one).") var scratch = "/var/tmp"
-    @Option(help: "Rounds per condition (default 20; 5 with --quick).") var rounds: Int?
     @Option(name: .customLong("dataset-mb"), help: "MiB of payload to store (default 300, a table over 256 MiB; 32 with --quick).") var datasetMB: Int?
     @Option(help: "Point lookups by primary key after each resume or restart (default 1000; 200 with --quick).") var lookups: Int?
     @Option(name: .customLong("shared-buffers-mb"), help: "shared_buffers in MiB (default: room for the table and its index: 1.5 times the payload and 32 MiB, rounded up to 64 MiB, at least 128).") var sharedBuffersMB: Int?
-    @Option(help: "Seed of the dataset.") var seed: UInt64 = 20_110_606
     @Option(name: .customLong("pg-bin"), help: "The directory holding initdb and postgres.") var pgBin = "/usr/lib/postgresql/15/bin"
-    @Flag(help: "A smoke run: a small dataset, few rounds.") var quick = false
-    @Flag(name: .customLong("no-swap"), help: "Skip the resume after swap (it adds a swap file, which changes reclaim machine-wide while it is on).") var noSwap = false
-    @Flag(name: .customLong("render-only"), help: "Re-render the Markdown and the plot from the JSON in --output.") var renderOnly = false
 
     func validate() throws {
-        if let rounds, rounds < 1 { throw ValidationError("--rounds must be at least 1 (got \(rounds))") }
         if let datasetMB, datasetMB < 1 { throw ValidationError("--dataset-mb must be at least 1 (got \(datasetMB))") }
         if let datasetMB, datasetMB > 1 << 20 { throw ValidationError("--dataset-mb \(datasetMB) is more than this benchmark means to handle") }
         if let lookups, lookups < 1 { throw ValidationError("--lookups must be at least 1 (got \(lookups))") }
@@ -44,7 +38,8 @@ struct PgBench: AsyncParsableCommand {
     }
 
     func run() async throws {
-        if renderOnly {
+        let output = common.output
+        if common.renderOnly {
             let report = try readReport(PgReport.self, from: output, named: "postgres")
             try writeReport(report, to: output, named: "postgres", tool: "pg-bench")
             return
@@ -59,33 +54,24 @@ struct PgBench: AsyncParsableCommand {
         // reaps: nothing is left as a zombie of PID 1.
         try becomeChildSubreaper()
 
-        var arguments = CommandLine.arguments.dropFirst().map { $0.contains(" ") || $0.isEmpty ? "'\($0)'" : $0 }.joined(separator: " ")
-        if !arguments.isEmpty { arguments = " " + arguments }
+        let quick = common.quick
         let datasetBytes = UInt64(datasetMB ?? (quick ? 32 : 300)) << 20
         let wantedMB = Int(datasetBytes >> 20) * 3 / 2 + 32
-        let buffers = sharedBuffersMB ?? max(128, (wantedMB + 63) / 64 * 64)
         let settings = Settings(
-            rounds: rounds ?? (quick ? 5 : 20), datasetBytes: datasetBytes, lookups: lookups ?? (quick ? 200 : 1000), seed: seed,
-            sharedBuffersMB: buffers, binDirectory: pgBin, scratch: scratch, quick: quick, swap: !noSwap,
-            command: "cd Benchmarks && swift run -c release pg-bench\(arguments)")
+            rounds: common.roundsPerCondition, datasetBytes: datasetBytes, lookups: lookups ?? (quick ? 200 : 1000), seed: common.seed,
+            sharedBuffersMB: sharedBuffersMB ?? max(128, (wantedMB + 63) / 64 * 64), binDirectory: pgBin, scratch: scratch,
+            quick: quick, swap: !common.noSwap, command: regeneratingCommand("pg-bench"))
 
         // Ctrl-C, SIGTERM or SIGHUP cancels the measurement: every postgres process is killed
         // through its pidfd (found in the benchmark's cgroup, thawed) at once, the measurement
         // fails where it stands, and the cleanup reaps them, removes the shared memory segment,
         // the cgroups, the swap file and the scratch directory.
-        let killSwitch = KillSwitch()
-        let report: PgReport = try await interruptible({
-            let bench = try Bench(settings: settings, killSwitch: killSwitch)
-            defer { bench.cleanup() }
-            return try await withTaskCancellationHandler {
-                try bench.run()
-            } onCancel: {
-                killSwitch.pull()
-            }
-        }, interrupted: "interrupted: postgres was killed; its cgroups, shared memory, swap file and cluster were removed")
-        try writeReport(report, to: output, named: "postgres", tool: "pg-bench")
-        guard report.dataIntact else {
-            throw BenchError("DATA LOST: \(report.dataLoss ?? "see the report") (the report says where)")
+        try await runProgramBench(
+            tool: "pg-bench", output: output, named: "postgres",
+            interrupted: "interrupted: postgres was killed; its cgroups, shared memory, swap file and cluster were removed",
+            dataLost: { $0.dataIntact ? nil : $0.dataLoss ?? "see the report" }
+        ) { killSwitch in
+            try Bench(settings: settings, killSwitch: killSwitch)
         }
     }
 }

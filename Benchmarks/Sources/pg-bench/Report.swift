@@ -41,25 +41,12 @@ struct RoundResult: Codable, Sendable {
     var bufferedPagesAfter: UInt64?
 }
 
-struct Condition: Codable, Sendable {
-    enum Kind: String, Codable, Sendable { case resume, relaunch }
-    var name: String
-    var kind: Kind
-    var description: String
-    /// Why it was not measured (this machine lacks what it needs), or nil.
-    var skipped: String?
-    var rounds: [RoundResult] = []
+typealias Condition = BenchCondition<RoundResult>
 
-    init(name: String, kind: Kind, description: String) {
-        self.name = name
-        self.kind = kind
-        self.description = description
-    }
-
-    var readyMs: Percentiles { Percentiles(rounds.map(\.readyMs)) }
-    var lookupsMs: Percentiles { Percentiles(rounds.map(\.lookupsMs)) }
-    var fullMs: Percentiles { Percentiles(rounds.map(\.fullMs)) }
-    var measured: Bool { skipped == nil && !rounds.isEmpty }
+extension BenchCondition where Round == RoundResult {
+    var readyMs: Percentiles { percentiles(\.readyMs) }
+    var lookupsMs: Percentiles { percentiles(\.lookupsMs) }
+    var fullMs: Percentiles { percentiles(\.fullMs) }
 }
 
 struct PgReport: RenderedReport, Sendable {
@@ -133,51 +120,28 @@ struct PgReport: RenderedReport, Sendable {
         md += "p50 / p90 / p99 in milliseconds, from the thaw or from posix_spawn: until the first answer (a new connection over the UNIX socket and `SELECT 1`), until the \(lookups) lookups were answered and checked, and until the full scan (one aggregate over every byte of every row: `sum(('x' || substr(md5(int8send(id) || payload), 1, 15))::bit(60)::bigint)`, with count(*) and sum(id)) was answered and checked. "
         md += "Page faults and reads from storage are those of every postgres process in the cgroup at the end (the postmaster, its auxiliary processes, the measuring backend; /proc/PID/stat majflt and minflt, /proc/PID/io read_bytes) over the same span, medians.\n\n"
         md += "| condition | rounds | first answer | \(lookups) lookups | full scan | major faults | minor faults | read from storage |\n|---|---:|---:|---:|---:|---:|---:|---:|\n"
-        for c in conditions {
-            guard c.measured else {
-                md += "| \(c.name) | – | not measured: \(c.skipped ?? "no rounds") | | | | | |\n"
-                continue
-            }
-            md += "| \(c.name) | \(c.rounds.count) | \(triple(c.readyMs)) | \(triple(c.lookupsMs)) | \(triple(c.fullMs)) | \(ByteFormat.fixed(median(c.rounds.map { Double($0.majorFaults) }), 0)) | \(ByteFormat.fixed(median(c.rounds.map { Double($0.minorFaults) }), 0)) | \(mib(UInt64(median(c.rounds.map { Double($0.readBytes) })))) |\n"
+        md += conditions.conditionRows(columns: 8) { c in
+            [triple(c.readyMs), triple(c.lookupsMs), triple(c.fullMs), ByteFormat.fixed(median(c.rounds.map { Double($0.majorFaults) }), 0), ByteFormat.fixed(median(c.rounds.map { Double($0.minorFaults) }), 0), mib(UInt64(median(c.rounds.map { Double($0.readBytes) })))]
         }
-        md += "\n"
-        for c in conditions { md += "- **\(c.name)**: \(c.description).\n" }
         md += "\n![p50 with a bar to p99, every condition and measure](postgres.svg)\n\n"
 
-        let resumes = conditions.filter { $0.kind == .resume && $0.measured }
         let restarts = conditions.filter { $0.kind == .relaunch && $0.measured }
-        if !resumes.isEmpty && !restarts.isEmpty {
-            md += "## Ratios, resume / restart (p50)\n\n"
-            md += "| resume | restart | first answer | lookups | full scan |\n|---|---|---:|---:|---:|\n"
-            for a in resumes {
-                for b in restarts {
-                    func r(_ x: Percentiles, _ y: Percentiles) -> String { y.p50 > 0 ? ratioText(x.p50 / y.p50) : "–" }
-                    md += "| \(a.name) | \(b.name) | \(r(a.readyMs, b.readyMs)) | \(r(a.lookupsMs, b.lookupsMs)) | \(r(a.fullMs, b.fullMs)) |\n"
-                }
-            }
-            md += "\n"
-        }
+        md += conditions.ratiosSection(relaunch: "restart", measures: [("first answer", \.readyMs), ("lookups", \.lookupsMs), ("full scan", \.fullMs)])
 
         if let s = condition("resume-after-swap") {
-            md += "## After its pages went to swap\n\n"
-            if let reason = s.skipped {
-                md += "Not measured: \(reason).\n\n"
-            } else if !s.rounds.isEmpty {
-                let rs = s.rounds
+            md += s.swapSection { rs in
                 func med(_ f: (RoundResult) -> Double?) -> Double { median(rs.compactMap(f)) }
-                md += "While postgres was frozen (\(ByteFormat.fixed(med { $0.processes.map(Double.init) }, 0)) processes) its memory cgroup's limit was lowered in 16 steps from its usage towards 8 MiB, the kernel reclaiming at each (a step it answered EBUSY was tried again for up to 0.5 s): the page cache it had brought in was dropped and its memory, shared buffers included, went to the swap file. Then the limit was lifted and postgres thawed, faulting its pages back in from swap as it touched them. Medians over \(rs.count) rounds:\n\n"
+                var md = "While postgres was frozen (\(ByteFormat.fixed(med { $0.processes.map { Double($0) } }, 0)) processes) its memory cgroup's limit was lowered in 16 steps from its usage towards 8 MiB, the kernel reclaiming at each (a step it answered EBUSY was tried again for up to 0.5 s): the page cache it had brought in was dropped and its memory, shared buffers included, went to the swap file. Then the limit was lifted and postgres thawed, faulting its pages back in from swap as it touched them. Medians over \(rs.count) rounds:\n\n"
                 md += "| cgroup usage when frozen | limit reached | in the swap file | usage once squeezed | squeeze took | major faults until the lookups | major faults, full scan included | usage after |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n"
                 md += "| \(mib(UInt64(med { $0.usageBytesBefore.map { Double($0) } }))) | \(mib(UInt64(med { $0.limitBytes.map { Double($0) } }))) | \(mib(UInt64(med { $0.swappedBytes.map { Double($0) } }))) | \(mib(UInt64(med { $0.usageBytesStopped.map { Double($0) } }))) | \(ms(med { $0.squeezeMs })) ms | \(ByteFormat.fixed(med { Double($0.majorFaultsToLookups) }, 0)) | \(ByteFormat.fixed(med { Double($0.majorFaults) }, 0)) | \(mib(UInt64(med { $0.usageBytesAfter.map { Double($0) } }))) |\n\n"
+                return md
             }
         }
 
         if !restarts.isEmpty {
             md += "## Restart, shared buffers and the page cache\n\n"
             md += "The share of the table's file in the page cache when postgres was started (mincore), median (min–max): "
-            md += restarts.map { c in
-                let p = Percentiles(c.rounds.compactMap(\.tableResidentPercent))
-                return "\(c.name) \(ByteFormat.fixed(p.p50, 1))% (\(ByteFormat.fixed(p.min, 1))–\(ByteFormat.fixed(p.max, 1))%)"
-            }.joined(separator: "; ")
+            md += restarts.residency(\.tableResidentPercent)
             md += ". Of the time to the first answer, the postmaster took until postmaster.pid said `ready` (it accepts connections: what `pg_ctl -w` waits for, polled every 0.5 ms), p50 / p90 / p99 ms: "
             md += restarts.map { "\($0.name) \(triple(Percentiles($0.rounds.compactMap(\.acceptingMs))))" }.joined(separator: "; ")
             md += ". The fast shutdown before each restart (not counted) took "
@@ -186,7 +150,7 @@ struct PgReport: RenderedReport, Sendable {
             let pages = (tableBytes + indexBytes) / 8192
             let buffered = conditions.filter(\.measured).compactMap { c -> String? in
                 let b = c.rounds.compactMap(\.bufferedPagesAfter)
-                return b.isEmpty ? nil : "\(c.name) \(ByteFormat.fixed(median(b.map(Double.init)), 0))"
+                return b.isEmpty ? nil : "\(c.name) \(ByteFormat.fixed(median(b.map { Double($0) }), 0))"
             }
             if !buffered.isEmpty {
                 md += "Pages of the table and its index in shared buffers at the end of a round (pg_buffercache; \(pages) pages in all), medians: " + buffered.joined(separator: "; ") + ". "
@@ -204,13 +168,7 @@ struct PgReport: RenderedReport, Sendable {
         let checked = conditions.reduce(0) { $0 + $1.rounds.count }
         md += "After the load every one of the \(dataset.keys) rows was read back and compared byte for byte with its payload rebuilt from the seed, every id exactly once. "
         md += "After every one of the \(checked) resumes and restarts: each of the \(lookups) rows looked up compared byte for byte, and the full scan's count(*), sum(id) and md5 aggregate over every row equal to those after the load. "
-        md += dataIntact ? "**Intact every time.**\n\n" : "**DATA LOST: \(dataLoss ?? "")**; the run stopped there and failed.\n\n"
-
-        if !notes.isEmpty {
-            md += "## Notes\n\n"
-            for n in notes { md += "- \(n)\n" }
-            md += "\n"
-        }
+        md += verdictAndNotes(dataIntact: dataIntact, dataLoss: dataLoss, notes: notes)
         return md
     }
 

@@ -20,12 +20,7 @@ struct Settings {
     var command: String
 }
 
-/// A key that was missing or wrong, DBSIZE off, or the digest changed.
-struct DataLoss: Error, CustomStringConvertible {
-    var description: String
-}
-
-final class Bench {
+final class Bench: ProgramBench {
     let settings: Settings
     let dataset: Dataset
     let sample: [Int]
@@ -33,7 +28,7 @@ final class Bench {
     let killSwitch: KillSwitch
     private var server: RedisServer?
     private var cgroup: HarnessCgroup?
-    private var swap: TemporarySwapFile?
+    private var runner: RoundRunner?
     private var referenceDigest: String?
     private var digestNote: String?
     private var notes: [String] = []
@@ -63,8 +58,7 @@ final class Bench {
         }
         cgroup?.remove()
         cgroup = nil
-        swap?.remove()
-        swap = nil
+        runner?.removeSwap()
         removeTree(dir)
     }
 
@@ -121,53 +115,18 @@ final class Bench {
         log(tool, "dataset: \(dataset.keys) keys, \(ByteFormat.human(dataset.valueBytes)) of values, RDB file \(ByteFormat.human(rdbBytes)), redis RSS \(ByteFormat.human(residentAfterFill))")
 
         var conditions: [Condition] = []
-        var loss: String?
-        func guarded(_ body: () throws -> Void) throws {
-            guard loss == nil else { return }
-            do {
-                try body()
-            } catch let e as DataLoss {
-                loss = e.description
-                log(tool, "DATA LOST: \(e.description)")
-            }
-        }
+        let runner = RoundRunner(tool: tool, rounds: settings.rounds, progress: progress)
+        self.runner = runner
 
         // Resume, as it was.
         var plain = Condition(name: "resume", kind: .resume, description: "SIGSTOP, then SIGCONT: its pages stayed in memory")
-        try guarded {
-            for round in 1...settings.rounds {
-                progress.doing("resume, round \(round) of \(settings.rounds)")
-                plain.rounds.append(try resumeRound(first, connection, squeeze: false))
-                progress.step()
-            }
-        }
+        try runner.run(&plain, "resume") { try resumeRound(first, connection, squeeze: false) }
         conditions.append(plain)
 
         // Resume after its pages went to swap.
         var swapped = Condition(name: "resume-after-swap", kind: .resume, description: "SIGSTOP; its memory cgroup squeezed until its pages went to swap (a temporary swap file); the limit lifted; SIGCONT")
-        if swapUnavailable == nil {
-            let size = max(256 << 20, residentAfterFill * 3 / 2 + (64 << 20))
-            do {
-                swap = try TemporarySwapFile(path: "\(dir)/swapfile", bytes: size)
-            } catch {
-                swapUnavailable = "no swap possible: \(error)"
-            }
-        }
-        if let reason = swapUnavailable {
-            swapped.skipped = reason
-            log(tool, "resume after swap: skipped, \(reason)")
-            progress.step(settings.rounds)
-        } else {
-            log(tool, "swap: \(ByteFormat.human(swap!.bytes)) at \(swap!.path) (removed after this section)")
-            try guarded {
-                for round in 1...settings.rounds {
-                    progress.doing("resume after swap, round \(round) of \(settings.rounds)")
-                    swapped.rounds.append(try resumeRound(first, connection, squeeze: true))
-                    progress.step()
-                }
-            }
-            swap?.remove()
-            swap = nil
+        try runner.runWithSwap(&swapped, "resume after swap", unavailable: swapUnavailable, path: "\(dir)/swapfile", bytes: max(256 << 20, residentAfterFill * 3 / 2 + (64 << 20))) {
+            try resumeRound(first, connection, squeeze: true)
         }
         conditions.append(swapped)
         connection.close()
@@ -180,16 +139,7 @@ final class Bench {
         // Relaunch on the same RDB file, warm and cold, interleaved (the order alternating).
         var warm = Condition(name: "relaunch-warm", kind: .relaunch, description: "SIGKILL (pidfd); redis-server started anew on the RDB file, the file in the page cache (read just before)")
         var cold = Condition(name: "relaunch-cold", kind: .relaunch, description: "as warm, but the RDB file's pages dropped from the page cache first (posix_fadvise DONTNEED on that file alone)")
-        try guarded {
-            for round in 1...settings.rounds {
-                for isCold in (round % 2 == 1 ? [false, true] : [true, false]) {
-                    progress.doing("relaunch (\(isCold ? "cold" : "warm") page cache), round \(round) of \(settings.rounds)")
-                    let r = try relaunchRound(cold: isCold)
-                    if isCold { cold.rounds.append(r) } else { warm.rounds.append(r) }
-                    progress.step()
-                }
-            }
-        }
+        try runner.interleave(warm: &warm, cold: &cold, "relaunch") { try relaunchRound(cold: $0) }
         conditions += [warm, cold]
         if let bad = cold.rounds.first(where: { ($0.rdbResidentPercent ?? 0) > 10 }) {
             notes.append("the cold condition did not empty the page cache of the RDB file (\(ByteFormat.fixed(bad.rdbResidentPercent ?? 0, 1))% resident at exec): the file system at \(settings.scratch) may not drop its pages (tmpfs keeps them)")
@@ -206,7 +156,7 @@ final class Bench {
             usedMemoryBytes: usedMemory, residentBytesAfterFill: residentAfterFill, sampleKeys: sample.count,
             roundsPerCondition: settings.rounds, digest: referenceDigest,
             resumeMs: resume, relaunchMs: relaunch, ratio: resume.ratio(to: relaunch),
-            dataIntact: loss == nil, dataLoss: loss, conditions: conditions, notes: notes,
+            dataIntact: runner.loss == nil, dataLoss: runner.loss, conditions: conditions, notes: notes,
             totalSeconds: monotonicSeconds() - started)
     }
 

@@ -30,25 +30,12 @@ struct RoundResult: Codable, Sendable {
     var rdbResidentPercent: Double?
 }
 
-struct Condition: Codable, Sendable {
-    enum Kind: String, Codable, Sendable { case resume, relaunch }
-    var name: String
-    var kind: Kind
-    var description: String
-    /// Why it was not measured (this machine lacks what it needs), or nil.
-    var skipped: String?
-    var rounds: [RoundResult] = []
+typealias Condition = BenchCondition<RoundResult>
 
-    init(name: String, kind: Kind, description: String) {
-        self.name = name
-        self.kind = kind
-        self.description = description
-    }
-
-    var readyMs: Percentiles { Percentiles(rounds.map(\.readyMs)) }
-    var sampleMs: Percentiles { Percentiles(rounds.map(\.sampleMs)) }
-    var fullMs: Percentiles { Percentiles(rounds.map(\.fullMs)) }
-    var measured: Bool { skipped == nil && !rounds.isEmpty }
+extension BenchCondition where Round == RoundResult {
+    var readyMs: Percentiles { percentiles(\.readyMs) }
+    var sampleMs: Percentiles { percentiles(\.sampleMs) }
+    var fullMs: Percentiles { percentiles(\.fullMs) }
 }
 
 struct RedisReport: RenderedReport, Sendable {
@@ -108,51 +95,28 @@ struct RedisReport: RenderedReport, Sendable {
         md += "p50 / p90 / p99 in milliseconds, from SIGCONT or from posix_spawn: until the first reply (PONG; after a relaunch the first PONG that is not `-LOADING`), until the sample was read back and checked, and until every key had been read back (GET, pipelined 256 at a time) and checked. "
         md += "Page faults are redis-server's own (/proc/PID/stat majflt and minflt) over the same span, medians.\n\n"
         md += "| condition | rounds | first reply | sample of \(sampleKeys) keys | every key | major faults | minor faults |\n|---|---:|---:|---:|---:|---:|---:|\n"
-        for c in conditions {
-            guard c.measured else {
-                md += "| \(c.name) | not measured: \(c.skipped ?? "no round finished") | | | | | |\n"
-                continue
-            }
-            md += "| \(c.name) | \(c.rounds.count) | \(triple(c.readyMs)) | \(triple(c.sampleMs)) | \(triple(c.fullMs)) | \(ByteFormat.fixed(median(c.rounds.map { Double($0.majorFaults) }), 0)) | \(ByteFormat.fixed(median(c.rounds.map { Double($0.minorFaults) }), 0)) |\n"
+        md += conditions.conditionRows(columns: 7) { c in
+            [triple(c.readyMs), triple(c.sampleMs), triple(c.fullMs), ByteFormat.fixed(median(c.rounds.map { Double($0.majorFaults) }), 0), ByteFormat.fixed(median(c.rounds.map { Double($0.minorFaults) }), 0)]
         }
-        md += "\n"
-        for c in conditions { md += "- **\(c.name)**: \(c.description).\n" }
         md += "\n![p50 with a bar to p99, every condition and measure](redis.svg)\n\n"
 
-        let resumes = conditions.filter { $0.kind == .resume && $0.measured }
         let relaunches = conditions.filter { $0.kind == .relaunch && $0.measured }
-        if !resumes.isEmpty && !relaunches.isEmpty {
-            md += "## Ratios, resume / relaunch (p50)\n\n"
-            md += "| resume | relaunch | first reply | sample | every key |\n|---|---|---:|---:|---:|\n"
-            for a in resumes {
-                for b in relaunches {
-                    func r(_ x: Percentiles, _ y: Percentiles) -> String { y.p50 > 0 ? ratioText(x.p50 / y.p50) : "–" }
-                    md += "| \(a.name) | \(b.name) | \(r(a.readyMs, b.readyMs)) | \(r(a.sampleMs, b.sampleMs)) | \(r(a.fullMs, b.fullMs)) |\n"
-                }
-            }
-            md += "\n"
-        }
+        md += conditions.ratiosSection(relaunch: "relaunch", measures: [("first reply", \.readyMs), ("sample", \.sampleMs), ("every key", \.fullMs)])
 
         if let s = condition("resume-after-swap") {
-            md += "## After its pages went to swap\n\n"
-            if let reason = s.skipped {
-                md += "Not measured: \(reason).\n\n"
-            } else if !s.rounds.isEmpty {
-                let rs = s.rounds
+            md += s.swapSection { rs in
                 func med(_ f: (RoundResult) -> Double?) -> Double { median(rs.compactMap(f)) }
-                md += "While redis was stopped its memory cgroup's limit was lowered in 16 steps from its usage towards 8 MiB, the kernel reclaiming at each (a step it answered EBUSY was tried again for up to 0.5 s: the pages it chose may still be on their way to swap); then the limit was lifted and redis continued, faulting its pages back in from swap as it touched them. Medians over \(rs.count) rounds:\n\n"
+                var md = "While redis was stopped its memory cgroup's limit was lowered in 16 steps from its usage towards 8 MiB, the kernel reclaiming at each (a step it answered EBUSY was tried again for up to 0.5 s: the pages it chose may still be on their way to swap); then the limit was lifted and redis continued, faulting its pages back in from swap as it touched them. Medians over \(rs.count) rounds:\n\n"
                 md += "| resident when stopped | limit reached | in swap (VmSwap) | resident once squeezed | squeeze took | major faults until the sample | major faults, every key | resident after |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n"
                 md += "| \(mib(UInt64(med { $0.residentBytesBefore.map { Double($0) } }))) | \(mib(UInt64(med { $0.limitBytes.map { Double($0) } }))) | \(mib(UInt64(med { $0.swappedBytes.map { Double($0) } }))) | \(mib(UInt64(med { $0.residentBytesStopped.map { Double($0) } }))) | \(ms(med { $0.squeezeMs })) ms | \(ByteFormat.fixed(med { Double($0.majorFaultsToSample) }, 0)) | \(ByteFormat.fixed(med { Double($0.majorFaults) }, 0)) | \(mib(UInt64(med { $0.residentBytesAfter.map { Double($0) } }))) |\n\n"
+                return md
             }
         }
 
         if !relaunches.isEmpty {
             md += "## Relaunch and the page cache\n\n"
             md += "The share of the RDB file's pages in the page cache at exec (mincore), median (min–max): "
-            md += relaunches.map { c in
-                let p = Percentiles(c.rounds.compactMap(\.rdbResidentPercent))
-                return "\(c.name) \(ByteFormat.fixed(p.p50, 1))% (\(ByteFormat.fixed(p.min, 1))–\(ByteFormat.fixed(p.max, 1))%)"
-            }.joined(separator: "; ")
+            md += relaunches.residency(\.rdbResidentPercent)
             md += ". Of the time to the first reply, loading the RDB file itself took (redis's own log, \"DB loaded from disk\"), p50 / p90 / p99 ms: "
             md += relaunches.map { "\($0.name) \(triple(Percentiles($0.rounds.compactMap(\.loadMs))))" }.joined(separator: "; ")
             md += "; the rest is exec, redis's start-up and the benchmark's polling (a PING every 0.5 ms while it answers LOADING)"
@@ -163,13 +127,7 @@ struct RedisReport: RenderedReport, Sendable {
         let checked = conditions.reduce(0) { $0 + $1.rounds.count }
         md += "After the fill and after every one of the \(checked) resumes and relaunches: every one of the \(dataset.keys) keys read back and compared byte for byte with its value rebuilt from the seed, "
         md += "DBSIZE equal to \(dataset.keys) (so no key more), " + (digest == nil ? "" : "and DEBUG DIGEST equal to the digest after the fill. ")
-        md += dataIntact ? "**Intact every time.**\n\n" : "**DATA LOST: \(dataLoss ?? "")**; the run stopped there and failed.\n\n"
-
-        if !notes.isEmpty {
-            md += "## Notes\n\n"
-            for n in notes { md += "- \(n)\n" }
-            md += "\n"
-        }
+        md += verdictAndNotes(dataIntact: dataIntact, dataLoss: dataLoss, notes: notes)
         return md
     }
 
