@@ -118,7 +118,8 @@ struct PgReport: RenderedReport, Sendable {
 
         md += "## Every condition\n\n"
         md += "p50 / p90 / p99 in milliseconds, from the thaw or from posix_spawn: until the first answer (a new connection over the UNIX socket and `SELECT 1`), until the \(lookups) lookups were answered and checked, and until the full scan (one aggregate over every byte of every row: `sum(('x' || substr(md5(int8send(id) || payload), 1, 15))::bit(60)::bigint)`, with count(*) and sum(id)) was answered and checked. "
-        md += "Page faults and reads from storage are those of every postgres process in the cgroup at the end (the postmaster, its auxiliary processes, the measuring backend; /proc/PID/stat majflt and minflt, /proc/PID/io read_bytes) over the same span, medians.\n\n"
+        md += "Most of the full scan is md5 over every byte of the table, CPU work that is the same in every condition; what differs between them is where its pages come from: shared buffers (resume), swap, the page cache or the disk. "
+        md += "Page faults and reads from storage are those of every postgres process in the cgroup at the end (the postmaster, its auxiliary processes, the measuring backend; /proc/PID/stat majflt and minflt, /proc/PID/io read_bytes, which counts reads that missed the page cache and swap-ins) over the same span, medians.\n\n"
         md += "| condition | rounds | first answer | \(lookups) lookups | full scan | major faults | minor faults | read from storage |\n|---|---:|---:|---:|---:|---:|---:|---:|\n"
         md += conditions.conditionRows(columns: 8) { c in
             [triple(c.readyMs), triple(c.lookupsMs), triple(c.fullMs), ByteFormat.fixed(median(c.rounds.map { Double($0.majorFaults) }), 0), ByteFormat.fixed(median(c.rounds.map { Double($0.minorFaults) }), 0), mib(UInt64(median(c.rounds.map { Double($0.readBytes) })))]
