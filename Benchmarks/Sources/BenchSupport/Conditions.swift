@@ -181,6 +181,11 @@ public func runProgramBench<Bench: ProgramBench>(
 // MARK: The report's common sections
 
 extension Array {
+    /// The condition of that name.
+    public func named<Round>(_ name: String) -> BenchCondition<Round>? where Element == BenchCondition<Round> {
+        first { $0.name == name }
+    }
+
     /// The rows of the table of every condition (a condition not measured says why in its
     /// rounds column, the `columns` cells after it empty), a blank line, and each condition's
     /// description.
@@ -247,5 +252,13 @@ public func verdictAndNotes(dataIntact: Bool, dataLoss: String?, notes: [String]
         for n in notes { md += "- \(n)\n" }
         md += "\n"
     }
+    return md
+}
+
+/// The start of a report, under its title: the command that regenerates it, how long it took,
+/// `make reports` re-rendering it from `json`, and whether it was a quick run.
+public func regenerateLines(command: String, totalSeconds: Double, quick: Bool, json: String) -> String {
+    var md = "Regenerate: `\(command)` (measures; \(ByteFormat.fixed(totalSeconds / 60, 1)) minutes this time; `make bench` runs it with the other harnesses) or `make reports` (re-renders this page and the plot from \(json)).\n"
+    if quick { md += "**A quick run** (`--quick`: a small dataset and few rounds, a smoke test): not the figures to quote.\n" }
     return md
 }

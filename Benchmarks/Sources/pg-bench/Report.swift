@@ -82,12 +82,9 @@ struct PgReport: RenderedReport, Sendable {
     var notes: [String]
     var totalSeconds: Double
 
-    func condition(_ name: String) -> Condition? { conditions.first { $0.name == name } }
-
     func markdown() -> String {
         var md = "# PostgreSQL: resume after the freezer against a restart\n\n"
-        md += "Regenerate: `\(command)` (measures; \(ByteFormat.fixed(totalSeconds / 60, 1)) minutes this time; `make bench` runs it with the other harnesses) or `make reports` (re-renders this page and the plot from postgres.json).\n"
-        if quick { md += "**A quick run** (`--quick`: a small dataset and few rounds, a smoke test): not the figures to quote.\n" }
+        md += regenerateLines(command: command, totalSeconds: totalSeconds, quick: quick, json: "postgres.json")
         md += "\n" + machine.summary
         md += "PostgreSQL \(postgresVersion), Debian's package: a cluster of the benchmark's own (initdb in \(machine.scratch), \(machine.scratchFileSystem)), its postmaster a child of the benchmark running as the postgres user, in a memory cgroup and a freezer cgroup of the benchmark's own, listening on a UNIX socket only.\n\n"
 
@@ -129,7 +126,7 @@ struct PgReport: RenderedReport, Sendable {
         let restarts = conditions.filter { $0.kind == .relaunch && $0.measured }
         md += conditions.ratiosSection(relaunch: "restart", measures: [("first answer", \.readyMs), ("lookups", \.lookupsMs), ("full scan", \.fullMs)])
 
-        if let s = condition("resume-after-swap") {
+        if let s = conditions.named("resume-after-swap") {
             md += s.swapSection { rs in
                 func med(_ f: (RoundResult) -> Double?) -> Double { median(rs.compactMap(f)) }
                 var md = "While postgres was frozen (\(ByteFormat.fixed(med { $0.processes.map { Double($0) } }, 0)) processes) its memory cgroup's limit was lowered in 16 steps from its usage towards 8 MiB, the kernel reclaiming at each (a step it answered EBUSY was tried again for up to 0.5 s): the page cache it had brought in was dropped and its memory, shared buffers included, went to the swap file. Then the limit was lifted and postgres thawed, faulting its pages back in from swap as it touched them. Medians over \(rs.count) rounds:\n\n"

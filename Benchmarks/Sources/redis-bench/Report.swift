@@ -67,12 +67,9 @@ struct RedisReport: RenderedReport, Sendable {
     var notes: [String]
     var totalSeconds: Double
 
-    func condition(_ name: String) -> Condition? { conditions.first { $0.name == name } }
-
     func markdown() -> String {
         var md = "# redis-server: resume after SIGSTOP against relaunch from its RDB file\n\n"
-        md += "Regenerate: `\(command)` (measures; \(ByteFormat.fixed(totalSeconds / 60, 1)) minutes this time; `make bench` runs it with the other harnesses) or `make reports` (re-renders this page and the plot from redis.json).\n"
-        if quick { md += "**A quick run** (`--quick`: a small dataset and few rounds, a smoke test): not the figures to quote.\n" }
+        md += regenerateLines(command: command, totalSeconds: totalSeconds, quick: quick, json: "redis.json")
         md += "\n" + machine.summary
         md += "redis-server \(redisVersion), Debian's package, a child of the benchmark listening on a UNIX socket only; its files in \(machine.scratch) (\(machine.scratchFileSystem)).\n\n"
 
@@ -103,7 +100,7 @@ struct RedisReport: RenderedReport, Sendable {
         let relaunches = conditions.filter { $0.kind == .relaunch && $0.measured }
         md += conditions.ratiosSection(relaunch: "relaunch", measures: [("first reply", \.readyMs), ("sample", \.sampleMs), ("every key", \.fullMs)])
 
-        if let s = condition("resume-after-swap") {
+        if let s = conditions.named("resume-after-swap") {
             md += s.swapSection { rs in
                 func med(_ f: (RoundResult) -> Double?) -> Double { median(rs.compactMap(f)) }
                 var md = "While redis was stopped its memory cgroup's limit was lowered in 16 steps from its usage towards 8 MiB, the kernel reclaiming at each (a step it answered EBUSY was tried again for up to 0.5 s: the pages it chose may still be on their way to swap); then the limit was lifted and redis continued, faulting its pages back in from swap as it touched them. Medians over \(rs.count) rounds:\n\n"
