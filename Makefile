@@ -9,9 +9,11 @@ SWIFT ?= swift
 APT_PACKAGES := libjemalloc-dev libunwind-dev pkg-config util-linux
 # The benchmarks also compare against smem and pmap (procps), and jetsam against earlyoom and
 # nohang (which the benchmark starts itself, each inside a PID namespace of its own); redis-bench
-# measures redis-server (which it starts itself, as its own child); their plots are drawn by
-# gnuplot.
-BENCH_APT_PACKAGES := smem procps earlyoom nohang util-linux gnuplot-nox redis-server
+# measures redis-server (which it starts itself, as its own child); pg-bench measures PostgreSQL
+# (a cluster of its own, initdb'd in a scratch directory, its postmaster the benchmark's child,
+# pg_prewarm and pg_buffercache from postgresql-contrib) through libpq (libpq-dev); their plots
+# are drawn by gnuplot.
+BENCH_APT_PACKAGES := smem procps earlyoom nohang util-linux gnuplot-nox redis-server postgresql postgresql-contrib libpq-dev
 
 export PATH := /opt/swift/usr/bin:$(PATH)
 
@@ -34,10 +36,12 @@ endef
 deps:
 	$(call install_missing,$(APT_PACKAGES))
 
-# earlyoom and nohang are daemons that kill processes machine-wide, and redis-server's package
-# would start a redis service of its own: their packages must not start them. A policy-rc.d that
-# refuses every start is put in place for the install when there is none, and removed again
-# however the install ends.
+# earlyoom and nohang are daemons that kill processes machine-wide, and redis-server's and
+# postgresql's packages would start a redis service and the cluster `main` they create: their
+# packages must not start them. A policy-rc.d that refuses every start is put in place for the
+# install when there is none, and removed again however the install ends (postgresql's `main`
+# cluster is then created but stays down; pg-bench never uses it: its cluster, socket directory
+# and data directory are its own).
 bench-deps: deps
 	@made=; trap '[ -z "$$made" ] || rm -f /usr/sbin/policy-rc.d' EXIT; \
 	if [ ! -e /usr/sbin/policy-rc.d ] && [ "$$(id -u)" = 0 ]; then \
@@ -67,6 +71,7 @@ bench: bench-deps
 	cd Benchmarks && $(SWIFT) run -c release mappedfiles-bench --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release jetsam-bench --build ../.build/release --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release redis-bench --output ../Reports
+	cd Benchmarks && $(SWIFT) run -c release pg-bench --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release resume-bench --build ../.build/release --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release switching-bench --build ../.build/release --output ../Reports
 
@@ -75,10 +80,11 @@ bench: bench-deps
 # Reports/ keeps the full runs.
 bench-quick: bench-deps
 	$(SWIFT) build -c release
-	cd Benchmarks && $(SWIFT) build -c release --product resume-bench && $(SWIFT) build -c release --product redis-bench && $(SWIFT) build -c release --product switching-bench
+	cd Benchmarks && $(SWIFT) build -c release --product resume-bench && $(SWIFT) build -c release --product redis-bench && $(SWIFT) build -c release --product pg-bench && $(SWIFT) build -c release --product switching-bench
 	@out=$$(mktemp -d /tmp/mempressure-bench-quick.XXXXXX); trap 'rm -rf "$$out"' EXIT; \
 	cd Benchmarks && .build/release/resume-bench --quick --build ../.build/release --output "$$out" && \
 	.build/release/redis-bench --quick --output "$$out" && \
+	.build/release/pg-bench --quick --output "$$out" && \
 	.build/release/switching-bench --quick --build ../.build/release --output "$$out"
 
 # The micro-benchmarks (package-benchmark, in Benchmarks/Benchmarks/): wall clock, throughput and
@@ -99,6 +105,7 @@ reports: bench-deps
 	cd Benchmarks && $(SWIFT) run -c release mappedfiles-bench --render-only --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release jetsam-bench --render-only --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release redis-bench --render-only --output ../Reports
+	cd Benchmarks && $(SWIFT) run -c release pg-bench --render-only --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release resume-bench --render-only --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release switching-bench --render-only --output ../Reports
 

@@ -23,11 +23,22 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
+        // What the harnesses need from C that Swift cannot call (prctl is variadic).
+        .target(name: "CBenchSupport"),
+        // libpq, PostgreSQL's client library, for pg-bench (pkg-config libpq; Debian's libpq-dev).
+        .systemLibrary(
+            name: "CLibpq",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
         .target(
             name: "BenchSupport",
             dependencies: [
+                "CBenchSupport",
                 .product(name: "LinuxSystem", package: "MemoryPressure"),
+                .product(name: "MappedFiles", package: "MemoryPressure"),
                 .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
@@ -114,7 +125,17 @@ let package = Package(
             dependencies: [
                 "BenchSupport",
                 .product(name: "LinuxSystem", package: "MemoryPressure"),
-                .product(name: "MappedFiles", package: "MemoryPressure"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "pg-bench",
+            dependencies: [
+                "BenchSupport",
+                "CLibpq",
+                .product(name: "LinuxSystem", package: "MemoryPressure"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],

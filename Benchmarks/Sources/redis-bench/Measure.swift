@@ -6,7 +6,6 @@
 import BenchSupport
 import Glibc
 import LinuxSystem
-import MappedFiles
 import SystemPackage
 
 struct Settings {
@@ -21,20 +20,15 @@ struct Settings {
     var command: String
 }
 
-/// A key that was missing or wrong, DBSIZE off, or the digest changed.
-struct DataLoss: Error, CustomStringConvertible {
-    var description: String
-}
-
-final class Bench {
+final class Bench: ProgramBench {
     let settings: Settings
     let dataset: Dataset
     let sample: [Int]
     let dir: String
     let killSwitch: KillSwitch
     private var server: RedisServer?
-    private var cgroup: RedisCgroup?
-    private var swap: TemporarySwapFile?
+    private var cgroup: HarnessCgroup?
+    private var runner: RoundRunner?
     private var referenceDigest: String?
     private var digestNote: String?
     private var notes: [String] = []
@@ -64,8 +58,7 @@ final class Bench {
         }
         cgroup?.remove()
         cgroup = nil
-        swap?.remove()
-        swap = nil
+        runner?.removeSwap()
         removeTree(dir)
     }
 
@@ -77,10 +70,10 @@ final class Bench {
         let progress = Progress(tool, total: 1 + 4 * settings.rounds)
 
         // Launch (in a memory cgroup of its own when the machine has one) and fill.
-        var swapUnavailable: String? = settings.swap ? RedisCgroup.unavailableReason() : "--no-swap was given"
+        var swapUnavailable: String? = settings.swap ? HarnessCgroup.unavailableReason() : "--no-swap was given"
         if swapUnavailable == nil {
             do {
-                cgroup = try RedisCgroup(name: "mempressure-redis-bench-\(getpid())")
+                cgroup = try HarnessCgroup(name: "mempressure-redis-bench-\(getpid())", owner: "redis", tool: tool)
             } catch {
                 swapUnavailable = "no memory cgroup: \(error)"
             }
@@ -122,53 +115,18 @@ final class Bench {
         log(tool, "dataset: \(dataset.keys) keys, \(ByteFormat.human(dataset.valueBytes)) of values, RDB file \(ByteFormat.human(rdbBytes)), redis RSS \(ByteFormat.human(residentAfterFill))")
 
         var conditions: [Condition] = []
-        var loss: String?
-        func guarded(_ body: () throws -> Void) throws {
-            guard loss == nil else { return }
-            do {
-                try body()
-            } catch let e as DataLoss {
-                loss = e.description
-                log(tool, "DATA LOST: \(e.description)")
-            }
-        }
+        let runner = RoundRunner(tool: tool, rounds: settings.rounds, progress: progress)
+        self.runner = runner
 
         // Resume, as it was.
         var plain = Condition(name: "resume", kind: .resume, description: "SIGSTOP, then SIGCONT: its pages stayed in memory")
-        try guarded {
-            for round in 1...settings.rounds {
-                progress.doing("resume, round \(round) of \(settings.rounds)")
-                plain.rounds.append(try resumeRound(first, connection, squeeze: false))
-                progress.step()
-            }
-        }
+        try runner.run(&plain, "resume") { try resumeRound(first, connection, squeeze: false) }
         conditions.append(plain)
 
         // Resume after its pages went to swap.
         var swapped = Condition(name: "resume-after-swap", kind: .resume, description: "SIGSTOP; its memory cgroup squeezed until its pages went to swap (a temporary swap file); the limit lifted; SIGCONT")
-        if swapUnavailable == nil {
-            let size = max(256 << 20, residentAfterFill * 3 / 2 + (64 << 20))
-            do {
-                swap = try TemporarySwapFile(path: "\(dir)/swapfile", bytes: size)
-            } catch {
-                swapUnavailable = "no swap possible: \(error)"
-            }
-        }
-        if let reason = swapUnavailable {
-            swapped.skipped = reason
-            log(tool, "resume after swap: skipped, \(reason)")
-            progress.step(settings.rounds)
-        } else {
-            log(tool, "swap: \(ByteFormat.human(swap!.bytes)) at \(swap!.path) (removed after this section)")
-            try guarded {
-                for round in 1...settings.rounds {
-                    progress.doing("resume after swap, round \(round) of \(settings.rounds)")
-                    swapped.rounds.append(try resumeRound(first, connection, squeeze: true))
-                    progress.step()
-                }
-            }
-            swap?.remove()
-            swap = nil
+        try runner.runWithSwap(&swapped, "resume after swap", unavailable: swapUnavailable, path: "\(dir)/swapfile", bytes: max(256 << 20, residentAfterFill * 3 / 2 + (64 << 20))) {
+            try resumeRound(first, connection, squeeze: true)
         }
         conditions.append(swapped)
         connection.close()
@@ -181,16 +139,7 @@ final class Bench {
         // Relaunch on the same RDB file, warm and cold, interleaved (the order alternating).
         var warm = Condition(name: "relaunch-warm", kind: .relaunch, description: "SIGKILL (pidfd); redis-server started anew on the RDB file, the file in the page cache (read just before)")
         var cold = Condition(name: "relaunch-cold", kind: .relaunch, description: "as warm, but the RDB file's pages dropped from the page cache first (posix_fadvise DONTNEED on that file alone)")
-        try guarded {
-            for round in 1...settings.rounds {
-                for isCold in (round % 2 == 1 ? [false, true] : [true, false]) {
-                    progress.doing("relaunch (\(isCold ? "cold" : "warm") page cache), round \(round) of \(settings.rounds)")
-                    let r = try relaunchRound(cold: isCold)
-                    if isCold { cold.rounds.append(r) } else { warm.rounds.append(r) }
-                    progress.step()
-                }
-            }
-        }
+        try runner.interleave(warm: &warm, cold: &cold, "relaunch") { try relaunchRound(cold: $0) }
         conditions += [warm, cold]
         if let bad = cold.rounds.first(where: { ($0.rdbResidentPercent ?? 0) > 10 }) {
             notes.append("the cold condition did not empty the page cache of the RDB file (\(ByteFormat.fixed(bad.rdbResidentPercent ?? 0, 1))% resident at exec): the file system at \(settings.scratch) may not drop its pages (tmpfs keeps them)")
@@ -207,7 +156,7 @@ final class Bench {
             usedMemoryBytes: usedMemory, residentBytesAfterFill: residentAfterFill, sampleKeys: sample.count,
             roundsPerCondition: settings.rounds, digest: referenceDigest,
             resumeMs: resume, relaunchMs: relaunch, ratio: resume.ratio(to: relaunch),
-            dataIntact: loss == nil, dataLoss: loss, conditions: conditions, notes: notes,
+            dataIntact: runner.loss == nil, dataLoss: runner.loss, conditions: conditions, notes: notes,
             totalSeconds: monotonicSeconds() - started)
     }
 
@@ -423,35 +372,6 @@ final class Bench {
         r.minorFaults = end.minorFaults &- minorBefore
         r.residentBytesAfter = try s.status().residentBytes
         try checkCounts(c, during: during)
-    }
-
-    // MARK: Files
-
-    func fileSize(_ path: String) throws -> UInt64 {
-        var st = Glibc.stat()
-        guard lstat(path, &st) == 0 else { throw SystemCallError("stat", errno: Errno(rawValue: errno), subject: path) }
-        return UInt64(st.st_size)
-    }
-
-    /// Reads the whole file, so its pages are in the page cache.
-    func readWhole(_ path: String) throws {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw SystemCallError("open", errno: Errno(rawValue: errno), subject: path) }
-        defer { close(fd) }
-        var chunk = [UInt8](repeating: 0, count: 1 << 20)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { raw in retryOnInterrupt { read(fd, raw.baseAddress!, raw.count) } }
-            guard n >= 0 else { throw SystemCallError("read", errno: Errno(rawValue: errno), subject: path) }
-            if n == 0 { return }
-        }
-    }
-
-    /// The share of the file's pages in the page cache (mincore on a mapping of it, which
-    /// faults nothing in; unmapped at once).
-    func residentPercent(_ path: String) throws -> Double {
-        let file = try MappedFile(path: path)
-        let (resident, total) = try file.residency()
-        return total > 0 ? Double(resident) * 100 / Double(total) : 0
     }
 }
 

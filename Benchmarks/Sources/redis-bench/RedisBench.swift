@@ -19,26 +19,21 @@ struct RedisBench: AsyncParsableCommand {
         commandName: "redis-bench",
         abstract: "redis-server: resume after SIGSTOP (and after swap) against relaunch from its RDB file; writes Reports/redis.{md,json,gp,svg}.")
 
-    @Option(help: "Where the report goes.") var output = "../Reports"
+    @OptionGroup var common: RoundsOptions
     @Option(help: "Directory for the RDB file, socket, log and swap file (on a disk: the cold page cache and swap need one).") var scratch = "/var/tmp"
-    @Option(help: "Rounds per condition (default 20; 5 with --quick).") var rounds: Int?
     @Option(name: .customLong("dataset-mb"), help: "MiB of values to store (default 300, an RDB file over 256 MiB; 32 with --quick).") var datasetMB: Int?
     @Option(name: .customLong("sample-keys"), help: "Keys read back one at a time after each resume or relaunch (default 1000; 200 with --quick).") var sampleKeys: Int?
-    @Option(help: "Seed of the dataset.") var seed: UInt64 = 20_110_606
     @Option(name: .customLong("redis-server"), help: "The redis-server to run.") var redisServer = "/usr/bin/redis-server"
-    @Flag(help: "A smoke run: a small dataset, few rounds.") var quick = false
-    @Flag(name: .customLong("no-swap"), help: "Skip the resume after swap (it adds a swap file, which changes reclaim machine-wide while it is on).") var noSwap = false
-    @Flag(name: .customLong("render-only"), help: "Re-render the Markdown and the plot from the JSON in --output.") var renderOnly = false
 
     func validate() throws {
-        if let rounds, rounds < 1 { throw ValidationError("--rounds must be at least 1 (got \(rounds))") }
         if let datasetMB, datasetMB < 1 { throw ValidationError("--dataset-mb must be at least 1 (got \(datasetMB))") }
         if let datasetMB, datasetMB > 1 << 20 { throw ValidationError("--dataset-mb \(datasetMB) is more than this benchmark means to handle") }
         if let sampleKeys, sampleKeys < 1 { throw ValidationError("--sample-keys must be at least 1 (got \(sampleKeys))") }
     }
 
     func run() async throws {
-        if renderOnly {
+        let output = common.output
+        if common.renderOnly {
             let report = try readReport(RedisReport.self, from: output, named: "redis")
             try writeReport(report, to: output, named: "redis", tool: "redis-bench")
             return
@@ -49,30 +44,21 @@ struct RedisBench: AsyncParsableCommand {
         guard ProcFS.isDirectory(scratch) else { throw BenchError("--scratch \(scratch) is not a directory") }
         guard ProcFS.isDirectory(output) else { throw BenchError("--output \(output) is not a directory") }
 
-        var arguments = CommandLine.arguments.dropFirst().map { $0.contains(" ") || $0.isEmpty ? "'\($0)'" : $0 }.joined(separator: " ")
-        if !arguments.isEmpty { arguments = " " + arguments }
+        let quick = common.quick
         let settings = Settings(
-            rounds: rounds ?? (quick ? 5 : 20), datasetBytes: UInt64(datasetMB ?? (quick ? 32 : 300)) << 20,
-            sampleKeys: sampleKeys ?? (quick ? 200 : 1000), seed: seed, redisServer: redisServer, scratch: scratch,
-            quick: quick, swap: !noSwap,
-            command: "cd Benchmarks && swift run -c release redis-bench\(arguments)")
+            rounds: common.roundsPerCondition, datasetBytes: UInt64(datasetMB ?? (quick ? 32 : 300)) << 20,
+            sampleKeys: sampleKeys ?? (quick ? 200 : 1000), seed: common.seed, redisServer: redisServer, scratch: scratch,
+            quick: quick, swap: !common.noSwap, command: regeneratingCommand("redis-bench"))
 
         // Ctrl-C (or SIGTERM) cancels the measurement: redis-server is killed through its pidfd
         // at once, the measurement fails where it stands, and the cleanup reaps redis, removes
         // the cgroup, turns the swap file off and deletes it and the scratch directory.
-        let killSwitch = KillSwitch()
-        let report: RedisReport = try await interruptible({
-            let bench = try Bench(settings: settings, killSwitch: killSwitch)
-            defer { bench.cleanup() }
-            return try await withTaskCancellationHandler {
-                try bench.run()
-            } onCancel: {
-                killSwitch.pull()
-            }
-        }, interrupted: "interrupted: redis-server was killed; its cgroup, swap file and files were removed")
-        try writeReport(report, to: output, named: "redis", tool: "redis-bench")
-        guard report.dataIntact else {
-            throw BenchError("DATA LOST: \(report.dataLoss ?? "see the report") (the report says where)")
+        try await runProgramBench(
+            tool: "redis-bench", output: output, named: "redis",
+            interrupted: "interrupted: redis-server was killed; its cgroup, swap file and files were removed",
+            dataLost: { $0.dataIntact ? nil : $0.dataLoss ?? "see the report" }
+        ) { killSwitch in
+            try Bench(settings: settings, killSwitch: killSwitch)
         }
     }
 }

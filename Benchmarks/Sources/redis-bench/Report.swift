@@ -30,101 +30,12 @@ struct RoundResult: Codable, Sendable {
     var rdbResidentPercent: Double?
 }
 
-struct Condition: Codable, Sendable {
-    enum Kind: String, Codable, Sendable { case resume, relaunch }
-    var name: String
-    var kind: Kind
-    var description: String
-    /// Why it was not measured (this machine lacks what it needs), or nil.
-    var skipped: String?
-    var rounds: [RoundResult] = []
+typealias Condition = BenchCondition<RoundResult>
 
-    init(name: String, kind: Kind, description: String) {
-        self.name = name
-        self.kind = kind
-        self.description = description
-    }
-
-    var readyMs: Percentiles { Percentiles(rounds.map(\.readyMs)) }
-    var sampleMs: Percentiles { Percentiles(rounds.map(\.sampleMs)) }
-    var fullMs: Percentiles { Percentiles(rounds.map(\.fullMs)) }
-    var measured: Bool { skipped == nil && !rounds.isEmpty }
-}
-
-struct Machine: Codable, Sendable {
-    var kernel: String
-    var cpus: Int
-    var cpuModel: String
-    var memoryBytes: UInt64
-    var swapBytesBefore: UInt64
-    var scratch: String
-    var scratchFileSystem: String
-    /// vm.page-cluster: swap readahead is 2^N pages.
-    var pageCluster: String
-    var transparentHugepages: String
-    /// /proc/loadavg's 1, 5 and 15 minute figures when the run began and when it ended: other
-    /// work on the machine shares its CPUs.
-    var loadAverageAtStart: String
-    var loadAverageAtEnd: String?
-
-    static func loadAverage() -> String {
-        do {
-            return String(decoding: try ProcFS.readBytes("/proc/loadavg"), as: UTF8.self).split(separator: " ").prefix(3).joined(separator: " ")
-        } catch {
-            return "unknown (\(error))"
-        }
-    }
-
-    static func current(scratch: String) -> Machine {
-        func text(_ path: String) -> String {
-            do {
-                return String(decoding: try ProcFS.readBytes(path), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            } catch {
-                return "unknown (\(error))"
-            }
-        }
-        let cpuinfo = text("/proc/cpuinfo")
-        let model = cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }
-            .flatMap { $0.split(separator: ":", maxSplits: 1).last }.map { $0.trimmingCharacters(in: .whitespaces) } ?? "unknown"
-        var memory = MemInfo()
-        do {
-            memory = try ProcFS.readBytes("/proc/meminfo").withUnsafeBytes { MemInfo.parse($0) }
-        } catch {
-            // Left unknown (0) in the report.
-        }
-        let fileSystem = fileSystemType(of: scratch)
-        let thp = text("/sys/kernel/mm/transparent_hugepage/enabled")
-        return Machine(
-            kernel: kernelRelease(), cpus: onlineCPUs, cpuModel: model, memoryBytes: memory.totalBytes ?? 0,
-            swapBytesBefore: memory.swapTotalBytes ?? 0, scratch: scratch, scratchFileSystem: fileSystem,
-            pageCluster: text("/proc/sys/vm/page-cluster"),
-            transparentHugepages: thp.split(separator: " ").first { $0.hasPrefix("[") }.map { String($0.dropFirst().dropLast()) } ?? thp,
-            loadAverageAtStart: loadAverage())
-    }
-}
-
-/// The type of the file system holding `path` (the mount in /proc/self/mountinfo with the
-/// longest mount point that contains the path).
-func fileSystemType(of path: String) -> String {
-    guard let resolved = realpath(path, nil) else { return "unknown (realpath: \(String(cString: strerror(errno))))" }
-    let full = String(cString: resolved)
-    free(resolved)
-    let mountinfo: String
-    do {
-        mountinfo = String(decoding: try ProcFS.readBytes("/proc/self/mountinfo"), as: UTF8.self)
-    } catch {
-        return "unknown (\(error))"
-    }
-    var best: (point: String, type: String)?
-    for line in mountinfo.split(separator: "\n") {
-        // ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - TYPE SOURCE SUPEROPTIONS
-        let fields = line.split(separator: " ")
-        guard fields.count > 6, let dash = fields.firstIndex(of: "-"), dash + 1 < fields.count else { continue }
-        let point = String(fields[4])
-        let inside = point == "/" || full == point || full.hasPrefix(point + "/")
-        if inside && point.count >= (best?.point.count ?? -1) { best = (point, String(fields[dash + 1])) }
-    }
-    return best?.type ?? "unknown"
+extension BenchCondition where Round == RoundResult {
+    var readyMs: Percentiles { percentiles(\.readyMs) }
+    var sampleMs: Percentiles { percentiles(\.sampleMs) }
+    var fullMs: Percentiles { percentiles(\.fullMs) }
 }
 
 struct RedisReport: RenderedReport, Sendable {
@@ -156,21 +67,10 @@ struct RedisReport: RenderedReport, Sendable {
     var notes: [String]
     var totalSeconds: Double
 
-    func ms(_ x: Double) -> String { ByteFormat.fixed(x, x < 1 ? 3 : x < 100 ? 2 : 1) }
-    func mib(_ b: UInt64) -> String { ByteFormat.fixed(Double(b) / 1048576, 1) + " MiB" }
-    func triple(_ p: Percentiles) -> String { "\(ms(p.p50)) / \(ms(p.p90)) / \(ms(p.p99))" }
-    func ratioText(_ x: Double) -> String { x < 0.01 ? String(format: "%.2e", x) : ByteFormat.fixed(x, x < 1 ? 3 : 2) }
-    func median(_ xs: [Double]) -> Double { Percentiles(xs).p50 }
-    func condition(_ name: String) -> Condition? { conditions.first { $0.name == name } }
-
     func markdown() -> String {
         var md = "# redis-server: resume after SIGSTOP against relaunch from its RDB file\n\n"
-        md += "Regenerate: `\(command)` (measures; \(ByteFormat.fixed(totalSeconds / 60, 1)) minutes this time; `make bench` runs it with the other harnesses) or `make reports` (re-renders this page and the plot from redis.json).\n"
-        if quick { md += "**A quick run** (`--quick`: a small dataset and few rounds, a smoke test): not the figures to quote.\n" }
-        md += "\nMachine: Linux \(machine.kernel), \(machine.cpus) CPUs (\(machine.cpuModel)), \(mib(machine.memoryBytes)) RAM, "
-        md += machine.swapBytesBefore == 0 ? "no swap of its own" : "\(mib(machine.swapBytesBefore)) of swap before the run"
-        md += "; transparent huge pages \(machine.transparentHugepages), vm.page-cluster \(machine.pageCluster) (swap readahead of \(Int(pow(2, Double(Int(machine.pageCluster) ?? 0)))) pages). "
-        md += "Load average (1, 5, 15 min) \(machine.loadAverageAtStart) when the run began" + (machine.loadAverageAtEnd.map { ", \($0) when it ended" } ?? "") + ": other work shares the CPUs, and the p90 and p99 carry it. "
+        md += regenerateLines(command: command, totalSeconds: totalSeconds, quick: quick, json: "redis.json")
+        md += "\n" + machine.summary
         md += "redis-server \(redisVersion), Debian's package, a child of the benchmark listening on a UNIX socket only; its files in \(machine.scratch) (\(machine.scratchFileSystem)).\n\n"
 
         md += "## The dataset\n\n"
@@ -192,51 +92,28 @@ struct RedisReport: RenderedReport, Sendable {
         md += "p50 / p90 / p99 in milliseconds, from SIGCONT or from posix_spawn: until the first reply (PONG; after a relaunch the first PONG that is not `-LOADING`), until the sample was read back and checked, and until every key had been read back (GET, pipelined 256 at a time) and checked. "
         md += "Page faults are redis-server's own (/proc/PID/stat majflt and minflt) over the same span, medians.\n\n"
         md += "| condition | rounds | first reply | sample of \(sampleKeys) keys | every key | major faults | minor faults |\n|---|---:|---:|---:|---:|---:|---:|\n"
-        for c in conditions {
-            guard c.measured else {
-                md += "| \(c.name) | not measured: \(c.skipped ?? "no round finished") | | | | | |\n"
-                continue
-            }
-            md += "| \(c.name) | \(c.rounds.count) | \(triple(c.readyMs)) | \(triple(c.sampleMs)) | \(triple(c.fullMs)) | \(ByteFormat.fixed(median(c.rounds.map { Double($0.majorFaults) }), 0)) | \(ByteFormat.fixed(median(c.rounds.map { Double($0.minorFaults) }), 0)) |\n"
+        md += conditions.conditionRows(columns: 7) { c in
+            [triple(c.readyMs), triple(c.sampleMs), triple(c.fullMs), ByteFormat.fixed(median(c.rounds.map { Double($0.majorFaults) }), 0), ByteFormat.fixed(median(c.rounds.map { Double($0.minorFaults) }), 0)]
         }
-        md += "\n"
-        for c in conditions { md += "- **\(c.name)**: \(c.description).\n" }
         md += "\n![p50 with a bar to p99, every condition and measure](redis.svg)\n\n"
 
-        let resumes = conditions.filter { $0.kind == .resume && $0.measured }
         let relaunches = conditions.filter { $0.kind == .relaunch && $0.measured }
-        if !resumes.isEmpty && !relaunches.isEmpty {
-            md += "## Ratios, resume / relaunch (p50)\n\n"
-            md += "| resume | relaunch | first reply | sample | every key |\n|---|---|---:|---:|---:|\n"
-            for a in resumes {
-                for b in relaunches {
-                    func r(_ x: Percentiles, _ y: Percentiles) -> String { y.p50 > 0 ? ratioText(x.p50 / y.p50) : "–" }
-                    md += "| \(a.name) | \(b.name) | \(r(a.readyMs, b.readyMs)) | \(r(a.sampleMs, b.sampleMs)) | \(r(a.fullMs, b.fullMs)) |\n"
-                }
-            }
-            md += "\n"
-        }
+        md += conditions.ratiosSection(relaunch: "relaunch", measures: [("first reply", \.readyMs), ("sample", \.sampleMs), ("every key", \.fullMs)])
 
-        if let s = condition("resume-after-swap") {
-            md += "## After its pages went to swap\n\n"
-            if let reason = s.skipped {
-                md += "Not measured: \(reason).\n\n"
-            } else if !s.rounds.isEmpty {
-                let rs = s.rounds
+        if let s = conditions.named("resume-after-swap") {
+            md += s.swapSection { rs in
                 func med(_ f: (RoundResult) -> Double?) -> Double { median(rs.compactMap(f)) }
-                md += "While redis was stopped its memory cgroup's limit was lowered in 16 steps from its usage towards 8 MiB, the kernel reclaiming at each (a step it answered EBUSY was tried again for up to 0.5 s: the pages it chose may still be on their way to swap); then the limit was lifted and redis continued, faulting its pages back in from swap as it touched them. Medians over \(rs.count) rounds:\n\n"
+                var md = "While redis was stopped its memory cgroup's limit was lowered in 16 steps from its usage towards 8 MiB, the kernel reclaiming at each (a step it answered EBUSY was tried again for up to 0.5 s: the pages it chose may still be on their way to swap); then the limit was lifted and redis continued, faulting its pages back in from swap as it touched them. Medians over \(rs.count) rounds:\n\n"
                 md += "| resident when stopped | limit reached | in swap (VmSwap) | resident once squeezed | squeeze took | major faults until the sample | major faults, every key | resident after |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n"
                 md += "| \(mib(UInt64(med { $0.residentBytesBefore.map { Double($0) } }))) | \(mib(UInt64(med { $0.limitBytes.map { Double($0) } }))) | \(mib(UInt64(med { $0.swappedBytes.map { Double($0) } }))) | \(mib(UInt64(med { $0.residentBytesStopped.map { Double($0) } }))) | \(ms(med { $0.squeezeMs })) ms | \(ByteFormat.fixed(med { Double($0.majorFaultsToSample) }, 0)) | \(ByteFormat.fixed(med { Double($0.majorFaults) }, 0)) | \(mib(UInt64(med { $0.residentBytesAfter.map { Double($0) } }))) |\n\n"
+                return md
             }
         }
 
         if !relaunches.isEmpty {
             md += "## Relaunch and the page cache\n\n"
             md += "The share of the RDB file's pages in the page cache at exec (mincore), median (min–max): "
-            md += relaunches.map { c in
-                let p = Percentiles(c.rounds.compactMap(\.rdbResidentPercent))
-                return "\(c.name) \(ByteFormat.fixed(p.p50, 1))% (\(ByteFormat.fixed(p.min, 1))–\(ByteFormat.fixed(p.max, 1))%)"
-            }.joined(separator: "; ")
+            md += relaunches.residency(\.rdbResidentPercent)
             md += ". Of the time to the first reply, loading the RDB file itself took (redis's own log, \"DB loaded from disk\"), p50 / p90 / p99 ms: "
             md += relaunches.map { "\($0.name) \(triple(Percentiles($0.rounds.compactMap(\.loadMs))))" }.joined(separator: "; ")
             md += "; the rest is exec, redis's start-up and the benchmark's polling (a PING every 0.5 ms while it answers LOADING)"
@@ -247,13 +124,7 @@ struct RedisReport: RenderedReport, Sendable {
         let checked = conditions.reduce(0) { $0 + $1.rounds.count }
         md += "After the fill and after every one of the \(checked) resumes and relaunches: every one of the \(dataset.keys) keys read back and compared byte for byte with its value rebuilt from the seed, "
         md += "DBSIZE equal to \(dataset.keys) (so no key more), " + (digest == nil ? "" : "and DEBUG DIGEST equal to the digest after the fill. ")
-        md += dataIntact ? "**Intact every time.**\n\n" : "**DATA LOST: \(dataLoss ?? "")**; the run stopped there and failed.\n\n"
-
-        if !notes.isEmpty {
-            md += "## Notes\n\n"
-            for n in notes { md += "- \(n)\n" }
-            md += "\n"
-        }
+        md += verdictAndNotes(dataIntact: dataIntact, dataLoss: dataLoss, notes: notes)
         return md
     }
 
@@ -261,32 +132,10 @@ struct RedisReport: RenderedReport, Sendable {
     func plots() -> [Plot] {
         let measured = conditions.filter(\.measured)
         guard !measured.isEmpty else { return [] }
-        var rows: [[PlotValue]] = []
-        let measures: [(String, KeyPath<Condition, Percentiles>)] = [("first reply", \.readyMs), ("sample", \.sampleMs), ("every key", \.fullMs)]
-        var row = 0
-        for (name, path) in measures.reversed() {
-            for c in measured.reversed() {
-                let p = c[keyPath: path]
-                rows.append([.int(row), .text("\(c.name): \(name)"), .number(p.p50), .number(p.p99), .int(c.kind == .resume ? 0 : 1),
-                             .text("\(ms(p.p50)) (p99 \(ms(p.p99))) ms")])
-                row += 1
-            }
-            row += 1  // a gap between measures
-        }
-        let low = rows.compactMap { if case .number(let x) = $0[2] { return x } else { return nil } }.min() ?? 0.01
-        let high = rows.compactMap { if case .number(let x) = $0[3] { return x } else { return nil } }.max() ?? 1
-        var p = Plot(name: "redis", title: "redis-server \(redisVersion.split(separator: " ").first ?? ""), \(mib(datasetBytes)) RDB: time until it serves its data again (p50, bar to p99)", width: 960, height: 120 + 22 * row)
-        p.data("t", columns: ["row", "label", "p50", "p99", "relaunch", "text"], rows: rows)
-        p.command("set logscale x 10")
-        p.command("set xrange [\(max(low / 3, 1e-3)):\(high * 25)]")
-        p.command("set yrange [-1:\(row)]")
-        p.command("set xlabel 'milliseconds (log scale)'")
-        p.command("set ytics scale 0 nomirror")
-        p.command("set xtics nomirror")
-        p.command("set grid noytics")
-        p.command("set lmargin 32")
-        p.command("set key inside top right horizontal")
-        p.command("plot $t using ($5 == 0 ? $3 : NaN):1:3:4 with xerrorbars pt 7 ps 0.9 lc rgb '#4a7bd0' title 'resume', \\\n     $t using ($5 > 0 ? $3 : NaN):1:3:4 with xerrorbars pt 7 ps 0.9 lc rgb '#d04a4a' title 'relaunch', \\\n     $t using 4:1:6:ytic(2) with labels left offset 0.8,0 font 'sans,9' notitle")
-        return [p]
+        return [Plot.latencies(
+            name: "redis", title: "redis-server \(redisVersion.split(separator: " ").first ?? ""), \(mib(datasetBytes)) RDB: time until it serves its data again (p50, bar to p99)",
+            measures: ["first reply", "sample", "every key"],
+            conditions: measured.map { Plot.Timed(name: $0.name, isResume: $0.kind == .resume, figures: [$0.readyMs, $0.sampleMs, $0.fullMs]) },
+            series: ("resume", "relaunch"))]
     }
 }
