@@ -134,6 +134,9 @@ struct MemoryBackResult: Codable, Sendable {
     /// The kernel's OOM kills in the cgroup over these rounds (must be 0: the victims die by our
     /// SIGKILL). Nil in reports written before it was counted.
     var kernelOOMKills: UInt64?
+    /// Rounds in which process_mrelease found the victim's address space already gone (its exit
+    /// was quicker; ESRCH). Nil in reports written before it was counted.
+    var releaseFoundExited: Int?
 }
 
 func memoryBack(sizesMB: [Int], rounds: Int, build: String) throws -> [MemoryBackResult] {
@@ -143,6 +146,7 @@ func memoryBack(sizesMB: [Int], rounds: Int, build: String) throws -> [MemoryBac
     var out: [MemoryBackResult] = []
     for size in sizesMB {
         var with: [Double] = [], without: [Double] = [], call: [Double] = []
+        var releaseFoundGone = 0
         let oomBefore = try cgroup.oomKills()
         for round in 0..<(2 * rounds) {
             try Task.checkCancellation()
@@ -156,8 +160,16 @@ func memoryBack(sizesMB: [Int], rounds: Int, build: String) throws -> [MemoryBac
             try child.handle.signal(SIGKILL)
             if release {
                 let t = monotonicSeconds()
-                try child.handle.releaseMemory()
-                call.append(monotonicSeconds() - t)
+                do {
+                    try child.handle.releaseMemory()
+                    call.append(monotonicSeconds() - t)
+                } catch {
+                    // ESRCH: its exit was quicker, its address space already gone (the round
+                    // still counts, timed to its memory back, as the killer's would be).
+                    let code: Int32 = error.errno.rawValue
+                    guard code == ESRCH else { throw error }
+                    releaseFoundGone += 1
+                }
             }
             while try usage() > back {
                 guard monotonicSeconds() - t0 < 10 else { throw BenchFailure("memory not back 10 s after SIGKILL") }
@@ -173,7 +185,9 @@ func memoryBack(sizesMB: [Int], rounds: Int, build: String) throws -> [MemoryBac
         }
         let oom = try cgroup.oomKills() - oomBefore
         guard oom == 0 else { throw BenchFailure("the kernel's OOM killer killed \(oom) time(s) in \(cgroup.path) while memory came back") }
-        out.append(MemoryBackResult(sizeMB: size, withRelease: Stats(with), withoutRelease: Stats(without), releaseCall: Stats(call), kernelOOMKills: oom))
+        out.append(MemoryBackResult(
+            sizeMB: size, withRelease: Stats(with), withoutRelease: Stats(without), releaseCall: Stats(call), kernelOOMKills: oom,
+            releaseFoundExited: releaseFoundGone))
     }
     return out
 }

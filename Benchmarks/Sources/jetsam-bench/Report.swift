@@ -45,6 +45,10 @@ struct JetsamReport: RenderedReport {
         for m in memoryBack {
             md += "| \(m.sizeMB) MiB | \(ms(m.withRelease.median)) ms (\(ms(m.withRelease.p90))) | \(ms(m.withoutRelease.median)) ms (\(ms(m.withoutRelease.p90))) | \(ByteFormat.fixed(m.withoutRelease.median / max(m.withRelease.median, 1e-9), 2))x | \(ms(m.releaseCall.median)) ms | \(m.kernelOOMKills.map(String.init) ?? "–") |\n"
         }
+        let gone = memoryBack.compactMap { m in m.releaseFoundExited.flatMap { $0 > 0 ? "\(m.sizeMB) MiB: \($0) of \(m.withRelease.rounds)" : nil } }
+        if !gone.isEmpty {
+            md += "\nIn some rounds process_mrelease found the victim's address space already gone (ESRCH: its exit was quicker); they count with their exit's timing: " + gone.joined(separator: "; ") + ".\n"
+        }
         md += "\n"
 
         md += "## The same spike under every killer\n\n"
