@@ -553,28 +553,6 @@ func adminCall(_ request: AdminRequest, directory: String) async -> Result<Lifec
     }
 }
 
-/// Every element of `stream` until it ends; nil if it has not ended within `timeout` seconds.
-func collect<Element: Sendable>(_ stream: AsyncStream<Element>, within timeout: Double) async -> [Element]? {
-    await withTaskGroup(of: [Element]?.self) { group in
-        group.addTask {
-            var all: [Element] = []
-            for await element in stream { all.append(element) }
-            return all
-        }
-        group.addTask {
-            do {
-                try await Task.sleep(for: .seconds(timeout))
-            } catch {
-                return nil  // cancelled: the stream ended first
-            }
-            return nil
-        }
-        let result = await group.next() ?? nil
-        group.cancelAll()
-        return result
-    }
-}
-
 /// A child process of the test, started with posix_spawn and reaped by `kill()`.
 struct TestChild {
     let pid: Int32

@@ -1,23 +1,38 @@
-/// The first element of `stream` that satisfies `predicate`, or nil if none came within
-/// `timeout` seconds (the stream ending counts as none). For waiting on a real event.
-public func first<Element: Sendable>(
-    of stream: AsyncStream<Element>, within timeout: Double, where predicate: @escaping @Sendable (Element) -> Bool = { _ in true }
-) async -> Element? {
-    await withTaskGroup(of: Element?.self) { group in
-        group.addTask {
-            for await element in stream where predicate(element) { return element }
-            return nil
-        }
+/// The value of `body`, or nil if it has not finished within `timeout` seconds (it is then
+/// cancelled). The one timeout of the tests' waits: they wait on the real event, never a sleep.
+public func within<T: Sendable>(_ timeout: Double, _ body: @escaping @Sendable () async -> T?) async -> T? {
+    await withTaskGroup(of: T?.self) { group in
+        group.addTask { await body() }
         group.addTask {
             do {
                 try await Task.sleep(for: .seconds(timeout))
             } catch {
-                return nil  // cancelled: the element came
+                return nil  // cancelled: the body finished first
             }
             return nil
         }
         let result = await group.next() ?? nil
         group.cancelAll()
         return result
+    }
+}
+
+/// The first element of `stream` that satisfies `predicate`, or nil if none came within
+/// `timeout` seconds (the stream ending counts as none). For waiting on a real event.
+public func first<Element: Sendable>(
+    of stream: AsyncStream<Element>, within timeout: Double, where predicate: @escaping @Sendable (Element) -> Bool = { _ in true }
+) async -> Element? {
+    await within(timeout) {
+        for await element in stream where predicate(element) { return element }
+        return nil
+    }
+}
+
+/// Every element of `stream` until it ends; nil if it has not ended within `timeout` seconds.
+public func collect<Element: Sendable>(_ stream: AsyncStream<Element>, within timeout: Double) async -> [Element]? {
+    await within(timeout) {
+        var all: [Element] = []
+        for await element in stream { all.append(element) }
+        return all
     }
 }

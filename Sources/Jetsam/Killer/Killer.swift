@@ -586,9 +586,9 @@ actor JetsamEngine {
             // freeze-dry, or after the previous kill), against which this kill's gift is counted.
             // Not measured again here: the SIGKILL would wait for it.
             let before = status
-            let receipt: KillReceipt
+            let k: KillOutcome
             do {
-                receipt = try await supervisor.kill(v.name, pid: v.pid, reason: .vmPageShortage, expectedState: v.state)
+                k = try await killAndMeasure(v.name, pid: v.pid, state: v.state, reason: .vmPageShortage, before: before, what: "rank \(victim.rank) (\(victim.band))")
             } catch {
                 // Exited, relaunched, changed state or already dying since the reading: decide
                 // again on fresh data — unless that keeps happening.
@@ -610,41 +610,22 @@ actor JetsamEngine {
             }
             failedKills = 0
             ep.decisions.append(.init(input: input, victim: v.name, note: nil))
-            let killedAt = await logTime(ofMonotonic: receipt.signalledAt)
-            ep.timeline.append(.init(t: killedAt, kind: "kill", app: v.name, pid: v.pid, bytes: nil, detail: "rank \(victim.rank) (\(victim.band)): SIGKILL\(receipt.memoryReleased ? ", memory released (process_mrelease)" : "")"))
-            // What it gave back: measured at once (with process_mrelease most of its memory is back
-            // when kill returns, before anything else can grow into it) and once it has exited
-            // (what its exit freed); the larger of the two, as others' growth only hides some.
-            let atOnce = await measure()
-            let exited = await supervisor.waitForExit(v.name, pid: v.pid, timeout: configuration.cooldownSeconds)
-            guard case .measured(let now) = await measure() else {
+            ep.timeline.append(k.killEntry)
+            guard let now = k.after else {
                 ep.outcome = "memory could not be measured after a kill: stopped (no decision on partial data)"
                 ep.timeline.append(await entry("note", ep.outcome))
                 break
             }
             status = now
-            var reclaimed = now.availableBytes &- min(now.availableBytes, before.availableBytes)
-            if case .measured(let first) = atOnce { reclaimed = max(reclaimed, first.availableBytes &- min(first.availableBytes, before.availableBytes)) }
             kills += 1
-            ep.timeline.append(await entry(
-                exited ? "exit" : "note", app: v.name, pid: v.pid, bytes: reclaimed,
-                exited ? "exited: \(Format.bytes(reclaimed)) given back" : "still exiting \(Format.seconds(configuration.cooldownSeconds)) after SIGKILL: \(Format.bytes(reclaimed)) given back so far"))
-            // The log's event comes once what the kill gave back is known (the log stays in time
-            // order); the episode's timeline has the SIGKILL at its time.
-            var event = SupervisorEvent(t: await supervisor.now(), app: v.name, pid: v.pid, kind: .jetsam, detail: exited ? nil : "still exiting \(configuration.cooldownSeconds) s after SIGKILL")
-            event.reason = KillReason.vmPageShortage.rawValue
-            event.rank = victim.rank
-            event.policy = policy.name.rawValue
-            event.footprintBytes = v.footprintBytes
-            event.reclaimedBytes = reclaimed
-            event.explanation = victim.explanation
-            await supervisor.record(event)
+            ep.timeline.append(k.exitEntry)
+            await record(k, reason: .vmPageShortage, rank: victim.rank, footprintBytes: v.footprintBytes, explanation: victim.explanation)
             ep.victims.append(.init(
                 name: v.name, pid: v.pid, state: v.state, reason: KillReason.vmPageShortage.rawValue,
                 rank: victim.rank, band: victim.band, policy: policy.name, footprintBytes: v.footprintBytes,
-                purgeableBytes: v.purgeableBytes, secondsFromEvent: receipt.signalledAt - trigger.time,
-                secondsFromLatestEvent: receipt.signalledAt - decidedAfter,
-                reclaimedBytes: reclaimed, memoryReleased: receipt.memoryReleased, exited: exited, needed: true, explanation: victim.explanation))
+                purgeableBytes: v.purgeableBytes, secondsFromEvent: k.receipt.signalledAt - trigger.time,
+                secondsFromLatestEvent: k.receipt.signalledAt - decidedAfter,
+                reclaimedBytes: k.reclaimed, memoryReleased: k.receipt.memoryReleased, exited: k.exited, needed: true, explanation: victim.explanation))
         }
         if ep.outcome.isEmpty {
             ep.outcome = status.availableBytes >= target ? "recovered after \(kills) kill(s)" : (Task.isCancelled ? "stopped: the supervisor is shutting down" : "stopped: still short")
@@ -712,6 +693,63 @@ actor JetsamEngine {
         }
     }
 
+    // MARK: A kill
+
+    /// What one kill did and gave back.
+    struct KillOutcome {
+        var receipt: KillReceipt
+        /// The SIGKILL, at its time, and the exit (or "still exiting") once waited for.
+        var killEntry: JetsamEpisode.Entry
+        var exitEntry: JetsamEpisode.Entry
+        var exited: Bool
+        /// Available memory gained against `before`.
+        var reclaimed: UInt64
+        /// Memory once the victim exited (or the cooldown ended); nil if it could not be read.
+        var after: MemoryStatus?
+    }
+
+    /// Kills the app (SIGKILL through the supervisor) and measures what it gave back: at once
+    /// (with process_mrelease most of its memory is back when kill returns, before anything else
+    /// can grow into it) and once it has exited (what its exit freed, the cooldown at most); the
+    /// larger of the two, as others' growth only hides some. `before` is what was free when the
+    /// decision was made: not measured again here, the SIGKILL would wait for it.
+    private func killAndMeasure(_ name: String, pid: Int32, state: LifecycleState, reason: KillReason, before: MemoryStatus, what: String) async throws(SupervisorError) -> KillOutcome {
+        let receipt = try await supervisor.kill(name, pid: pid, reason: reason, expectedState: state)
+        let killedAt = await logTime(ofMonotonic: receipt.signalledAt)
+        let atOnce = await measure()
+        let exited = await supervisor.waitForExit(name, pid: pid, timeout: configuration.cooldownSeconds)
+        let final = await measure()
+        var reclaimed: UInt64 = 0
+        for case .measured(let m) in [atOnce, final] {
+            reclaimed = max(reclaimed, m.availableBytes &- min(m.availableBytes, before.availableBytes))
+        }
+        // What is free now is the reading after the exit, only: never the earlier one instead.
+        var after: MemoryStatus?
+        if case .measured(let m) = final { after = m }
+        let exitEntry = await entry(
+            exited ? "exit" : "note", app: name, pid: pid, bytes: reclaimed,
+            exited ? "exited: \(Format.bytes(reclaimed)) given back" : "still exiting \(Format.seconds(configuration.cooldownSeconds)) after SIGKILL: \(Format.bytes(reclaimed)) given back so far")
+        return KillOutcome(
+            receipt: receipt,
+            killEntry: .init(t: killedAt, kind: "kill", app: name, pid: pid, bytes: nil, detail: "\(what): SIGKILL\(receipt.memoryReleased ? ", memory released (process_mrelease)" : "")"),
+            exitEntry: exitEntry, exited: exited, reclaimed: reclaimed, after: after)
+    }
+
+    /// The kill's event in the supervisor's log, once what it gave back is known (the log stays
+    /// in time order; the episode's timeline has the SIGKILL at its time).
+    private func record(_ k: KillOutcome, reason: KillReason, rank: Int, footprintBytes: UInt64, explanation: String) async {
+        var event = SupervisorEvent(
+            t: await supervisor.now(), app: k.receipt.app, pid: k.receipt.pid, kind: .jetsam,
+            detail: k.exited ? nil : "still exiting \(configuration.cooldownSeconds) s after SIGKILL")
+        event.reason = reason.rawValue
+        event.rank = rank
+        event.policy = policy.name.rawValue
+        event.footprintBytes = footprintBytes
+        event.reclaimedBytes = k.reclaimed
+        event.explanation = explanation
+        await supervisor.record(event)
+    }
+
     // MARK: Per-app limits
 
     private func checkLimit(_ streamed: AppView) async {
@@ -744,52 +782,32 @@ actor JetsamEngine {
         // A failed reading is said (once) by `measure`: not killed on partial data.
         guard case .measured(let before) = await measure() else { return }
         let oomBefore = await supervisor.kernelOOMKills()
-        let receipt: KillReceipt
+        let explanation = "footprint \(Format.bytes(bytes)) over its \(which) limit \(Format.bytes(limitBytes)) (state \(v.state.rawValue))"
+        let k: KillOutcome
         do {
-            receipt = try await supervisor.kill(v.name, pid: pid, reason: .perProcessLimit, expectedState: v.state)
+            k = try await killAndMeasure(v.name, pid: pid, state: v.state, reason: .perProcessLimit, before: before, what: explanation)
         } catch {
             // Exited, changed state or already dying meanwhile: the next reading decides again.
             await say("jetsam: \(v.name) is over its \(which) limit but was not killed: \(error)")
             return
         }
-        let killedAt = await logTime(ofMonotonic: receipt.signalledAt)
-        let atOnce = await measure()
-        let exited = await supervisor.waitForExit(v.name, pid: pid, timeout: configuration.cooldownSeconds)
-        var reclaimed: UInt64 = 0
-        var afterStatus: MemoryStatus?
-        for case .measured(let a) in [atOnce, await measure()] {
-            afterStatus = a
-            reclaimed = max(reclaimed, a.availableBytes &- min(a.availableBytes, before.availableBytes))
-        }
-        let explanation = "footprint \(Format.bytes(bytes)) over its \(which) limit \(Format.bytes(limitBytes)) (state \(v.state.rawValue))"
         // Rank 1 of a decision of one: the limit, not the ranking, chose it.
-        var event = SupervisorEvent(t: await supervisor.now(), app: v.name, pid: pid, kind: .jetsam, detail: exited ? nil : "still exiting \(configuration.cooldownSeconds) s after SIGKILL")
-        event.reason = KillReason.perProcessLimit.rawValue
-        event.rank = 1
-        event.policy = policy.name.rawValue
-        event.footprintBytes = bytes
-        event.reclaimedBytes = reclaimed
-        event.explanation = explanation
-        await supervisor.record(event)
+        await record(k, reason: .perProcessLimit, rank: 1, footprintBytes: bytes, explanation: explanation)
         episodeCount += 1
         let checked = await logTime(ofMonotonic: checkedAt)
         var ep = JetsamEpisode(
             number: episodeCount, startedAt: Timestamp.now(), start: checked, end: nil,
             trigger: .init(level: PressureLevelValue(rawValue: level.rawValue) ?? .normal, source: "per-process-limit", detail: explanation, t: checked),
-            policy: policy, memoryBefore: before, memoryAfter: afterStatus, targetAvailableBytes: 0, largestApp: v.name,
+            policy: policy, memoryBefore: before, memoryAfter: k.after, targetAvailableBytes: 0, largestApp: v.name,
             apps: [.init(name: v.name, pid: pid, state: v.state, footprintBytes: bytes, purgeableBytes: latest.purgeableBytes,
                          residentBytes: latest.residentBytes, lifetimeMaxFootprintBytes: v.lifetimeMaxFootprintBytes, secondsInState: v.secondsInState,
                          isProtected: false)],
-            timeline: [
-                .init(t: killedAt, kind: "kill", app: v.name, pid: pid, bytes: nil, detail: "\(explanation): SIGKILL\(receipt.memoryReleased ? ", memory released (process_mrelease)" : "")"),
-                await entry(exited ? "exit" : "note", app: v.name, pid: pid, bytes: reclaimed,
-                            exited ? "exited: \(Format.bytes(reclaimed)) given back" : "still exiting \(Format.seconds(configuration.cooldownSeconds)) after SIGKILL"),
-            ],
+            timeline: [k.killEntry, k.exitEntry],
             victims: [.init(
                 name: v.name, pid: pid, state: v.state, reason: KillReason.perProcessLimit.rawValue, rank: 1, band: "over-limit", policy: policy.name,
-                footprintBytes: bytes, purgeableBytes: latest.purgeableBytes, secondsFromEvent: receipt.signalledAt - checkedAt,
-                secondsFromLatestEvent: receipt.signalledAt - checkedAt,
-                reclaimedBytes: reclaimed, memoryReleased: receipt.memoryReleased, exited: exited, needed: true, explanation: explanation)],
+                footprintBytes: bytes, purgeableBytes: latest.purgeableBytes, secondsFromEvent: k.receipt.signalledAt - checkedAt,
+                secondsFromLatestEvent: k.receipt.signalledAt - checkedAt,
+                reclaimedBytes: k.reclaimed, memoryReleased: k.receipt.memoryReleased, exited: k.exited, needed: true, explanation: explanation)],
             freezes: [], decisions: [], kernelOOMKillsBefore: oomBefore, kernelOOMKillsAfter: await supervisor.kernelOOMKills(),
             outcome: "killed over its \(which) limit")
         ep.end = await supervisor.now()

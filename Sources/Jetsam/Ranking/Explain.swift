@@ -217,32 +217,6 @@ extension Prepared {
         }
     }
 
-    /// What an app's last use was, for the least-recently-used orders (`lastUseSeconds`).
-    enum LastUse: Equatable {
-        case foreground, active, launched, relaunched, never
-
-        /// Which of the snapshot's times `lastUseSeconds` took.
-        init(_ s: JetsamAppSnapshot) {
-            if s.state == .active || s.state == .inactive {
-                self = .foreground
-            } else if let launch = s.secondsSinceLaunch, launch < (s.secondsSinceActive ?? .infinity) {
-                self = s.secondsSinceActive == nil ? .launched : .relaunched
-            } else {
-                self = s.secondsSinceActive != nil ? .active : .never
-            }
-        }
-
-        var text: String {
-            switch self {
-            case .foreground: "in the foreground"
-            case .active: "last active"
-            case .launched: "launched, never active"
-            case .relaunched: "relaunched since last active"
-            case .never: "never used"
-            }
-        }
-    }
-
     /// "in the foreground (inactive): in use now", "last active 30 s ago", "launched 4 s ago, never active".
     static func useText(_ s: JetsamAppSnapshot) -> String {
         switch LastUse(s) {

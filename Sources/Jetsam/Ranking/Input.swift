@@ -85,12 +85,37 @@ extension JetsamAppSnapshot {
     /// app relaunched in the background since it was last active was used then); nil when
     /// neither is known (never used: before everything).
     public var lastUseSeconds: Double? {
-        if state == .active || state == .inactive { return 0 }
-        switch (secondsSinceActive, secondsSinceLaunch) {
-        case (let active?, let launch?): return min(active, launch)
-        case (let active?, nil): return active
-        case (nil, let launch?): return launch
-        case (nil, nil): return nil
+        switch LastUse(self) {
+        case .foreground: 0
+        case .active: secondsSinceActive
+        case .launched, .relaunched: secondsSinceLaunch
+        case .never: nil
+        }
+    }
+}
+
+/// Which of a snapshot's times is its last use (`lastUseSeconds`), as the explanations name it.
+enum LastUse: Equatable {
+    case foreground, active, launched, relaunched, never
+
+    /// Which of the snapshot's times `lastUseSeconds` took.
+    init(_ s: JetsamAppSnapshot) {
+        if s.state == .active || s.state == .inactive {
+            self = .foreground
+        } else if let launch = s.secondsSinceLaunch, launch < (s.secondsSinceActive ?? .infinity) {
+            self = s.secondsSinceActive == nil ? .launched : .relaunched
+        } else {
+            self = s.secondsSinceActive != nil ? .active : .never
+        }
+    }
+
+    var text: String {
+        switch self {
+        case .foreground: "in the foreground"
+        case .active: "last active"
+        case .launched: "launched, never active"
+        case .relaunched: "relaunched since last active"
+        case .never: "never used"
         }
     }
 }
