@@ -22,7 +22,9 @@ public enum ByteFormat {
     /// A percentage with no decimals ("15%"), or "-" when the whole is zero.
     public static func percent(_ part: UInt64, of whole: UInt64) -> String {
         guard whole > 0 else { return "-" }
-        return "\(Int((Double(part) / Double(whole) * 100).rounded()))%"
+        // part/whole*100 is at most 2^64*100 (finite) and never negative; a part far above its
+        // whole (an smaps Rss above Size) prints as such instead of trapping in a conversion.
+        return fixed(Double(part) / Double(whole) * 100, 0) + "%"
     }
 
     /// `value` with exactly `decimals` digits after the point, without Foundation.
