@@ -78,7 +78,7 @@ public struct AdminResponse<Result: Codable & Sendable>: Codable, Sendable {
 /// by it.
 public enum AdminErrorCode: String, Sendable, Hashable, Codable, CaseIterable {
     case invalidAppName, alreadyRegistered, noSuchApp, wrongState, exited, didNotExit, timedOut, staleTarget, dying
-    case launch, setup, cgroup, system, launcherMissing, invalidNotificationKind, commandFailed, invalidCommand, shuttingDown
+    case launch, setup, configuration, cgroup, system, launcherMissing, invalidNotificationKind, commandFailed, invalidCommand, shuttingDown
     /// The line is not a request: not JSON, or not an object the admin socket knows.
     case notARequest
     /// The answer could not be encoded (its `error` says so; nothing else is known).
@@ -199,7 +199,7 @@ extension Supervisor {
         }
         let request: AdminRequest
         do {
-            request = try JSONDecoder().decode(AdminRequest.self, from: Data(line.utf8))
+            request = try JSONInput.decode(AdminRequest.self, from: Data(line.utf8))
         } catch let error as CommandError {
             // JSON, but not a command as given (no app, an unknown verb, ...).
             return encode(AdminResponse<String>(ok: false, error: "not a request: \(error)", errorCode: SupervisorError.invalidCommand(error).code))
@@ -307,7 +307,7 @@ public enum AdminClient {
         let answer = try send(request, directory: directory)
         let response: AdminResponse<Result>
         do {
-            response = try JSONDecoder().decode(AdminResponse<Result>.self, from: Data(answer))
+            response = try JSONInput.decode(AdminResponse<Result>.self, from: Data(answer))
         } catch let error as DecodingError {
             throw .notAnAnswer(error)
         } catch {

@@ -1,5 +1,6 @@
 import Glibc
 import LifecycleProtocol
+import LinuxSystem
 
 // MARK: Background tasks: their time limit, expiration, and the crash report of an overrun
 
@@ -20,9 +21,9 @@ extension Supervisor {
         let warning = min(configuration.expirationWarning, limit)
         let events = self.events
         Task {
-            do { try await Task.sleep(for: .seconds(limit - warning)) } catch { return }
+            do { try await Task.sleep(for: Seconds.duration(limit - warning)) } catch { return }
             events.yield(.timer(app: name, generation: generation, period: period, kind: .expire))
-            do { try await Task.sleep(for: .seconds(warning)) } catch { return }
+            do { try await Task.sleep(for: Seconds.duration(warning)) } catch { return }
             events.yield(.timer(app: name, generation: generation, period: period, kind: .backgroundLimit))
         }
     }

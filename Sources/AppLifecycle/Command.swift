@@ -1,4 +1,5 @@
 import LifecycleProtocol
+import LinuxSystem
 
 /// One thing to do with the supervisor's apps: what the CLI (`mempressure app VERB`), the admin
 /// socket and scenario steps all decode, and `Supervisor.perform` carries out.
@@ -103,7 +104,7 @@ public enum Command: Sendable, Hashable {
     public func validate() throws(CommandError) {
         switch self {
         case .wait(let s):
-            guard s >= 0, s.isFinite, s <= Self.maximumSeconds else { throw .waitOutOfRange(s) }
+            guard s >= 0, s.isFinite, s <= Seconds.maximum else { throw .waitOutOfRange(s) }
         case .waitReady(_, let count, let timeout):
             if let count, count < 1 { throw .countBelowOne(count) }
             try Self.check(timeout)
@@ -120,22 +121,19 @@ public enum Command: Sendable, Hashable {
         }
     }
 
-    /// The longest wait or timeout a command may ask for (a day).
-    public static let maximumSeconds = 86_400.0
-
     private static func check(_ timeout: Double?) throws(CommandError) {
-        if let t = timeout, !(t > 0 && t <= maximumSeconds) { throw .timeoutOutOfRange(t) }
+        if let t = timeout, !(t > 0 && t <= Seconds.maximum) { throw .timeoutOutOfRange(t) }
     }
 }
 
 /// Why a command could not be decoded, or is invalid as given. The decoding cases name what is
 /// missing or wrong; a field of the wrong JSON type is the decoder's own `DecodingError`.
 public enum CommandError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// `wait`: seconds below 0, not finite, or above `Command.maximumSeconds`.
+    /// `wait`: seconds below 0, not finite, or above `Seconds.maximum`.
     case waitOutOfRange(Double)
     /// `waitReady`: a count below 1.
     case countBelowOne(Int)
-    /// A timeout not above 0, or above `Command.maximumSeconds`.
+    /// A timeout not above 0, or above `Seconds.maximum`.
     case timeoutOutOfRange(Double)
     /// `allocate` or `release` of no bytes, or fewer.
     case nonPositiveBytes(Command.Verb, Int)
@@ -165,7 +163,7 @@ public enum CommandError: Error, Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .waitOutOfRange: "wait must be a non-negative number of seconds"
         case .countBelowOne: "waitReady's count must be at least 1"
-        case .timeoutOutOfRange: "timeout must be a number of seconds above 0 and at most \(Int(Command.maximumSeconds))"
+        case .timeoutOutOfRange: "timeout must be a number of seconds above 0 and at most \(Int(Seconds.maximum))"
         case .nonPositiveBytes(let verb, _): "\(verb.rawValue) needs a positive number of bytes"
         case .missingKind: "notify needs a kind"
         case .emptyCommand(let app): "app \(app) has an empty command"
@@ -308,7 +306,7 @@ extension Supervisor {
         case .notify(let target, let kind, let value): try await notify(target, kind: kind, value: value)
         case .wait(let seconds):
             do {
-                try await Task.sleep(for: .seconds(seconds))
+                try await Task.sleep(for: Seconds.duration(seconds))
             } catch {
                 return nil  // cancelled (the supervisor is shutting down): the wait is over
             }

@@ -32,6 +32,8 @@ public enum SupervisorError: Error, Sendable, Hashable, CustomStringConvertible 
     case launch(app: String, LaunchError)
     /// The runtime directory, the control socket or the admin socket could not be set up.
     case setup(SetupError)
+    /// A number of the configuration is out of range (nothing was set up).
+    case configuration(ConfigurationError)
     /// A cgroup could not be created, written or removed.
     case cgroup(CgroupError)
     /// A system call failed.
@@ -87,6 +89,7 @@ public enum SupervisorError: Error, Sendable, Hashable, CustomStringConvertible 
         case .dying(let app, let pid): "\(app) (pid \(pid)) is already being taken down"
         case .launch(_, let error): "\(error)"
         case .setup(let error): "\(error)"
+        case .configuration(let error): "\(error)"
         case .cgroup(let error): "\(error)"
         case .system(let error): "\(error)"
         case .launcherMissing(let path): "mempressure-exec not found at \(path) (build the package; it is started next to mempressure)"
@@ -111,6 +114,7 @@ public enum SupervisorError: Error, Sendable, Hashable, CustomStringConvertible 
         case .dying: .dying
         case .launch: .launch
         case .setup: .setup
+        case .configuration: .configuration
         case .cgroup: .cgroup
         case .system: .system
         case .launcherMissing: .launcherMissing

@@ -89,6 +89,11 @@ public actor Supervisor {
     }
 
     public init(configuration: SupervisorConfiguration = SupervisorConfiguration()) throws(SupervisorError) {
+        do {
+            try configuration.validate()
+        } catch {
+            throw .configuration(error)
+        }
         self.configuration = configuration
         let directory = configuration.runtimeDirectory ?? Self.defaultRuntimeDirectory()
         runtimeDirectory = directory
@@ -153,7 +158,7 @@ public actor Supervisor {
             let interval = configuration.sampleInterval
             loopTasks.append(Task { [weak self] in
                 while !Task.isCancelled {
-                    do { try await Task.sleep(for: .seconds(interval)) } catch { return }
+                    do { try await Task.sleep(for: Seconds.duration(interval)) } catch { return }
                     await self?.sampleAll()
                 }
             })
@@ -406,7 +411,7 @@ public actor Supervisor {
         await withCheckedContinuation { continuation in
             drainWaiters.append(continuation)
             Task { [weak self] in
-                do { try await Task.sleep(for: .seconds(timeout)) } catch { return }
+                do { try await Task.sleep(for: Seconds.duration(timeout)) } catch { return }
                 await self?.resumeDrainWaiters()
             }
         }

@@ -1,4 +1,5 @@
 import LifecycleProtocol
+import LinuxSystem
 import Pressure
 
 /// How apps are suspended.
@@ -62,6 +63,46 @@ public struct SupervisorConfiguration: Sendable {
     public var timelineLimit = 10_000
 
     public init() {}
+
+    /// Checks every number in range (the supervisor does this before it makes anything): the
+    /// durations are seconds in `Seconds`' range (above 0, or at least 0 for `expirationWarning`,
+    /// `terminateGrace` and `sampleInterval`, and the warning within the limit), the budget and the
+    /// limits are positive.
+    public func validate() throws(ConfigurationError) {
+        do {
+            try Seconds.check(backgroundTaskLimit, "backgroundTaskLimit")
+            try Seconds.check(expirationWarning, "expirationWarning", allowZero: true)
+            try Seconds.check(callbackTimeout, "callbackTimeout")
+            try Seconds.check(launchTimeout, "launchTimeout")
+            try Seconds.check(connectTimeout, "connectTimeout")
+            try Seconds.check(terminateGrace, "terminateGrace", allowZero: true)
+            try Seconds.check(sampleInterval, "sampleInterval", allowZero: true)
+        } catch {
+            throw .seconds(error)
+        }
+        guard expirationWarning <= backgroundTaskLimit else {
+            throw .warningAfterLimit(warning: expirationWarning, limit: backgroundTaskLimit)
+        }
+        if let budgetBytes, budgetBytes <= 0 { throw .notPositive("budgetBytes", budgetBytes) }
+        guard logLimit > 0 else { throw .notPositive("logLimit", logLimit) }
+        guard timelineLimit > 0 else { throw .notPositive("timelineLimit", timelineLimit) }
+    }
+}
+
+/// A number of the supervisor's configuration that is out of range.
+public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+    case seconds(SecondsError)
+    case warningAfterLimit(warning: Double, limit: Double)
+    case notPositive(String, Int)
+
+    public var description: String {
+        switch self {
+        case .seconds(let e): "\(e)"
+        case .warningAfterLimit(let w, let l):
+            "expirationWarning (\(ByteFormat.fixed(w, 3)) s) must not exceed backgroundTaskLimit (\(ByteFormat.fixed(l, 3)) s)"
+        case .notPositive(let what, let value): "\(what) must be positive, not \(value)"
+        }
+    }
 }
 
 /// What kind of thing a log event records.

@@ -64,13 +64,13 @@ extension Supervisor {
                     reached = true
                     break
                 }
-                do { try await Task.sleep(for: .seconds(pause)) } catch { break }
+                do { try await Task.sleep(for: Seconds.duration(pause)) } catch { break }
                 pause = min(pause * 2, 0.008)
             }
             done = reached || a.process !== process
         }
         if !done {
-            record(.error, a, detail: "still \(stopped ? "running" : "stopped") \(Int(timeout)) s after being \(stopped ? "suspended" : "resumed")")
+            record(.error, a, detail: "still \(stopped ? "running" : "stopped") \(ByteFormat.fixed(timeout, 1)) s after being \(stopped ? "suspended" : "resumed")")
         }
     }
 
@@ -80,7 +80,7 @@ extension Supervisor {
         let once = Once()
         return await withCheckedContinuation { (continuation: CheckedContinuation<T?, Never>) in
             let timer = Task {
-                do { try await Task.sleep(for: .seconds(timeout)) } catch { return }
+                do { try await Task.sleep(for: Seconds.duration(timeout)) } catch { return }
                 if once.claim() { continuation.resume(returning: nil) }
             }
             do {

@@ -1,3 +1,5 @@
+import LinuxSystem
+
 // MARK: Waiting, and the per-app command lock
 
 extension Supervisor {
@@ -20,7 +22,7 @@ extension Supervisor {
         return await withCheckedContinuation { continuation in
             let timer = Task { [weak self] in
                 do {
-                    try await Task.sleep(for: .seconds(timeout))
+                    try await Task.sleep(for: Seconds.duration(timeout))
                 } catch {
                     return  // cancelled: the waiter was resumed by its event
                 }

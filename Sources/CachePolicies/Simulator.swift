@@ -14,7 +14,10 @@ public struct SimulationResult: Sendable, Hashable, Codable {
     public var seconds: Double
 
     public var missRatio: Double { requests == 0 ? 0 : Double(misses) / Double(requests) }
-    public var byteMissRatio: Double { hitBytes + missBytes == 0 ? 0 : Double(missBytes) / Double(hitBytes + missBytes) }
+    public var byteMissRatio: Double {
+        let total = Double(hitBytes) + Double(missBytes)  // each saturates at Int.max: their sum must not trap
+        return total == 0 ? 0 : Double(missBytes) / total
+    }
     public var requestsPerSecond: Double { seconds > 0 ? Double(requests) / seconds : 0 }
 
     enum CodingKeys: String, CodingKey {

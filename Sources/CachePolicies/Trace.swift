@@ -68,11 +68,20 @@ public enum SizeModel: Sendable, Hashable {
 }
 
 public enum TraceGenerator {
+    /// The most requests a generated trace holds (100 M: 1.6 GB of requests in memory); more are
+    /// not generated (the CLI refuses them).
+    public static let maximumRequests = 100_000_000
+    /// The most distinct objects of a generated trace (10 M: the Zipf sampler's table is 80 MB);
+    /// a larger count is taken as this one (the CLI refuses it).
+    public static let maximumObjects = 10_000_000
+
     /// Requests drawn independently from a Zipf distribution over `objects` keys: key k
     /// (1-based popularity rank) has probability proportional to 1 / k^alpha.
     public static func zipf(
         objects: Int, alpha: Double, requests: Int, sizes: SizeModel = .constant(1), seed: UInt64 = 42
     ) -> Trace {
+        let objects = min(max(1, objects), maximumObjects)
+        let requests = min(max(0, requests), maximumRequests)
         let sampler = ZipfSampler(objects: objects, alpha: alpha)
         var g = SplitMix64(seed: seed)
         var out: [Request] = []
@@ -90,6 +99,8 @@ public enum TraceGenerator {
         objects: Int, alpha: Double, requests: Int, scanEvery: Int, scanLength: Int,
         sizes: SizeModel = .constant(1), seed: UInt64 = 42
     ) -> Trace {
+        let objects = min(max(1, objects), maximumObjects)
+        let requests = min(max(0, requests), maximumRequests)
         let sampler = ZipfSampler(objects: objects, alpha: alpha)
         var g = SplitMix64(seed: seed)
         var out: [Request] = []
@@ -160,7 +171,8 @@ public struct TraceError: Error, Sendable, Hashable, CustomStringConvertible {
 
 /// The CSV trace format: one request per line, `key,size`, where key is any text without a
 /// comma or newline and size a non-negative integer number of bytes. A first line whose size
-/// field is not a number is a header and is skipped. Empty lines and a final line without a
+/// field is a name (a letter first: `key,size`) is a header and is skipped; any other bad size,
+/// on the first line too (`a,-5`), is an error. Empty lines and a final line without a
 /// newline are accepted; a line with a missing or bad size is an error naming the line.
 public enum TraceReader {
     public static func parse(_ bytes: [UInt8], name: String) throws(TraceError) -> Trace {
@@ -178,7 +190,7 @@ public enum TraceReader {
             let keyBytes = Array(fields[fields.startIndex..<comma])
             let sizeField = fields[fields.index(after: comma)...]
             guard let size = parseSize(sizeField) else {
-                if lineNumber == 1 { continue }  // a header
+                if lineNumber == 1, let first = sizeField.first, isLetter(first) { continue }  // a header
                 throw TraceError(file: name, line: lineNumber, reason: "size is not a non-negative integer of at most \(maximumSize) bytes")
             }
             guard !keyBytes.isEmpty else { throw TraceError(file: name, line: lineNumber, reason: "empty key") }
@@ -193,6 +205,8 @@ public enum TraceReader {
         }
         return Trace(name: name, requests: requests)
     }
+
+    private static func isLetter(_ b: UInt8) -> Bool { (b | 0x20) >= 0x61 && (b | 0x20) <= 0x7a }
 
     /// The largest object size a trace may give (1 TiB): sums over millions of requests stay
     /// far from overflowing.

@@ -94,3 +94,26 @@ func hex2(_ b: UInt8) -> String {
     let digits = Array("0123456789abcdef".utf8)
     return String(decoding: [digits[Int(b >> 4)], digits[Int(b & 15)]], as: UTF8.self)
 }
+
+/// `text` safe to print on a terminal: for text that is already a String (a name read back from
+/// a report file, a key of a trace, an error's words), what `escapedText` is for raw bytes. ASCII
+/// control characters (but newline and tab when `keepingLineBreaks`), DEL, C1 controls and the
+/// bidirectional overrides and isolates (which reorder what a terminal shows) become `\uXXXX`:
+/// JSON's own escape, so JSON text stays valid and means the same after it.
+public func printableText(_ text: String, keepingLineBreaks: Bool = false) -> String {
+    func unsafe(_ v: UInt32) -> Bool {
+        if v < 0x20 { return !(keepingLineBreaks && (v == 0x0a || v == 0x09)) }
+        return (0x7f...0x9f).contains(v) || (0x202a...0x202e).contains(v) || (0x2066...0x2069).contains(v)
+    }
+    guard text.unicodeScalars.contains(where: { unsafe($0.value) }) else { return text }
+    var out = ""
+    for scalar in text.unicodeScalars {
+        if unsafe(scalar.value) {
+            let hex = String(scalar.value, radix: 16)
+            out += "\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+        } else {
+            out.unicodeScalars.append(scalar)
+        }
+    }
+    return out
+}

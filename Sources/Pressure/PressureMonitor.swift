@@ -129,7 +129,7 @@ public final class PressureMonitor: Sendable {
             }
             group.addTask {
                 do {
-                    try await Task.sleep(for: .seconds(timeout))
+                    try await Task.sleep(for: Seconds.duration(timeout))
                 } catch {
                     return nil  // cancelled because the event came
                 }
@@ -152,7 +152,7 @@ public final class PressureMonitor: Sendable {
             return fds.count - 1
         }
         fds.append(pollfd(fd: stopFD, events: Int16(POLLIN), revents: 0))
-        let timeoutMilliseconds = Int32(max(10, configuration.pollInterval * 1000))
+        let timeoutMilliseconds = max(10, Seconds.milliseconds(configuration.pollInterval))
         var lastEmittedSource = ""
         while true {
             let n = fds.withUnsafeMutableBufferPointer { p in retryOnInterrupt { poll(p.baseAddress, nfds_t(p.count), timeoutMilliseconds) } }

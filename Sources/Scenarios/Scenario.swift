@@ -55,6 +55,11 @@ public struct Scenario: Sendable {
             guard !app.command.isEmpty, !app.command[0].isEmpty else { throw .emptyCommand(app: app.name) }
         }
         if let b = budgetBytes, b <= 0 { throw .nonPositiveBudget(b) }
+        do {
+            try configuration().validate()
+        } catch {
+            throw .configuration(error)
+        }
         if let jetsam {
             do {
                 try jetsam.validate()
@@ -100,6 +105,8 @@ public enum ScenarioError: Error, Sendable, CustomStringConvertible {
     case duplicateApp(String)
     case emptyCommand(app: String)
     case nonPositiveBudget(Int)
+    /// A duration out of range (`callbackTimeout: 1e300`), as the supervisor would refuse it.
+    case configuration(ConfigurationError)
     /// The jetsam section is not a valid configuration.
     case jetsam(JetsamConfigurationError)
     /// The jetsam section protects or limits an app the scenario does not have.
@@ -118,6 +125,7 @@ public enum ScenarioError: Error, Sendable, CustomStringConvertible {
         case .duplicateApp(let name): "two apps are named \(name)"
         case .emptyCommand(let app): "app \(app) has an empty command"
         case .nonPositiveBudget: "budgetBytes must be a positive number of bytes"
+        case .configuration(let error): "\(error)"
         case .jetsam(let error): "\(error)"
         case .jetsamNamesNoApp(let name): "jetsam: no app named \(name)"
         case .step(let n, let error): "step \(n): \(error)"
@@ -253,7 +261,7 @@ extension Scenario {
         }
         let scenario: Scenario
         do {
-            scenario = try JSONDecoder().decode(Scenario.self, from: Data(bytes))
+            scenario = try JSONInput.decode(Scenario.self, from: Data(bytes))
         } catch let e as ScenarioError {
             throw e
         } catch let e as DecodingError {

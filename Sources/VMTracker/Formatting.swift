@@ -1,3 +1,5 @@
+import LinuxSystem
+
 /// A plain-text table with aligned columns.
 public struct TextTable: Sendable {
     public enum Alignment: Sendable { case left, right }
@@ -14,9 +16,13 @@ public struct TextTable: Sendable {
     public var columns: [Column]
     public var rows: [[String]] = []
 
-    public init(_ columns: [Column]) { self.columns = columns }
+    /// Cells and titles are kept printable (`printableText`): a name from a report file or a
+    /// process cannot put control characters on the terminal.
+    public init(_ columns: [Column]) {
+        self.columns = columns.map { Column(printableText($0.title), $0.alignment) }
+    }
 
-    public mutating func append(_ row: [String]) { rows.append(row) }
+    public mutating func append(_ row: [String]) { rows.append(row.map { printableText($0) }) }
 
     public func render() -> String {
         // Widths in Unicode scalars: paths are escaped to printable text, and counting

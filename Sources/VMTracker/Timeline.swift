@@ -110,7 +110,8 @@ public struct Watcher: Sendable {
     }
 
     /// Takes the next snapshot. Returns nil once the app's root process has exited (the entry
-    /// that reports the exit is returned by the step that saw it).
+    /// that reports the exit is returned by the step that saw it). A process that is not there at
+    /// the first step is an error (`ProcError.noSuchProcess`...): there is nothing to watch.
     public mutating func step() throws -> (snapshot: AppSnapshot?, entry: TimelineEntry)? {
         guard !finished else { return nil }
         let snapshot: AppSnapshot
@@ -119,6 +120,7 @@ public struct Watcher: Sendable {
         } catch let error as ProcError {
             switch error {
             case .noSuchProcess, .processExited, .zombie:
+                guard previous != nil else { throw error }
                 finished = true
                 let now = Timestamp.now()
                 var markers: [Marker] = []

@@ -43,9 +43,15 @@ struct Simulate: AsyncParsableCommand {
         if policy != "all" && PolicyKind(rawValue: policy) == nil {
             throw ValidationError("--policy must be one of lru, sieve, s3fifo, tinylfu, all")
         }
-        if objects <= 0 || requests < 0 { throw ValidationError("--objects must be positive and --requests not negative") }
-        if let zipf, !(zipf >= 0 && zipf.isFinite) { throw ValidationError("--zipf must be a non-negative number") }
+        if !(1...TraceGenerator.maximumObjects).contains(objects) {
+            throw ValidationError("--objects must be from 1 to \(TraceGenerator.maximumObjects), not \(objects)")
+        }
+        if !(0...TraceGenerator.maximumRequests).contains(requests) {
+            throw ValidationError("--requests must be from 0 to \(TraceGenerator.maximumRequests), not \(requests)")
+        }
+        if let zipf, !(zipf >= 0 && zipf <= 100) { throw ValidationError("--zipf must be a number from 0 to 100, not \(zipf)") }
         if scanEvery < 0 || scanLength < 0 { throw ValidationError("--scan-every and --scan-length must not be negative") }
+        if scanLength > TraceGenerator.maximumRequests { throw ValidationError("--scan-length must be at most \(TraceGenerator.maximumRequests)") }
     }
 
     func run() async throws {

@@ -132,7 +132,7 @@ struct Watch: AsyncParsableCommand {
     var save: String?
 
     func validate() throws {
-        guard interval > 0, interval.isFinite else { throw ValidationError("--interval must be a positive number of seconds") }
+        try checkSeconds(interval, "--interval")
         if let count, count <= 0 { throw ValidationError("--count must be positive") }
         if json && count == nil { throw ValidationError("--json prints the timeline when it ends: give --count, or use --jsonl to stream") }
         if json && jsonl { throw ValidationError("--json and --jsonl are exclusive") }
@@ -169,7 +169,7 @@ struct Watch: AsyncParsableCommand {
                 if snapshot == nil { break }
                 if let count, taken >= count { break }
                 let remaining = interval - (monotonicSeconds() - started)
-                if remaining > 0 { try await Task.sleep(for: .seconds(remaining)) }
+                if remaining > 0 { try await Task.sleep(for: Seconds.duration(remaining)) }
             }
             if json, let timeline { output(try encodeJSON(timeline)) }
         } catch {
@@ -205,7 +205,7 @@ struct Diff: AsyncParsableCommand {
     func readReport(_ path: String) throws -> VMReport {
         let data = try readFile(path)
         do {
-            let report = try JSONDecoder().decode(VMReport.self, from: data)
+            let report = try JSONInput.decode(VMReport.self, from: data)
             guard report.formatVersion <= VMReport.currentFormatVersion else {
                 throw CLIError("\(path): formatVersion \(report.formatVersion) is newer than this mempressure understands (\(VMReport.currentFormatVersion))")
             }
@@ -221,7 +221,9 @@ struct Check: AsyncParsableCommand {
         abstract: "Check the smaps parser against the kernel's own smaps_rollup totals, process by process.",
         discussion: """
             For each process the sum over its regions must equal smaps_rollup. Processes whose \
-            memory changed while they were checked are counted, not judged. Exits 1 on any mismatch.
+            memory changed while they were checked are counted, not judged. Exits 1 on any mismatch, \
+            and when a PID given on the command line could not be checked (no such process, \
+            permission denied).
             """
     )
 
@@ -241,13 +243,22 @@ struct Check: AsyncParsableCommand {
         for m in result.mismatches { text += "mismatch: \(m)\n" }
         for s in result.skipped where !pids.isEmpty { text += "skipped: \(s)\n" }
         output(text)
-        if !result.mismatches.isEmpty { throw ExitCode(1) }
+        if !result.mismatches.isEmpty || (!pids.isEmpty && !result.skipped.isEmpty) { throw ExitCode(1) }
     }
 }
 
 struct CLIError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
+}
+
+/// A flag's number of seconds, checked in `validate()` (finite, above 0, at most a day).
+func checkSeconds(_ value: Double, _ flag: String) throws {
+    do {
+        try Seconds.check(value, flag)
+    } catch {
+        throw ValidationError(error.description)
+    }
 }
 
 func describe(_ error: DecodingError) -> String {

@@ -160,6 +160,10 @@ struct Supervise: AsyncParsableCommand {
     @Option(name: .customLong("protect"), help: "For jetsam: an app never killed (repeatable).") var protect: [String] = []
     @Option(name: .customLong("jetsam-reports"), help: "For jetsam: a directory for each episode's report (episode-N.json).") var jetsamReports: String?
 
+    func validate() throws {
+        try checkSeconds(backgroundTaskLimit, "--background-task-limit")
+    }
+
     func run() async throws {
         var c = SupervisorConfiguration()
         c.runtimeDirectory = dir

@@ -108,8 +108,11 @@ func output(_ text: String) {
     writeAll(1, text)
 }
 
+/// Everything the CLI prints goes through here, and reaches the terminal without control
+/// characters whatever their source (a name in a report file, a trace key, a process's comm):
+/// see `printableText`. JSON output stays valid and means the same.
 func writeAll(_ fd: CInt, _ text: String) {
-    var text = text
+    var text = printableText(text, keepingLineBreaks: true)
     text.withUTF8 { buf in
         do {
             try LinuxSystem.writeAll(fd, UnsafeRawBufferPointer(buf))

@@ -265,7 +265,7 @@ actor JetsamEngine {
         while watching, !Task.isCancelled {
             await look()
             do {
-                try await Task.sleep(for: .seconds(JetsamKiller.usagePollInterval))
+                try await Task.sleep(for: Seconds.duration(JetsamKiller.usagePollInterval))
             } catch {
                 return
             }
@@ -400,7 +400,7 @@ actor JetsamEngine {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             let timer = Task {
                 do {
-                    try await Task.sleep(for: .seconds(seconds))
+                    try await Task.sleep(for: Seconds.duration(seconds))
                 } catch {
                     return  // cancelled: a critical event or the stop ended this grace
                 }

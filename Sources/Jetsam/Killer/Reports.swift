@@ -55,26 +55,26 @@ extension JetsamEpisode {
             if first == UInt8(ascii: "[") {
                 let list: [PeekEpisode]
                 do {
-                    list = try JSONDecoder().decode([PeekEpisode].self, from: data)
+                    list = try JSONInput.decode([PeekEpisode].self, from: data)
                 } catch {
                     throw EpisodeFileError.notOurs(path: path)
                 }
                 for e in list { try check(e.kind, e.formatVersion) }
-                episodes = try JSONDecoder().decode([JetsamEpisode].self, from: data)
+                episodes = try JSONInput.decode([JetsamEpisode].self, from: data)
             } else {
                 let peek: Peek
                 do {
-                    peek = try JSONDecoder().decode(Peek.self, from: data)
+                    peek = try JSONInput.decode(Peek.self, from: data)
                 } catch {
                     throw EpisodeFileError.notJSON(path: path)
                 }
                 if let inner = peek.episodes, peek.kind == nil {
                     for e in inner { try check(e.kind, e.formatVersion) }
                     struct Log: Decodable { var episodes: [JetsamEpisode] }
-                    episodes = try JSONDecoder().decode(Log.self, from: data).episodes
+                    episodes = try JSONInput.decode(Log.self, from: data).episodes
                 } else {
                     try check(peek.kind, peek.formatVersion)
-                    episodes = [try JSONDecoder().decode(JetsamEpisode.self, from: data)]
+                    episodes = [try JSONInput.decode(JetsamEpisode.self, from: data)]
                 }
             }
         } catch let e as EpisodeFileError {
