@@ -1,3 +1,5 @@
+import LinuxSystem
+
 /// The additive memory counters of a region, a process or an app, in bytes, exactly as the
 /// kernel's smaps reports them (one stored property per smaps field), plus the quantities the
 /// whole project uses, each derived here and nowhere else.
@@ -36,11 +38,11 @@ public struct MemoryCounters: Sendable, Hashable, Codable {
     /// Pages present in RAM (`Rss`).
     public var resident: UInt64 { rss }
     /// Modified pages that cannot be dropped without saving them (`Private_Dirty + Shared_Dirty`).
-    public var dirty: UInt64 { privateDirty &+ sharedDirty }
+    public var dirty: UInt64 { privateDirty.saturatingAdd(sharedDirty) }
     /// Unmodified pages the kernel can drop and read back from their backing store
     /// (`Private_Clean + Shared_Clean`). Pages marked MADV_FREE are clean (the kernel clears
     /// their dirty bit) and are counted here as well as in `purgeable`.
-    public var clean: UInt64 { privateClean &+ sharedClean }
+    public var clean: UInt64 { privateClean.saturatingAdd(sharedClean) }
     /// Anonymous pages marked MADV_FREE that the kernel may take without asking (`LazyFree`).
     public var purgeable: UInt64 { lazyFree }
     /// Pages written out to swap (`Swap`).
@@ -59,36 +61,36 @@ public struct MemoryCounters: Sendable, Hashable, Codable {
     ///   fork, shared memory); their fair share is in `pssDirty`.
     /// - Hugetlb pages are never reclaimable and smaps reports them outside `Private_Dirty`, so
     ///   private ones are added explicitly.
-    public var footprint: UInt64 { privateDirty &+ privateHugetlb &+ swap }
+    public var footprint: UInt64 { privateDirty.saturatingAdd(privateHugetlb).saturatingAdd(swap) }
 
     // MARK: Arithmetic
 
-    /// Adds every counter of `other` (wrapping arithmetic; sums of kernel counters cannot
-    /// realistically overflow 64 bits, and a corrupt input must not trap).
+    /// Adds every counter of `other`, saturating at UInt64.max: sums of kernel counters cannot
+    /// realistically reach it, and a corrupt input must neither trap nor wrap to a small number.
     public static func += (lhs: inout MemoryCounters, rhs: MemoryCounters) {
-        lhs.size &+= rhs.size
-        lhs.rss &+= rhs.rss
-        lhs.pss &+= rhs.pss
-        lhs.pssDirty &+= rhs.pssDirty
-        lhs.pssAnon &+= rhs.pssAnon
-        lhs.pssFile &+= rhs.pssFile
-        lhs.pssShmem &+= rhs.pssShmem
-        lhs.sharedClean &+= rhs.sharedClean
-        lhs.sharedDirty &+= rhs.sharedDirty
-        lhs.privateClean &+= rhs.privateClean
-        lhs.privateDirty &+= rhs.privateDirty
-        lhs.referenced &+= rhs.referenced
-        lhs.anonymous &+= rhs.anonymous
-        lhs.ksm &+= rhs.ksm
-        lhs.lazyFree &+= rhs.lazyFree
-        lhs.anonHugePages &+= rhs.anonHugePages
-        lhs.shmemPmdMapped &+= rhs.shmemPmdMapped
-        lhs.filePmdMapped &+= rhs.filePmdMapped
-        lhs.sharedHugetlb &+= rhs.sharedHugetlb
-        lhs.privateHugetlb &+= rhs.privateHugetlb
-        lhs.swap &+= rhs.swap
-        lhs.swapPss &+= rhs.swapPss
-        lhs.locked &+= rhs.locked
+        lhs.size = lhs.size.saturatingAdd(rhs.size)
+        lhs.rss = lhs.rss.saturatingAdd(rhs.rss)
+        lhs.pss = lhs.pss.saturatingAdd(rhs.pss)
+        lhs.pssDirty = lhs.pssDirty.saturatingAdd(rhs.pssDirty)
+        lhs.pssAnon = lhs.pssAnon.saturatingAdd(rhs.pssAnon)
+        lhs.pssFile = lhs.pssFile.saturatingAdd(rhs.pssFile)
+        lhs.pssShmem = lhs.pssShmem.saturatingAdd(rhs.pssShmem)
+        lhs.sharedClean = lhs.sharedClean.saturatingAdd(rhs.sharedClean)
+        lhs.sharedDirty = lhs.sharedDirty.saturatingAdd(rhs.sharedDirty)
+        lhs.privateClean = lhs.privateClean.saturatingAdd(rhs.privateClean)
+        lhs.privateDirty = lhs.privateDirty.saturatingAdd(rhs.privateDirty)
+        lhs.referenced = lhs.referenced.saturatingAdd(rhs.referenced)
+        lhs.anonymous = lhs.anonymous.saturatingAdd(rhs.anonymous)
+        lhs.ksm = lhs.ksm.saturatingAdd(rhs.ksm)
+        lhs.lazyFree = lhs.lazyFree.saturatingAdd(rhs.lazyFree)
+        lhs.anonHugePages = lhs.anonHugePages.saturatingAdd(rhs.anonHugePages)
+        lhs.shmemPmdMapped = lhs.shmemPmdMapped.saturatingAdd(rhs.shmemPmdMapped)
+        lhs.filePmdMapped = lhs.filePmdMapped.saturatingAdd(rhs.filePmdMapped)
+        lhs.sharedHugetlb = lhs.sharedHugetlb.saturatingAdd(rhs.sharedHugetlb)
+        lhs.privateHugetlb = lhs.privateHugetlb.saturatingAdd(rhs.privateHugetlb)
+        lhs.swap = lhs.swap.saturatingAdd(rhs.swap)
+        lhs.swapPss = lhs.swapPss.saturatingAdd(rhs.swapPss)
+        lhs.locked = lhs.locked.saturatingAdd(rhs.locked)
     }
 
     public static func + (lhs: MemoryCounters, rhs: MemoryCounters) -> MemoryCounters {

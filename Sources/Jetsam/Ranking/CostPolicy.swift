@@ -1,4 +1,5 @@
 import LifecycleProtocol
+import LinuxSystem
 
 // The cost policy: free the needed bytes at the least expected relaunch cost.
 //

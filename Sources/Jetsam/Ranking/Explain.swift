@@ -1,4 +1,5 @@
 import LifecycleProtocol
+import LinuxSystem
 
 // Explanations: the point of the project. Every ranked app says why it is at its rank, factor
 // by factor, and why it is ahead of the next one (the first key on which they differ); every

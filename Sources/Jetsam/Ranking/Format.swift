@@ -103,11 +103,3 @@ func roundedHalfUp(_ value: Double) -> UInt64 {
     // Below 2^52 the fraction is exact; above it every Double is whole.
     return value - Double(whole) >= 0.5 ? whole + 1 : whole
 }
-
-/// Sums that never trap: byte counts saturate at `UInt64.max`.
-extension UInt64 {
-    func saturatingAdd(_ other: UInt64) -> UInt64 {
-        let (sum, overflow) = addingReportingOverflow(other)
-        return overflow ? .max : sum
-    }
-}
