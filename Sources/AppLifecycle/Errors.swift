@@ -126,13 +126,14 @@ public enum SupervisorError: Error, Sendable, Hashable, CustomStringConvertible 
 public enum SetupError: Error, Sendable, Hashable, CustomStringConvertible {
     /// mkdir, socket, bind, listen, or the thread that accepts connections.
     case system(SystemCallError)
-    case notADirectoryOfThisUser(String)
+    /// The runtime directory is a link, another user's, or writable by others.
+    case runtimeDirectory(RuntimeDirectory.Refusal)
     case socketPathTooLong(String)
 
     public var description: String {
         switch self {
         case .system(let e): "\(e)"
-        case .notADirectoryOfThisUser(let d): "\(d) is not a directory of this user"
+        case .runtimeDirectory(let r): "\(r)"
         case .socketPathTooLong(let p): "socket path too long: \(p)"
         }
     }

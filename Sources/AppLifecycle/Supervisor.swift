@@ -90,7 +90,16 @@ public actor Supervisor {
 
     public init(configuration: SupervisorConfiguration = SupervisorConfiguration()) throws(SupervisorError) {
         self.configuration = configuration
-        let directory = configuration.runtimeDirectory ?? Self.defaultRuntimeDirectory()
+        let directory: String
+        if let configured = configuration.runtimeDirectory {
+            directory = configured
+        } else {
+            do {
+                directory = try RuntimeDirectory.makeUnique()
+            } catch {
+                throw .setup(.runtimeDirectory(error))
+            }
+        }
         runtimeDirectory = directory
         logEvents = BoundedLog(limit: configuration.logLimit)
         let (stream, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .unbounded)
@@ -100,6 +109,7 @@ public actor Supervisor {
         do {
             socket = try ControlSocket(directory: directory) { event in continuation.yield(.socket(event)) }
         } catch {
+            if configuration.runtimeDirectory == nil { rmdir(directory) }  // made above, for this run
             throw .setup(error)
         }
         let exeDir = configuration.executableDirectory ?? Programs.ownDirectory()
@@ -177,11 +187,6 @@ public actor Supervisor {
 
     private func recordSourceChange(_ status: PressureSourceStatus) {
         record(SupervisorEvent(t: now(), kind: .pressure, name: status.name, detail: status.detail))
-    }
-
-    static func defaultRuntimeDirectory() -> String {
-        let base = getenv("XDG_RUNTIME_DIR").map { String(cString: $0) } ?? "/tmp"
-        return "\(base)/mempressure-\(getuid())-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
     }
 
     /// Seconds since the supervisor started (the log's clock).
