@@ -83,6 +83,8 @@ public enum AdminErrorCode: String, Sendable, Hashable, Codable, CaseIterable {
     case notARequest
     /// The answer could not be encoded (its `error` says so; nothing else is known).
     case answerNotEncodable
+    /// The supervisor serves its most admin connections already: try again later.
+    case tooManyConnections
 }
 
 public struct AdminStatus: Sendable, Codable, Hashable {
@@ -114,6 +116,11 @@ extension Supervisor {
     /// The most requests one admin connection may have waiting for their answers.
     static let maximumPendingAdminRequests = 64
 
+    /// The answer a connection beyond `maximumAdminConnections` gets before it is closed.
+    static func tooManyConnectionsAnswer(_ limit: Int) -> String {
+        #"{"error":"the supervisor serves \#(limit) admin connections already: try again later","errorCode":"tooManyConnections","ok":false}"#
+    }
+
     func handleAdmin(_ event: SocketEvent) {
         switch event {
         case .accepted(let fd, let peer):
@@ -126,10 +133,24 @@ extension Supervisor {
                 close(fd)
                 return
             }
-            adminConnections[fd] = AdminConnection()
+            // A bounded number of connections (each has a reader): beyond it, one line saying so.
+            let limit = configuration.maximumAdminConnections
+            guard adminConnections.count < limit else {
+                _ = ControlSocket.send(Self.tooManyConnectionsAnswer(limit), to: fd)
+                close(fd)
+                refusedAdminConnections += 1
+                if refusedAdminConnections == 1 || refusedAdminConnections.isMultiple(of: 1000) {
+                    record(SupervisorEvent(t: now(), pid: peer.pid, kind: .error, detail: "admin connection refused: \(limit) open already (\(refusedAdminConnections) refused so far)"))
+                }
+                return
+            }
+            nextAdminConnection += 1
+            adminConnections[fd] = AdminConnection(id: nextAdminConnection)
             admin?.startReading(fd)
+            scheduleIdleCheck(fd)
         case .lines(let fd, let lines):
             guard var c = adminConnections[fd], !c.closed else { return }
+            c.activity += 1
             guard c.pending.count + lines.count <= Self.maximumPendingAdminRequests else {
                 record(SupervisorEvent(t: now(), kind: .protocol, detail: "admin client sent more than \(Self.maximumPendingAdminRequests) requests without waiting for answers: disconnected"))
                 adminConnections[fd]?.pending = []
@@ -183,7 +204,29 @@ extension Supervisor {
             adminConnections.removeValue(forKey: fd)
             close(fd)
             connectionClosed()
+        } else {
+            scheduleIdleCheck(fd)
         }
+    }
+
+    /// Closes the admin connection if, `adminIdleTimeout` seconds from now, it has sent no
+    /// complete request since and none is being answered: an idle client does not hold one of
+    /// the `maximumAdminConnections` for ever.
+    private func scheduleIdleCheck(_ fd: Int32) {
+        guard let c = adminConnections[fd] else { return }
+        let (id, activity) = (c.id, c.activity)
+        let timeout = configuration.adminIdleTimeout
+        Task { [weak self] in
+            do { try await Task.sleep(for: .seconds(timeout)) } catch { return }
+            await self?.closeIfIdle(fd, id: id, activity: activity)
+        }
+    }
+
+    private func closeIfIdle(_ fd: Int32, id: Int, activity: Int) {
+        guard let c = adminConnections[fd], c.id == id, c.activity == activity, !c.busy, c.pending.isEmpty, !c.closed else { return }
+        record(SupervisorEvent(t: now(), kind: .protocol, detail: "admin connection idle for \(ByteFormat.fixed(configuration.adminIdleTimeout, 0)) s without a complete request: closed"))
+        // Its reader sees the shutdown and reports it closed; the descriptor is closed then.
+        ControlSocket.disconnect(fd)
     }
 
     /// The answer to one request line.

@@ -70,7 +70,7 @@ public enum SupervisorError: Error, Sendable, Hashable, CustomStringConvertible 
 
     public var description: String {
         switch self {
-        case .invalidAppName(let name): "app name '\(name)' must be letters, digits, '.', '-' or '_'"
+        case .invalidAppName(let name): "app name \(String(reflecting: name)) is not valid: \(ControlProtocol.appNameRule)"
         case .alreadyRegistered(let name): "an app named \(name) is already registered"
         case .noSuchApp(let name): "no app named \(name)"
         case .wrongState(let app, let state, let operation):

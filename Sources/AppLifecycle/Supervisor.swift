@@ -65,7 +65,16 @@ public actor Supervisor {
     /// The shutdown under way or done: it runs once.
     var shutdownTask: Task<Void, Never>?
 
+    /// The serial number of the last admin connection accepted (a descriptor is reused, a
+    /// connection's number is not).
+    var nextAdminConnection = 0
+    /// Admin connections refused because `maximumAdminConnections` were open.
+    var refusedAdminConnections = 0
+
     struct AdminConnection {
+        var id: Int
+        /// Complete requests received so far (for the idle timeout).
+        var activity = 0
         var pending: [String] = []
         var busy = false
         var closed = false
@@ -240,7 +249,12 @@ public actor Supervisor {
     // MARK: Apps
 
     public func register(_ spec: AppSpec) throws(SupervisorError) {
-        guard ControlProtocol.isToken(Substring(spec.name)) else { throw .invalidAppName(spec.name) }
+        do {
+            try spec.validate()
+        } catch {
+            if case .invalidAppName(let name) = error { throw .invalidAppName(name) }
+            throw .invalidCommand(error)
+        }
         guard records[spec.name] == nil else { throw .alreadyRegistered(spec.name) }
         records[spec.name] = AppRecord(spec: spec, timelineLimit: configuration.timelineLimit)
         order.append(spec.name)
