@@ -257,4 +257,33 @@ struct HostileTests {
         #expect(!(await s.isRegistered("N")))
         await s.shutdown()
     }
+
+    @Test("an app whose control channel breaks the protocol during a callback fails the wait at once, not after the timeout")
+    func garbageEndsTheWait() async throws {
+        // Says hello, then answers didFinishLaunching with garbage, and runs on.
+        let garbage = """
+            import os, socket, time
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(os.environ['MEMPRESSURE_SOCKET'])
+            s.sendall(('hello 1 %s %s\\n' % (os.environ['MEMPRESSURE_APP'], os.environ['MEMPRESSURE_TOKEN'])).encode())
+            for line in s.makefile('r'):
+                if line.startswith('callback'): s.sendall(b'%%% not the protocol %%%\\n')
+            time.sleep(600)
+            """
+        let s = try Supervisor(configuration: configuration { $0.launchTimeout = 300 })
+        try await s.register(AppSpec(name: "G", command: ["/usr/bin/env", "python3", "-c", garbage]))
+        let launched = await within(120) { () -> Bool? in
+            do {
+                try await s.launch("G")
+            } catch {
+                Issue.record("launch: \(error)")
+            }
+            return true
+        }
+        #expect(launched == true, "the launch still waits for an ack that cannot come")
+        let log = await s.log
+        #expect(log.contains { $0.app == "G" && $0.kind == .error && $0.detail == "didFinishLaunching not acknowledged: its control channel was closed for breaking the protocol" },
+                "\(log.filter { $0.kind == .error || $0.kind == .`protocol` })")
+        await s.shutdown()
+    }
 }
