@@ -83,6 +83,8 @@ public enum AdminErrorCode: String, Sendable, Hashable, Codable, CaseIterable {
     case notARequest
     /// The answer could not be encoded (its `error` says so; nothing else is known).
     case answerNotEncodable
+    /// The supervisor serves its most admin connections already: try again later.
+    case tooManyConnections
 }
 
 public struct AdminStatus: Sendable, Codable, Hashable {
@@ -114,6 +116,11 @@ extension Supervisor {
     /// The most requests one admin connection may have waiting for their answers.
     static let maximumPendingAdminRequests = 64
 
+    /// The answer a connection beyond `maximumAdminConnections` gets before it is closed.
+    static func tooManyConnectionsAnswer(_ limit: Int) -> String {
+        #"{"error":"the supervisor serves \#(limit) admin connections already: try again later","errorCode":"tooManyConnections","ok":false}"#
+    }
+
     func handleAdmin(_ event: SocketEvent) {
         switch event {
         case .accepted(let fd, let peer):
@@ -126,10 +133,24 @@ extension Supervisor {
                 close(fd)
                 return
             }
-            adminConnections[fd] = AdminConnection()
+            // A bounded number of connections (each has a reader): beyond it, one line saying so.
+            let limit = configuration.maximumAdminConnections
+            guard adminConnections.count < limit else {
+                _ = ControlSocket.send(Self.tooManyConnectionsAnswer(limit), to: fd)
+                close(fd)
+                refusedAdminConnections += 1
+                if refusedAdminConnections == 1 || refusedAdminConnections.isMultiple(of: 1000) {
+                    record(SupervisorEvent(t: now(), pid: peer.pid, kind: .error, detail: "admin connection refused: \(limit) open already (\(refusedAdminConnections) refused so far)"))
+                }
+                return
+            }
+            nextAdminConnection += 1
+            adminConnections[fd] = AdminConnection(id: nextAdminConnection)
             admin?.startReading(fd)
+            scheduleIdleCheck(fd)
         case .lines(let fd, let lines):
             guard var c = adminConnections[fd], !c.closed else { return }
+            c.activity += 1
             guard c.pending.count + lines.count <= Self.maximumPendingAdminRequests else {
                 record(SupervisorEvent(t: now(), kind: .protocol, detail: "admin client sent more than \(Self.maximumPendingAdminRequests) requests without waiting for answers: disconnected"))
                 adminConnections[fd]?.pending = []
@@ -183,7 +204,29 @@ extension Supervisor {
             adminConnections.removeValue(forKey: fd)
             close(fd)
             connectionClosed()
+        } else {
+            scheduleIdleCheck(fd)
         }
+    }
+
+    /// Closes the admin connection if, `adminIdleTimeout` seconds from now, it has sent no
+    /// complete request since and none is being answered: an idle client does not hold one of
+    /// the `maximumAdminConnections` for ever.
+    private func scheduleIdleCheck(_ fd: Int32) {
+        guard let c = adminConnections[fd] else { return }
+        let (id, activity) = (c.id, c.activity)
+        let timeout = configuration.adminIdleTimeout
+        Task { [weak self] in
+            do { try await Task.sleep(for: .seconds(timeout)) } catch { return }
+            await self?.closeIfIdle(fd, id: id, activity: activity)
+        }
+    }
+
+    private func closeIfIdle(_ fd: Int32, id: Int, activity: Int) {
+        guard let c = adminConnections[fd], c.id == id, c.activity == activity, !c.busy, c.pending.isEmpty, !c.closed else { return }
+        record(SupervisorEvent(t: now(), kind: .protocol, detail: "admin connection idle for \(ByteFormat.fixed(configuration.adminIdleTimeout, 0)) s without a complete request: closed"))
+        // Its reader sees the shutdown and reports it closed; the descriptor is closed then.
+        ControlSocket.disconnect(fd)
     }
 
     /// The answer to one request line.
@@ -228,12 +271,32 @@ extension Supervisor {
 }
 
 /// The CLI's side of the admin socket.
+///
+/// It trusts a supervisor of its own user or root only, and checks before it sends anything:
+/// the runtime directory must be a directory (not a link) of this user or root that others
+/// cannot write in, and the process listening on `admin.sock` (SO_PEERCRED) must run as this
+/// user or root. Every call has a deadline (`timeout`): connecting, sending and waiting for
+/// the answer together take no longer.
 public enum AdminClient {
-    /// `$XDG_RUNTIME_DIR/mempressure` or `/tmp/mempressure-UID`: where `mempressure supervise`
-    /// runs unless told otherwise.
-    public static var defaultDirectory: String {
-        if let env = getenv("XDG_RUNTIME_DIR") { return "\(String(cString: env))/mempressure" }
-        return "/tmp/mempressure-\(getuid())"
+    /// `$XDG_RUNTIME_DIR/mempressure`, else `/run/mempressure` for root and
+    /// `/run/user/UID/mempressure` for anyone else: where `mempressure supervise` runs unless
+    /// told otherwise.
+    public static var defaultDirectory: String { RuntimeDirectory.defaultPath }
+
+    /// How long a query (`apps`, `log`, `status`) may take, in seconds.
+    public static let defaultQueryTimeout = 10.0
+    /// How long a command on an app may take, in seconds: it waits for callbacks (a launch
+    /// waits up to 10 s for the app to connect and 30 s for didFinishLaunching, a background for
+    /// the app's background tasks).
+    public static let defaultCommandTimeout = 120.0
+
+    /// The most bytes an answer may have (a longer one is a broken supervisor).
+    public static let maximumAnswerBytes = 256 << 20
+
+    /// The default timeout of a request: `defaultQueryTimeout` or `defaultCommandTimeout`.
+    public static func defaultTimeout(for request: AdminRequest) -> Double {
+        if case .perform = request { return defaultCommandTimeout }
+        return defaultQueryTimeout
     }
 
     /// Why a request got no answer, or was refused.
@@ -249,6 +312,14 @@ public enum AdminClient {
         /// supervisor sent none this client knows), and in words.
         case refused(code: AdminErrorCode?, message: String)
         case notAnAnswer(DecodingError)
+        /// The runtime directory is not one this client trusts: nothing was sent.
+        case untrustedDirectory(RuntimeDirectory.Refusal)
+        /// The process listening on the socket runs as another user: nothing was sent.
+        case untrustedServer(path: String, uid: UInt32, pid: Int32)
+        /// No complete answer within the deadline.
+        case timedOut(path: String, seconds: Double)
+        /// The answer broke the protocol: longer than `maximumAnswerBytes`, or more than one line.
+        case brokenAnswer(String)
 
         public var description: String {
             switch self {
@@ -260,24 +331,49 @@ public enum AdminClient {
             case .noAnswer: "the supervisor closed the connection without answering"
             case .refused(_, let message): message
             case .notAnAnswer(let e): "the supervisor's answer is not understood: \(e)"
+            case .untrustedDirectory(let r): "\(r); nothing sent"
+            case .untrustedServer(let path, let uid, let pid):
+                "the server at \(path) (pid \(pid)) runs as uid \(uid), not this user (uid \(getuid())) or root: refused, nothing sent"
+            case .timedOut(let path, let seconds): "no answer from \(path) within \(ByteFormat.fixed(seconds, seconds < 1 ? 1 : 0)) s (--timeout)"
+            case .brokenAnswer(let why): "the supervisor's answer breaks the protocol: \(why)"
             }
         }
     }
 
-    /// Sends one request and returns the answer's JSON (`{"ok": ..., ...}`).
-    public static func send(_ request: AdminRequest, directory: String = defaultDirectory) throws(Failure) -> [UInt8] {
+    /// Sends one request and returns the answer's JSON (`{"ok": ..., ...}`), within `timeout`
+    /// seconds (default: `defaultTimeout(for:)`).
+    public static func send(_ request: AdminRequest, directory: String = defaultDirectory, timeout: Double? = nil) throws(Failure) -> [UInt8] {
+        let seconds = timeout ?? defaultTimeout(for: request)
+        let deadline = monotonicSeconds() + seconds
         let path = "\(directory)/admin.sock"
+        // The directory first: a link, another user's directory, or one anybody can write in
+        // (where anybody could have put the socket) is not trusted.
+        do {
+            try RuntimeDirectory.verify(directory, owners: [getuid(), 0], expected: "this user (uid \(getuid())) or root")
+        } catch {
+            if case .system(let e) = error, e.errno == .noSuchFileOrDirectory { throw .noSupervisor(path: path, e.errno) }
+            throw .untrustedDirectory(error)
+        }
         let connection: UnixSocket
         do {
-            connection = try UnixSocket.connect(to: path)
+            connection = try UnixSocket.connect(to: path, timeout: seconds)
         } catch {
             switch (error.systemCall, error.errno) {
             case ("socket", _): throw .system(error)
             case (_, .fileNameTooLong): throw .pathTooLong(path)
+            case ("connect", .resourceTemporarilyUnavailable): throw .timedOut(path: path, seconds: seconds)
             case (_, let e): throw .noSupervisor(path: path, e)
             }
         }
         defer { connection.close() }
+        // Then the server: whoever listens there must be this user or root.
+        let server: UnixSocket.PeerCredentials
+        do {
+            server = try connection.peerCredentials()
+        } catch {
+            throw .system(error)
+        }
+        guard server.uid == getuid() || server.uid == 0 else { throw .untrustedServer(path: path, uid: server.uid, pid: server.pid) }
         let fd = connection.descriptor
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -289,22 +385,39 @@ public enum AdminClient {
         } catch {
             throw .requestNotEncodable(.invalidValue(request, .init(codingPath: [], debugDescription: "\(error)", underlyingError: error)))
         }
-        guard ControlSocket.sendBlocking(line, to: fd) else { throw .sendFailed(path: path) }
+        do {
+            try UnixSocket.sendAll(Array((line + "\n").utf8), on: fd, deadline: deadline)
+        } catch {
+            if error.errno == .timedOut { throw .timedOut(path: path, seconds: seconds) }
+            throw .sendFailed(path: path)
+        }
         var answer: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
+            let left = deadline - monotonicSeconds()
+            guard left > 0 else { throw .timedOut(path: path, seconds: seconds) }
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = retryOnInterrupt { poll(&p, 1, Int32(min(left * 1000, 60_000).rounded(.up))) }
+            if ready < 0 { throw .system(SystemCallError("poll", errno: Errno(rawValue: errno), subject: path)) }
+            if ready == 0 { continue }  // the deadline is checked above
             let n = buffer.withUnsafeMutableBytes { raw in retryOnInterrupt { read(fd, raw.baseAddress!, raw.count) } }
             if n <= 0 { break }
             answer += buffer[0..<n]
-            if answer.last == 0x0a { break }
+            if let end = answer.firstIndex(of: 0x0a) {
+                guard end == answer.count - 1 else { throw .brokenAnswer("more than one line") }
+                break
+            }
+            guard answer.count <= maximumAnswerBytes else { throw .brokenAnswer("longer than \(maximumAnswerBytes) bytes") }
         }
         guard !answer.isEmpty else { throw .noAnswer }
         return answer
     }
 
     /// Sends one request and decodes its result (nil when the command has none).
-    public static func call<Result: Codable & Sendable>(_ request: AdminRequest, as: Result.Type, directory: String = defaultDirectory) throws(Failure) -> Result? {
-        let answer = try send(request, directory: directory)
+    public static func call<Result: Codable & Sendable>(
+        _ request: AdminRequest, as: Result.Type, directory: String = defaultDirectory, timeout: Double? = nil
+    ) throws(Failure) -> Result? {
+        let answer = try send(request, directory: directory, timeout: timeout)
         let response: AdminResponse<Result>
         do {
             response = try JSONInput.decode(AdminResponse<Result>.self, from: Data(answer))

@@ -172,11 +172,16 @@ extension Supervisor {
             return
         }
         a.callbacksInProgress[callback, default: 0] += 1
+        // A channel closed for breaking the protocol (garbage, an over-long line, a flood) ends
+        // the wait at once: no ack can come on it.
+        let failures = a.channelFailures
         let acked = await waitFor(a.name, timeout: timeout) {
-            ($0.acks[callback] ?? 0) > before || !$0.alive || $0.generation != generation
+            ($0.acks[callback] ?? 0) > before || !$0.alive || $0.generation != generation || $0.channelFailures > failures
         }
         if a.generation == generation, let n = a.callbacksInProgress[callback] { a.callbacksInProgress[callback] = n > 1 ? n - 1 : nil }
-        if !acked {
+        if a.generation == generation, a.channelFailures > failures, (a.acks[callback] ?? 0) <= before {
+            record(.error, a, detail: "\(callback.rawValue) not acknowledged: its control channel was closed for breaking the protocol")
+        } else if !acked {
             record(.error, a, detail: "\(callback.rawValue) not acknowledged within \(timeout) s")
         }
     }
@@ -187,9 +192,10 @@ extension Supervisor {
     func sendNotification(_ a: AppRecord, kind: String, value: String, count: Int) async {
         let before = a.notifiedCount
         let generation = a.generation
+        let failures = a.channelFailures
         guard send(.notification(kind: kind, count: count, value: value), to: a, what: "notification \(kind)") else { return }
         _ = await waitFor(a.name, timeout: configuration.callbackTimeout) {
-            $0.notifiedCount > before || !$0.alive || $0.generation != generation
+            $0.notifiedCount > before || !$0.alive || $0.generation != generation || $0.channelFailures > failures
         }
     }
 
@@ -210,9 +216,15 @@ extension Supervisor {
             throw .commandFailed(app: a.name, command: text, answer: "its control channel failed")
         }
         let timeout = configuration.callbackTimeout
-        let answered = await waitFor(a.name, timeout: timeout) { $0.answeredCommands.contains(id) || !$0.alive || $0.generation != generation }
+        let failures = a.channelFailures
+        let answered = await waitFor(a.name, timeout: timeout) {
+            $0.answeredCommands.contains(id) || !$0.alive || $0.generation != generation || $0.channelFailures > failures
+        }
         guard answered, a.generation == generation, let answer = a.commandAnswers.removeValue(forKey: id) else {
             if !a.isAlive(generation) { throw .exited(app: a.name, during: text, status: a.exitStatus) }
+            if a.channelFailures > failures {
+                throw .commandFailed(app: a.name, command: text, answer: "its control channel was closed for breaking the protocol")
+            }
             throw .timedOut(app: a.name, waitingFor: "answer '\(text)'", seconds: timeout)
         }
         record(.command, a, name: text, detail: answer)

@@ -115,10 +115,13 @@ public enum Command: Sendable, Hashable {
         case .notify(_, let kind, _):
             guard !kind.isEmpty else { throw .missingKind }
         case .register(let spec), .launch(_, registering: .some(let spec)):
-            guard !spec.command.isEmpty, !spec.command[0].isEmpty else { throw .emptyCommand(app: spec.name) }
+            try spec.validate()
         default:
             break
         }
+        // Every name a command gives is checked where it enters (an admin request, a scenario
+        // step, the CLI), before it can reach a path or a cgroup.
+        if let name = app, !ControlProtocol.isAppName(Substring(name)) { throw .invalidAppName(name) }
     }
 
     private static func check(_ timeout: Double?) throws(CommandError) {
@@ -141,6 +144,13 @@ public enum CommandError: Error, Sendable, Hashable, CustomStringConvertible {
     case missingKind
     /// An app registered with an empty command.
     case emptyCommand(app: String)
+    /// An app name that is not `ControlProtocol.isAppName`.
+    case invalidAppName(String)
+    /// A NUL byte in the program, an argument (`field` says which) or an environment value:
+    /// exec would cut it short there.
+    case nulByte(app: String, field: String)
+    /// An environment variable's name that is empty or holds '=' or NUL.
+    case invalidEnvironmentName(app: String, String)
     /// The admin form's `"command"` is no verb (its first 40 characters).
     case unknownCommand(String)
     /// The step form names no verb, or more than one (those it names).
@@ -167,6 +177,9 @@ public enum CommandError: Error, Sendable, Hashable, CustomStringConvertible {
         case .nonPositiveBytes(let verb, _): "\(verb.rawValue) needs a positive number of bytes"
         case .missingKind: "notify needs a kind"
         case .emptyCommand(let app): "app \(app) has an empty command"
+        case .invalidAppName(let name): "app name \(String(reflecting: name)) is not valid: \(ControlProtocol.appNameRule)"
+        case .nulByte(let app, let field): "app \(app): its \(field) holds a NUL byte (it cannot be passed to a program)"
+        case .invalidEnvironmentName(let app, let key): "app \(app): environment variable name \(String(reflecting: key)) is empty or holds '=' or NUL"
         case .unknownCommand(let name): "unknown command '\(name)'"
         case .actionCount(let present):
             "needs exactly one action (\(Command.Verb.allCases.filter { $0 != .register }.map(\.rawValue).joined(separator: ", "))), has "

@@ -1,6 +1,7 @@
 import Glibc
 import LifecycleProtocol
 import LinuxSystem
+import Synchronization
 import SystemPackage
 
 /// The credentials of the process at the other end of a UNIX socket (SO_PEERCRED), taken by
@@ -54,21 +55,21 @@ final class ControlSocket: @unchecked Sendable {
     let path: String
     private let listener: Int32
     private let emit: @Sendable (SocketEvent) -> Void
+    /// Set by `close()`: the accept loop ends at its next failure.
+    private let closed = Atomic(false)
     static let maximumLinesPerSecond = 1000
 
     init(directory: String, name: String = "control.sock", emit: @escaping @Sendable (SocketEvent) -> Void) throws(SetupError) {
         self.directory = directory
         path = "\(directory)/\(name)"
         self.emit = emit
-        if mkdir(directory, 0o700) != 0 && errno != EEXIST {
-            throw .system(SystemCallError("mkdir", errno: Errno(rawValue: errno), subject: directory))
+        // Made 0700, or verified by descriptor: a link, another user's directory or one others
+        // may write in is refused, and nothing is changed on it.
+        do {
+            try RuntimeDirectory.prepare(directory)
+        } catch {
+            throw .runtimeDirectory(error)
         }
-        // Only this user may enter: whatever the umask did, and whoever made it before.
-        var st = stat()
-        guard stat(directory, &st) == 0, st.st_uid == getuid(), (st.st_mode & S_IFMT) == S_IFDIR else {
-            throw .notADirectoryOfThisUser(directory)
-        }
-        chmod(directory, 0o700)
         unlink(path)
         do {
             listener = try UnixSocket.listen(at: path, backlog: 64).releaseDescriptor()
@@ -87,22 +88,42 @@ final class ControlSocket: @unchecked Sendable {
 
     /// Stops accepting (the accept thread ends) and removes the socket file.
     func close() {
+        closed.store(true, ordering: .releasing)
         shutdown(listener, Int32(SHUT_RDWR))
         Glibc.close(listener)
         unlink(path)
     }
 
+    /// Accepts until `close()`. Running out of descriptors or kernel memory (EMFILE, ENFILE,
+    /// ENOBUFS, ENOMEM) does not end it: it backs off briefly and goes on, the waiting
+    /// connections staying in the backlog meanwhile (EINTR and ECONNABORTED are retried at once
+    /// by `UnixSocket.accept`).
     private func acceptLoop() {
-        while true {
+        while !closed.load(ordering: .acquiring) {
             let fd: Int32
             let peer: UnixSocket.PeerCredentials
             do {
                 (fd, peer) = try UnixSocket.accept(on: listener)
             } catch {
-                return  // closed
+                guard !closed.load(ordering: .acquiring), Self.isTransient(error.errno) else { return }  // closed
+                Self.backOff()
+                continue
             }
             emit(.accepted(connection: fd, peer: peer))
         }
+    }
+
+    /// Failures of accept that pass: resources that come back when connections close.
+    static func isTransient(_ e: Errno) -> Bool {
+        e == .tooManyOpenFiles || e == .tooManyOpenFilesInSystem || e == .noBufferSpace || e == .noMemory
+            || e == .interrupted || e == .connectionAbort
+    }
+
+    /// How long the accept loop waits after a transient failure before it tries again.
+    static let acceptBackOffMilliseconds: Int32 = 50
+
+    private static func backOff() {
+        _ = poll(nil, 0, acceptBackOffMilliseconds)
     }
 
     /// Starts the reader thread of an accepted connection (lines of at most `maximumLineBytes`).

@@ -72,7 +72,7 @@ public enum SupervisorError: Error, Sendable, Hashable, CustomStringConvertible 
 
     public var description: String {
         switch self {
-        case .invalidAppName(let name): "app name '\(name)' must be letters, digits, '.', '-' or '_'"
+        case .invalidAppName(let name): "app name \(String(reflecting: name)) is not valid: \(ControlProtocol.appNameRule)"
         case .alreadyRegistered(let name): "an app named \(name) is already registered"
         case .noSuchApp(let name): "no app named \(name)"
         case .wrongState(let app, let state, let operation):
@@ -130,13 +130,14 @@ public enum SupervisorError: Error, Sendable, Hashable, CustomStringConvertible 
 public enum SetupError: Error, Sendable, Hashable, CustomStringConvertible {
     /// mkdir, socket, bind, listen, or the thread that accepts connections.
     case system(SystemCallError)
-    case notADirectoryOfThisUser(String)
+    /// The runtime directory is a link, another user's, or writable by others.
+    case runtimeDirectory(RuntimeDirectory.Refusal)
     case socketPathTooLong(String)
 
     public var description: String {
         switch self {
         case .system(let e): "\(e)"
-        case .notADirectoryOfThisUser(let d): "\(d) is not a directory of this user"
+        case .runtimeDirectory(let r): "\(r)"
         case .socketPathTooLong(let p): "socket path too long: \(p)"
         }
     }

@@ -65,7 +65,16 @@ public actor Supervisor {
     /// The shutdown under way or done: it runs once.
     var shutdownTask: Task<Void, Never>?
 
+    /// The serial number of the last admin connection accepted (a descriptor is reused, a
+    /// connection's number is not).
+    var nextAdminConnection = 0
+    /// Admin connections refused because `maximumAdminConnections` were open.
+    var refusedAdminConnections = 0
+
     struct AdminConnection {
+        var id: Int
+        /// Complete requests received so far (for the idle timeout).
+        var activity = 0
         var pending: [String] = []
         var busy = false
         var closed = false
@@ -95,7 +104,16 @@ public actor Supervisor {
             throw .configuration(error)
         }
         self.configuration = configuration
-        let directory = configuration.runtimeDirectory ?? Self.defaultRuntimeDirectory()
+        let directory: String
+        if let configured = configuration.runtimeDirectory {
+            directory = configured
+        } else {
+            do {
+                directory = try RuntimeDirectory.makeUnique()
+            } catch {
+                throw .setup(.runtimeDirectory(error))
+            }
+        }
         runtimeDirectory = directory
         logEvents = BoundedLog(limit: configuration.logLimit)
         let (stream, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .unbounded)
@@ -105,6 +123,7 @@ public actor Supervisor {
         do {
             socket = try ControlSocket(directory: directory) { event in continuation.yield(.socket(event)) }
         } catch {
+            if configuration.runtimeDirectory == nil { rmdir(directory) }  // made above, for this run
             throw .setup(error)
         }
         let exeDir = configuration.executableDirectory ?? Programs.ownDirectory()
@@ -184,11 +203,6 @@ public actor Supervisor {
         record(SupervisorEvent(t: now(), kind: .pressure, name: status.name, detail: status.detail))
     }
 
-    static func defaultRuntimeDirectory() -> String {
-        let base = getenv("XDG_RUNTIME_DIR").map { String(cString: $0) } ?? "/tmp"
-        return "\(base)/mempressure-\(getuid())-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-    }
-
     /// Seconds since the supervisor started (the log's clock).
     public func now() -> Double { monotonicSeconds() - start }
 
@@ -240,7 +254,12 @@ public actor Supervisor {
     // MARK: Apps
 
     public func register(_ spec: AppSpec) throws(SupervisorError) {
-        guard ControlProtocol.isToken(Substring(spec.name)) else { throw .invalidAppName(spec.name) }
+        do {
+            try spec.validate()
+        } catch {
+            if case .invalidAppName(let name) = error { throw .invalidAppName(name) }
+            throw .invalidCommand(error)
+        }
         guard records[spec.name] == nil else { throw .alreadyRegistered(spec.name) }
         records[spec.name] = AppRecord(spec: spec, timelineLimit: configuration.timelineLimit)
         order.append(spec.name)

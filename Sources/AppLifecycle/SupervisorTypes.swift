@@ -27,10 +27,35 @@ public struct AppSpec: Sendable, Hashable, Codable {
     }
 }
 
+extension AppSpec {
+    /// Checks what an exec cannot carry or a path must not hold: the name (`ControlProtocol.isAppName`),
+    /// a command, and no NUL byte in an argument, an environment name or value (nor '=' or
+    /// nothing in a name): such a string would be cut short at the NUL, not run as written.
+    public func validate() throws(CommandError) {
+        guard ControlProtocol.isAppName(Substring(name)) else { throw .invalidAppName(name) }
+        guard !command.isEmpty, !command[0].isEmpty else { throw .emptyCommand(app: name) }
+        for (i, argument) in command.enumerated() where argument.utf8.contains(0) {
+            throw .nulByte(app: name, field: i == 0 ? "program" : "argument \(i)")
+        }
+        for (key, value) in (environment ?? [:]).sorted(by: { $0.key < $1.key }) {
+            guard !key.isEmpty, !key.utf8.contains(0), !key.utf8.contains(0x3d) else { throw .invalidEnvironmentName(app: name, key) }
+            if value.utf8.contains(0) { throw .nulByte(app: name, field: "environment variable \(key)") }
+        }
+    }
+}
+
 public struct SupervisorConfiguration: Sendable {
-    /// Where the control socket lives (a directory of this user, mode 0700). Default: a new
-    /// directory under $XDG_RUNTIME_DIR or /tmp.
+    /// Where the control socket lives: made with mode 0700, or an existing directory (not a
+    /// link) of this user that group and others cannot write in; anything else is refused.
+    /// Default: a new directory made for this supervisor alone, `mempressure-PID-RANDOM` under
+    /// $XDG_RUNTIME_DIR, else /run for root, else /tmp (made exclusively: never one that exists).
     public var runtimeDirectory: String?
+    /// The most admin connections served at once; one beyond it gets a one-line error answer
+    /// (`tooManyConnections`) and is closed.
+    public var maximumAdminConnections = 64
+    /// Seconds an admin connection may stay open without sending a complete request while
+    /// nothing is being answered on it; then it is closed.
+    public var adminIdleTimeout = 30.0
     public var suspendMethod: SuspendMethod = .sigstop
     /// The device's RAM: a memory cgroup with this limit holds every app.
     public var budgetBytes: Int?

@@ -45,6 +45,20 @@ public enum ControlProtocol {
         }
     }
 
+    /// The longest app name, in bytes.
+    public static let maximumAppNameBytes = 64
+
+    /// Whether `s` may name an app: 1 to 64 letters, digits, '.', '-' or '_', not starting with
+    /// '.' or '-' (so never `.` or `..`, nor a name an option parser or a path would misread).
+    /// An app's name becomes a cgroup's and a file's name.
+    public static func isAppName(_ s: Substring) -> Bool {
+        guard let first = s.utf8.first, first != 0x2e, first != 0x2d, s.utf8.count <= maximumAppNameBytes else { return false }
+        return isToken(s)
+    }
+
+    /// What an app name must be, in words (for error messages).
+    public static let appNameRule = "1 to 64 letters, digits, '.', '-' or '_', not starting with '.' or '-'"
+
     /// A decimal number of at most 18 digits (so it fits an Int), not negative.
     public static func integer(_ s: Substring, _ field: String) throws(ProtocolError) -> Int {
         guard s.utf8.count <= 18, let v = Int(s), v >= 0 else { throw .notANonNegativeInteger(field: field, text: String(s.prefix(40))) }

@@ -60,9 +60,18 @@ public final class UnixSocket: Sendable {
         }
     }
 
-    /// A socket connected to the listener at `path`.
-    public static func connect(to path: String) throws(SystemCallError) -> UnixSocket {
-        try open(path) { fd, address, length in Glibc.connect(fd, address, length) == 0 ? nil : "connect" }
+    /// A socket connected to the listener at `path`. With a `timeout` (seconds), a connect that
+    /// waits for room in a full backlog gives up after it (EAGAIN).
+    public static func connect(to path: String, timeout: Double? = nil) throws(SystemCallError) -> UnixSocket {
+        try open(path) { fd, address, length in
+            if let timeout {
+                let whole = min(max(timeout, 0.001), 1e9)
+                var t = timeval(tv_sec: Int(whole), tv_usec: Int((whole - whole.rounded(.down)) * 1e6))
+                if t.tv_sec == 0 && t.tv_usec == 0 { t.tv_usec = 1000 }
+                if setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &t, socklen_t(MemoryLayout<timeval>.size)) != 0 { return "setsockopt(SO_SNDTIMEO)" }
+            }
+            return Glibc.connect(fd, address, length) == 0 ? nil : "connect"
+        }
     }
 
     /// Makes a socket and runs `operation` on it with the address of `path`: the one place a
@@ -123,6 +132,21 @@ public final class UnixSocket: Sendable {
             }
             return (connection, PeerCredentials(pid: pid, uid: uid, gid: gid))
         }
+    }
+
+    /// The credentials of the process at the other end of the connected socket (SO_PEERCRED:
+    /// for a connection to a listener, whoever called listen()).
+    public func peerCredentials() throws(SystemCallError) -> PeerCredentials {
+        try Self.peerCredentials(of: descriptor)
+    }
+
+    /// `peerCredentials()` of the connected descriptor `fd`.
+    public static func peerCredentials(of fd: CInt) throws(SystemCallError) -> PeerCredentials {
+        var pid: Int32 = 0
+        var uid: UInt32 = 0
+        var gid: UInt32 = 0
+        guard mp_peer_credentials(fd, &pid, &uid, &gid) == 0 else { throw SystemCallError("getsockopt(SO_PEERCRED)", errno: Errno(rawValue: errno)) }
+        return PeerCredentials(pid: pid, uid: uid, gid: gid)
     }
 
     // MARK: Sending and receiving

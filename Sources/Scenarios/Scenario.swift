@@ -50,9 +50,16 @@ public struct Scenario: Sendable {
         guard !apps.isEmpty else { throw .noApps }
         var names = Set<String>()
         for app in apps {
-            guard ControlProtocol.isToken(Substring(app.name)) else { throw .invalidAppName(app.name) }
+            do {
+                try app.validate()
+            } catch {
+                switch error {
+                case .invalidAppName(let name): throw .invalidAppName(name)
+                case .emptyCommand(let name): throw .emptyCommand(app: name)
+                default: throw .app(error)
+                }
+            }
             guard names.insert(app.name).inserted else { throw .duplicateApp(app.name) }
-            guard !app.command.isEmpty, !app.command[0].isEmpty else { throw .emptyCommand(app: app.name) }
         }
         if let b = budgetBytes, b <= 0 { throw .nonPositiveBudget(b) }
         do {
@@ -100,8 +107,11 @@ public struct Scenario: Sendable {
 /// or `DecodingError`.
 public enum ScenarioError: Error, Sendable, CustomStringConvertible {
     case noApps
-    /// App names are words: letters, digits, '.', '-', '_'.
+    /// App names are `ControlProtocol.isAppName`: 1 to 64 letters, digits, '.', '-', '_', not
+    /// starting with '.' or '-'.
     case invalidAppName(String)
+    /// An app's command or environment cannot be passed to a program (a NUL byte).
+    case app(CommandError)
     case duplicateApp(String)
     case emptyCommand(app: String)
     case nonPositiveBudget(Int)
@@ -121,7 +131,8 @@ public enum ScenarioError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .noApps: "the scenario has no apps"
-        case .invalidAppName(let name): "app name '\(name)' must be letters, digits, '.', '-' or '_'"
+        case .invalidAppName(let name): "app name \(String(reflecting: name)) is not valid: \(ControlProtocol.appNameRule)"
+        case .app(let error): "\(error)"
         case .duplicateApp(let name): "two apps are named \(name)"
         case .emptyCommand(let app): "app \(app) has an empty command"
         case .nonPositiveBudget: "budgetBytes must be a positive number of bytes"

@@ -149,7 +149,7 @@ struct Supervise: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "Runtime directory (default: $XDG_RUNTIME_DIR/mempressure or /tmp/mempressure-UID).") var dir = AdminClient.defaultDirectory
+    @Option(help: "Runtime directory (default: $XDG_RUNTIME_DIR/mempressure, else /run/mempressure for root, /run/user/UID/mempressure for others). Made 0700; an existing one must be a directory of this user, not a link, not writable by others.") var dir = AdminClient.defaultDirectory
     @Option(help: "The device's RAM budget in bytes (k, m, g suffixes): a memory cgroup holding every app.") var budget: String?
     @Option(help: "sigstop or freezer.") var suspend: SuspendMethod = .sigstop
     @Option(name: .customLong("background-task-limit"), help: "Seconds a background task may run.") var backgroundTaskLimit = 30.0
@@ -231,10 +231,13 @@ struct Apps: AsyncParsableCommand {
 
     @Option(help: "The supervisor's runtime directory.") var dir = AdminClient.defaultDirectory
     @Flag(help: "Print JSON.") var json = false
+    @Option(help: "Seconds to wait for the supervisor's answer (default \(Int(AdminClient.defaultQueryTimeout))).") var timeout: Double?
+
+    func validate() throws { try validateTimeout(timeout) }
 
     func run() async throws {
         do {
-            let apps = try AdminClient.call(.apps, as: [AppReport].self, directory: dir) ?? []
+            let apps = try AdminClient.call(.apps, as: [AppReport].self, directory: dir, timeout: timeout) ?? []
             output(json ? try encodeJSON(apps) : renderAccounting(apps))
         } catch {
             throw fail(error)
@@ -269,10 +272,15 @@ struct AppCommand: AsyncParsableCommand {
     @Option(help: "For allocate and release: bytes (k, m, g suffixes).") var bytes: String?
     @Flag(name: .customLong("no-wait"), help: "For background: return once didEnterBackground was delivered.") var noWait = false
     @Option(help: "The supervisor's runtime directory.") var dir = AdminClient.defaultDirectory
+    @Option(help: "Seconds to wait for the supervisor's answer (default \(Int(AdminClient.defaultCommandTimeout)): a command waits for the app's callbacks).") var timeout: Double?
 
     func validate() throws {
         guard Self.verbs.contains(verb) else { throw ValidationError("VERB must be one of \(Self.verbs.map(\.rawValue).joined(separator: ", "))") }
         if verb != .warn && verb != .notify && name == nil { throw ValidationError("\(verb.rawValue) needs an app name") }
+        if let name, name != "all", !ControlProtocol.isAppName(Substring(name)) {
+            throw ValidationError("app name \(String(reflecting: name)) is not valid: \(ControlProtocol.appNameRule)")
+        }
+        try validateTimeout(timeout)
         if verb == .notify && kind == nil { throw ValidationError("notify needs --kind") }
         if (verb == .allocate || verb == .release) && bytes == nil { throw ValidationError("\(verb.rawValue) needs --bytes") }
     }
@@ -307,10 +315,17 @@ struct AppCommand: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            let state = try AdminClient.call(.perform(try makeCommand()), as: LifecycleState.self, directory: dir)
+            let state = try AdminClient.call(.perform(try makeCommand()), as: LifecycleState.self, directory: dir, timeout: timeout)
             output("\(name ?? "all"): \(state?.rawValue ?? "done")\n")
         } catch {
             throw fail(error)
         }
+    }
+}
+
+/// `--timeout`: a number of seconds above 0, at most a day.
+func validateTimeout(_ timeout: Double?) throws {
+    if let t = timeout, !(t > 0 && t <= Command.maximumSeconds) {
+        throw ValidationError("--timeout must be a number of seconds above 0 and at most \(Int(Command.maximumSeconds))")
     }
 }
