@@ -217,7 +217,7 @@ extension Supervisor {
         let (id, activity) = (c.id, c.activity)
         let timeout = configuration.adminIdleTimeout
         Task { [weak self] in
-            do { try await Task.sleep(for: .seconds(timeout)) } catch { return }
+            do { try await Task.sleep(for: Seconds.duration(timeout)) } catch { return }
             await self?.closeIfIdle(fd, id: id, activity: activity)
         }
     }

@@ -102,6 +102,7 @@ public struct SupervisorConfiguration: Sendable {
             try Seconds.check(connectTimeout, "connectTimeout")
             try Seconds.check(terminateGrace, "terminateGrace", allowZero: true)
             try Seconds.check(sampleInterval, "sampleInterval", allowZero: true)
+            try Seconds.check(adminIdleTimeout, "adminIdleTimeout")
         } catch {
             throw .seconds(error)
         }
@@ -111,6 +112,7 @@ public struct SupervisorConfiguration: Sendable {
         if let budgetBytes, budgetBytes <= 0 { throw .notPositive("budgetBytes", budgetBytes) }
         guard logLimit > 0 else { throw .notPositive("logLimit", logLimit) }
         guard timelineLimit > 0 else { throw .notPositive("timelineLimit", timelineLimit) }
+        guard maximumAdminConnections > 0 else { throw .notPositive("maximumAdminConnections", maximumAdminConnections) }
     }
 }
 

@@ -65,7 +65,7 @@ public final class UnixSocket: Sendable {
     public static func connect(to path: String, timeout: Double? = nil) throws(SystemCallError) -> UnixSocket {
         try open(path) { fd, address, length in
             if let timeout {
-                let whole = min(max(timeout, 0.001), 1e9)
+                let whole = timeout > 0.001 ? min(timeout, Seconds.maximum) : 0.001  // NaN too
                 var t = timeval(tv_sec: Int(whole), tv_usec: Int((whole - whole.rounded(.down)) * 1e6))
                 if t.tv_sec == 0 && t.tv_usec == 0 { t.tv_usec = 1000 }
                 if setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &t, socklen_t(MemoryLayout<timeval>.size)) != 0 { return "setsockopt(SO_SNDTIMEO)" }

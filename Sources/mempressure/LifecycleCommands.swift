@@ -233,7 +233,7 @@ struct Apps: AsyncParsableCommand {
     @Flag(help: "Print JSON.") var json = false
     @Option(help: "Seconds to wait for the supervisor's answer (default \(Int(AdminClient.defaultQueryTimeout))).") var timeout: Double?
 
-    func validate() throws { try validateTimeout(timeout) }
+    func validate() throws { if let timeout { try checkSeconds(timeout, "--timeout") } }
 
     func run() async throws {
         do {
@@ -280,7 +280,7 @@ struct AppCommand: AsyncParsableCommand {
         if let name, name != "all", !ControlProtocol.isAppName(Substring(name)) {
             throw ValidationError("app name \(String(reflecting: name)) is not valid: \(ControlProtocol.appNameRule)")
         }
-        try validateTimeout(timeout)
+        if let timeout { try checkSeconds(timeout, "--timeout") }
         if verb == .notify && kind == nil { throw ValidationError("notify needs --kind") }
         if (verb == .allocate || verb == .release) && bytes == nil { throw ValidationError("\(verb.rawValue) needs --bytes") }
     }
@@ -323,9 +323,3 @@ struct AppCommand: AsyncParsableCommand {
     }
 }
 
-/// `--timeout`: a number of seconds above 0, at most a day.
-func validateTimeout(_ timeout: Double?) throws {
-    if let t = timeout, !(t > 0 && t <= Command.maximumSeconds) {
-        throw ValidationError("--timeout must be a number of seconds above 0 and at most \(Int(Command.maximumSeconds))")
-    }
-}
