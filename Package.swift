@@ -223,7 +223,10 @@ let package = Package(
         ),
         .testTarget(
             name: "AppLifecycleTests",
-            dependencies: ["AppLifecycle", "LifecycleProtocol", "Scenarios", "VMTracker", "LinuxSystem", "TestSupport", "WorkloadApp", "mempressure-exec"],
+            dependencies: [
+                "AppLifecycle", "LifecycleProtocol", "Scenarios", "VMTracker", "LinuxSystem", "TestSupport", "WorkloadApp", "mempressure-exec",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(

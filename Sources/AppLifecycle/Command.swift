@@ -193,12 +193,13 @@ public enum CommandError: Error, Sendable, Hashable, CustomStringConvertible {
 }
 
 extension Command: Codable {
-    private enum Key: String, CodingKey {
+    private enum Key: String, CodingKey, CaseIterable {
         case command, app, argv, client, environment, kind, value, seconds, count, timeout, state, wait, bytes
         case register, launch, activate, deactivate, background, terminate, relaunch, warn, notify, waitReady, waitState, allocate, release
     }
 
     public init(from decoder: any Decoder) throws {
+        try UnknownKeys.refuse(in: decoder, known: Key.self, what: "a command")
         let c = try decoder.container(keyedBy: Key.self)
         func target(_ text: String?) -> Supervisor.Target {
             guard let text, text != "all", text != "running" else { return .all }

@@ -25,6 +25,18 @@ public struct AppSpec: Sendable, Hashable, Codable {
         self.environment = environment
         self.client = client
     }
+
+    private enum CodingKeys: String, CodingKey, CaseIterable { case name, command, environment, client }
+
+    /// Refuses a key it does not know (a typo such as "enviroment" would otherwise be dropped).
+    public init(from decoder: any Decoder) throws {
+        try UnknownKeys.refuse(in: decoder, known: CodingKeys.self, what: "an app")
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            name: try c.decode(String.self, forKey: .name), command: try c.decode([String].self, forKey: .command),
+            environment: try c.decodeIfPresent([String: String].self, forKey: .environment),
+            client: try c.decodeIfPresent(Bool.self, forKey: .client))
+    }
 }
 
 extension AppSpec {

@@ -148,11 +148,12 @@ public enum ScenarioError: Error, Sendable, CustomStringConvertible {
 }
 
 extension Scenario: Codable {
-    private enum Key: String, CodingKey {
+    private enum Key: String, CodingKey, CaseIterable {
         case budgetBytes, suspendWith, backgroundTaskLimit, expirationWarning, callbackTimeout, launchTimeout, warnOnPressure, jetsam, apps, steps
     }
 
     public init(from decoder: any Decoder) throws {
+        try UnknownKeys.refuse(in: decoder, known: Key.self, what: "the scenario")
         let c = try decoder.container(keyedBy: Key.self)
         budgetBytes = try c.decodeIfPresent(Int.self, forKey: .budgetBytes)
         suspendWith = try c.decodeIfPresent(SuspendMethod.self, forKey: .suspendWith)

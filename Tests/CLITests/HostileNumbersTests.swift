@@ -80,6 +80,18 @@ struct HostileNumbersTests {
         try await expectRefused(["run", path], saying: words)
     }
 
+    @Test("a key a scenario does not know is refused, naming it: at the top, in an app, in a step", arguments: [
+        (#"{"callbackTimout": 1, "apps": [{"name": "a", "command": ["true"]}], "steps": []}"#, "unknown key 'callbackTimout' in the scenario"),
+        (#"{"apps": [{"name": "a", "command": ["true"], "enviroment": {"A": "1"}}], "steps": []}"#, "unknown key 'enviroment' in an app"),
+        (#"{"apps": [{"name": "a", "command": ["true"]}], "steps": [{"launch": "a", "timout": 5}]}"#, "unknown key 'timout' in a command"),
+    ])
+    func unknownKeys(_ text: String, _ words: String) async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        try writeText(text, to: "\(dir.path)/s.json")
+        try await expectRefused(["run", "\(dir.path)/s.json"], saying: words)
+    }
+
     @Test("a supervisor configured with an infinite duration refuses to start and makes nothing")
     func supervisorConfiguration() throws {
         let dir = try TemporaryDirectory()
