@@ -111,11 +111,7 @@ public struct ProcFS: Sendable, Hashable {
         let found = (path + [0]).withUnsafeBufferPointer { buf in
             buf.withMemoryRebound(to: CChar.self) { stat($0.baseAddress!, &st) == 0 }
         }
-        guard found else { return nil }
-        let dev = UInt64(st.st_dev)
-        let major = UInt32(truncatingIfNeeded: ((dev >> 8) & 0xfff) | ((dev >> 32) & ~UInt64(0xfff)))
-        let minor = UInt32(truncatingIfNeeded: (dev & 0xff) | ((dev >> 12) & ~UInt64(0xff)))
-        return FileIdentity(device: DeviceNumber(major: major, minor: minor), inode: UInt64(st.st_ino))
+        return found ? FileIdentity(st) : nil
     }
 
     /// The path of the running executable (`/proc/self/exe`), or nil when it cannot be read.
