@@ -73,10 +73,17 @@ static int ready(void) {
         }                                                                   \
         guard.low = (uintptr_t)(mapping);                                   \
         guard.high = (uintptr_t)(mapping) + (length);                       \
+        /* The mask now is saved here and restored by the jump. */         \
         if (sigsetjmp(guard.jump, 1) != 0) return 1;                        \
+        /* A blocked SIGBUS from a fault kills without calling a handler. */\
+        sigset_t bus, saved;                                                \
+        sigemptyset(&bus);                                                  \
+        sigaddset(&bus, SIGBUS);                                            \
+        pthread_sigmask(SIG_UNBLOCK, &bus, &saved);                         \
         guard.active = 1;                                                   \
         access;                                                             \
         guard.active = 0;                                                   \
+        pthread_sigmask(SIG_SETMASK, &saved, NULL);                         \
         return 0;                                                           \
     } while (0)
 

@@ -26,7 +26,7 @@ public enum MappedFileError: Error, Sendable, Hashable, CustomStringConvertible 
         switch self {
         case .notFound(let p): "\(p): no such file"
         case .permissionDenied(let p): "\(p): permission denied"
-        case .isDirectory(let p): "\(p): is a directory, not a file"
+        case .isDirectory(let p): "\(p): is a directory, not a regular file"
         case .notRegularFile(let p, let kind): "\(p): is a \(kind), not a regular file"
         case .empty(let p): "\(p): is empty: there is nothing to map"
         case .fileShrank(let p, let mapped, let now):
