@@ -48,7 +48,8 @@ public struct ProcFS: Sendable, Hashable {
 
     /// Reads a whole file that does not belong to one process (`/proc/meminfo`, cgroup files).
     public static func readFile(_ path: String, into buffer: inout ReadBuffer) throws(SystemCallError) {
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        // O_NOFOLLOW: a link planted as the file itself is refused (ELOOP), not followed.
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { throw SystemCallError("open", errno: Errno(rawValue: errno), subject: path) }
         defer { close(fd) }
         try buffer.readAll(from: fd, subject: path)
@@ -184,7 +185,7 @@ public struct ProcessDirectory: ~Copyable {
     /// Reads `/proc/PID/<name>` entirely into `buffer`.
     public func read(_ name: String, into buffer: inout ReadBuffer) throws(ProcError) {
         let file = "\(path)/\(name)"
-        let fileFD = openat(fd, name, O_RDONLY | O_CLOEXEC)
+        let fileFD = openat(fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)  // the files read are never links
         if fileFD < 0 {
             throw classify(Errno(rawValue: errno), call: "open", file: file)
         }

@@ -15,9 +15,10 @@ public enum MappedFileError: Error, Sendable, Hashable, CustomStringConvertible 
     /// The file is shorter now than when it was mapped: touching the pages past its new end
     /// would raise SIGBUS, so access is refused.
     case fileShrank(String, mappedBytes: Int, nowBytes: Int)
-    /// An access to the mapping met SIGBUS: the file was truncated (by another process) during
-    /// the access. The access was stopped and the process goes on.
-    case truncatedWhileMapped(String)
+    /// The file was truncated (by another process) while mapped: found shorter than the mapping
+    /// before an access (`during: .check`, or a short pread), or an access met SIGBUS past its
+    /// new end (`during: .access`) and was stopped. Either way the process goes on.
+    case truncatedWhileMapped(String, found: TruncationFound)
     /// Opening refused for another reason (too large, a symbolic link, ...).
     case file(FileOpenError)
     case systemCall(SystemCallError)
@@ -31,11 +32,20 @@ public enum MappedFileError: Error, Sendable, Hashable, CustomStringConvertible 
         case .empty(let p): "\(p): is empty: there is nothing to map"
         case .fileShrank(let p, let mapped, let now):
             "\(p): shrank from \(mapped) to \(now) bytes while mapped: access refused (it would raise SIGBUS past the new end)"
-        case .truncatedWhileMapped(let p): "\(p) was truncated while mapped: the access past its new end was stopped (SIGBUS)"
+        case .truncatedWhileMapped(let p, .beforeAccess): "\(p) was truncated while mapped: it is shorter than the mapping, access refused"
+        case .truncatedWhileMapped(let p, .duringAccess): "\(p) was truncated while mapped: the access past its new end was stopped (SIGBUS)"
         case .file(let e): "\(e)"
         case .systemCall(let e): "\(e)"
         }
     }
+}
+
+/// How a truncation of a mapped file was noticed (`MappedFileError.truncatedWhileMapped`).
+public enum TruncationFound: Sendable, Hashable {
+    /// The file was found shorter than the mapping before the access (fstat, or a short read).
+    case beforeAccess
+    /// The access met SIGBUS and was stopped by the guard.
+    case duringAccess
 }
 
 /// Access-pattern hints for the kernel (madvise).
@@ -253,10 +263,10 @@ public final class MappedFile: @unchecked Sendable {
 
     /// Runs one guarded access (see the type's documentation), after checking the file's size.
     private func guarded(_ access: () -> CInt) throws(MappedFileError) {
-        guard try currentSize() >= count else { throw .truncatedWhileMapped(path) }
+        guard try currentSize() >= count else { throw .truncatedWhileMapped(path, found: .beforeAccess) }
         switch access() {
         case 0: return
-        case 1: throw .truncatedWhileMapped(path)
+        case 1: throw .truncatedWhileMapped(path, found: .duringAccess)
         default: throw .systemCall(SystemCallError("sigaction(SIGBUS)", errno: Errno(rawValue: errno), subject: path))
         }
     }

@@ -76,7 +76,7 @@ struct LoadComparison: Codable {
         // for a block this large; it is made explicitly so the VM Tracker can point at it.
         let heap = try AnonymousBuffer(bytes: size)
         // read(2) of the mapped file's own descriptor (pread): a truncation is a short read.
-        guard try mapping.readFile(into: heap.base, count: size) == size else { throw MappedFileError.truncatedWhileMapped(mapping.path) }
+        guard try mapping.readFile(into: heap.base, count: size) == size else { throw MappedFileError.truncatedWhileMapped(mapping.path, found: .beforeAccess) }
         try mapping.touchAllPages()
 
         let heapBefore = try figures(of: heap.addressRange)
