@@ -48,7 +48,8 @@ public struct ProcFS: Sendable, Hashable {
 
     /// Reads a whole file that does not belong to one process (`/proc/meminfo`, cgroup files).
     public static func readFile(_ path: String, into buffer: inout ReadBuffer) throws(SystemCallError) {
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        // O_NOFOLLOW: a link planted as the file itself is refused (ELOOP), not followed.
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { throw SystemCallError("open", errno: Errno(rawValue: errno), subject: path) }
         defer { close(fd) }
         try buffer.readAll(from: fd, subject: path)
@@ -111,11 +112,7 @@ public struct ProcFS: Sendable, Hashable {
         let found = (path + [0]).withUnsafeBufferPointer { buf in
             buf.withMemoryRebound(to: CChar.self) { stat($0.baseAddress!, &st) == 0 }
         }
-        guard found else { return nil }
-        let dev = UInt64(st.st_dev)
-        let major = UInt32(truncatingIfNeeded: ((dev >> 8) & 0xfff) | ((dev >> 32) & ~UInt64(0xfff)))
-        let minor = UInt32(truncatingIfNeeded: (dev & 0xff) | ((dev >> 12) & ~UInt64(0xff)))
-        return FileIdentity(device: DeviceNumber(major: major, minor: minor), inode: UInt64(st.st_ino))
+        return found ? FileIdentity(st) : nil
     }
 
     /// The path of the running executable (`/proc/self/exe`), or nil when it cannot be read.
@@ -188,7 +185,7 @@ public struct ProcessDirectory: ~Copyable {
     /// Reads `/proc/PID/<name>` entirely into `buffer`.
     public func read(_ name: String, into buffer: inout ReadBuffer) throws(ProcError) {
         let file = "\(path)/\(name)"
-        let fileFD = openat(fd, name, O_RDONLY | O_CLOEXEC)
+        let fileFD = openat(fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)  // the files read are never links
         if fileFD < 0 {
             throw classify(Errno(rawValue: errno), call: "open", file: file)
         }

@@ -31,43 +31,35 @@ public enum LoadedFile: Sendable {
 }
 
 /// Chooses between mapping and reading, like Foundation's `dataWithContentsOfMappedFile:`:
-/// regular files of at least `mappingThreshold` bytes are mapped; smaller files, files whose size
-/// the kernel does not know (/proc, /sys: st_size 0), pipes, FIFOs and character devices are read
-/// to their end (at most `maximumReadBytes`).
+/// regular files of at least `mappingThreshold` bytes are mapped; smaller ones, and files whose
+/// size the kernel does not know (/proc, /sys: st_size 0), are read to their end (at most
+/// `maximumReadBytes`). The file is opened safely (`RegularFile`): a FIFO, device, socket,
+/// directory or symbolic link is refused at once with an error naming it, never waited on or
+/// read without end.
 public enum FileLoader {
     /// Below this, a mapping costs more (a VMA, page faults) than it saves.
     public static let defaultMappingThreshold = 64 * 1024
     public static let maximumReadBytes = 1 << 30
 
     public static func load(_ path: String, mappingThreshold: Int = defaultMappingThreshold) throws(MappedFileError) -> LoadedFile {
-        var st = stat()
-        guard stat(path, &st) == 0 else { throw MappedFile.openError(path, errno) }
-        let kind = MappedFile.notRegularKind(st.st_mode)
-        if kind == "directory" { throw .isDirectory(path) }
-        if kind == nil, st.st_size >= mappingThreshold, st.st_size > 0 {
-            return .mapped(try MappedFile(path: path))
-        }
-        if kind == "socket" || kind == "block device" { throw .notRegularFile(path, kind: kind!) }
-        return .read(try readToEnd(path), path: path)
+        try load(PathBytes(path.utf8), mappingThreshold: mappingThreshold)
     }
 
-    /// Reads until end of file (never trusting st_size, which is 0 for /proc files and pipes).
-    static func readToEnd(_ path: String) throws(MappedFileError) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw MappedFile.openError(path, errno) }
-        defer { close(fd) }
-        var out: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { raw in retryOnInterrupt { read(fd, raw.baseAddress!, raw.count) } }
-            if n < 0 {
-                throw .systemCall(SystemCallError("read", errno: Errno(rawValue: errno), subject: path))
-            }
-            if n == 0 { return out }
-            guard out.count + n <= maximumReadBytes else {
-                throw .systemCall(SystemCallError("read", errno: .fileTooLarge, subject: "\(path) (over \(maximumReadBytes) bytes)"))
-            }
-            out.append(contentsOf: chunk[0..<n])
+    /// `load(_:mappingThreshold:)` for a path given as its exact bytes (they need not be UTF-8).
+    public static func load(_ path: PathBytes, mappingThreshold: Int = defaultMappingThreshold) throws(MappedFileError) -> LoadedFile {
+        let file: RegularFile
+        do {
+            file = try RegularFile.open(path, maxBytes: MappedFile.maximumBytes)
+        } catch {
+            throw MappedFile.openError(error)
+        }
+        if file.size >= mappingThreshold, file.size > 0 {
+            return .mapped(try MappedFile(file: file))
+        }
+        do {
+            return .read(try file.readToEnd(maxBytes: maximumReadBytes), path: path.description)
+        } catch {
+            throw MappedFile.openError(error)
         }
     }
 }

@@ -15,20 +15,37 @@ public enum MappedFileError: Error, Sendable, Hashable, CustomStringConvertible 
     /// The file is shorter now than when it was mapped: touching the pages past its new end
     /// would raise SIGBUS, so access is refused.
     case fileShrank(String, mappedBytes: Int, nowBytes: Int)
+    /// The file was truncated (by another process) while mapped: found shorter than the mapping
+    /// before an access (`during: .check`, or a short pread), or an access met SIGBUS past its
+    /// new end (`during: .access`) and was stopped. Either way the process goes on.
+    case truncatedWhileMapped(String, found: TruncationFound)
+    /// Opening refused for another reason (too large, a symbolic link, ...).
+    case file(FileOpenError)
     case systemCall(SystemCallError)
 
     public var description: String {
         switch self {
         case .notFound(let p): "\(p): no such file"
         case .permissionDenied(let p): "\(p): permission denied"
-        case .isDirectory(let p): "\(p): is a directory, not a file"
-        case .notRegularFile(let p, let kind): "\(p): is a \(kind), not a regular file: nothing to map"
+        case .isDirectory(let p): "\(p): is a directory, not a regular file"
+        case .notRegularFile(let p, let kind): "\(p): is a \(kind), not a regular file"
         case .empty(let p): "\(p): is empty: there is nothing to map"
         case .fileShrank(let p, let mapped, let now):
             "\(p): shrank from \(mapped) to \(now) bytes while mapped: access refused (it would raise SIGBUS past the new end)"
+        case .truncatedWhileMapped(let p, .beforeAccess): "\(p) was truncated while mapped: it is shorter than the mapping, access refused"
+        case .truncatedWhileMapped(let p, .duringAccess): "\(p) was truncated while mapped: the access past its new end was stopped (SIGBUS)"
+        case .file(let e): "\(e)"
         case .systemCall(let e): "\(e)"
         }
     }
+}
+
+/// How a truncation of a mapped file was noticed (`MappedFileError.truncatedWhileMapped`).
+public enum TruncationFound: Sendable, Hashable {
+    /// The file was found shorter than the mapping before the access (fstat, or a short read).
+    case beforeAccess
+    /// The access met SIGBUS and was stopped by the guard.
+    case duringAccess
 }
 
 /// Access-pattern hints for the kernel (madvise).
@@ -61,53 +78,64 @@ public enum AccessHint: Sendable, Hashable {
 /// ## A file that shrinks while mapped
 ///
 /// Touching a mapped page past the file's current end raises SIGBUS, which kills the process.
-/// `withUnsafeBytes` checks the file's size (fstat on the descriptor it keeps open) before every
-/// access and refuses with `MappedFileError.fileShrank` if it shrank. What remains unsafe: a
-/// truncation by another process *during* an access, between the check and the touch. For
-/// files others may truncate, read with `copyBytes(in:)` (pread: a short read, never a signal).
+/// `touchAllPages`, `contentEquals` and `copy(into:)` run their access under a SIGBUS guard
+/// (CMemoryPressure's `mp_guarded_*`: a fault inside this mapping, on this thread, ends the
+/// access with `MappedFileError.truncatedWhileMapped`; any other SIGBUS is left as it was).
+/// `withUnsafeBytes` hands out the raw bytes, so it can only check the file's size (fstat on
+/// the descriptor it keeps open) before the access and refuse with `fileShrank`: a truncation
+/// during `body` is not caught there. For files others may truncate, use the guarded accessors
+/// or `copyBytes(in:)` (pread: a short read, never a signal).
 public final class MappedFile: @unchecked Sendable {
+    /// The path, printable (bytes that are not UTF-8 escaped as `\xNN`).
     public let path: String
+    /// The path's exact bytes.
+    public let pathBytes: PathBytes
     /// The file's size when it was mapped (the mapping's length).
     public let count: Int
-    private let fd: CInt
+    private let file: RegularFile
+    private var fd: CInt { file.descriptor }
     /// The one raw pointer: `count` bytes, page-aligned, valid until deinit.
     private let base: UnsafeRawPointer
 
     public static let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
 
-    /// Maps `path` read-only.
-    public init(path: String) throws(MappedFileError) {
+    /// The largest file mapped (the address space, not memory, is what it costs).
+    public static let maximumBytes = 1 << 40
+
+    /// Maps `path` read-only. The file is opened safely (`RegularFile`: a symbolic link, FIFO,
+    /// device or socket is refused without waiting or reading).
+    public convenience init(path: String) throws(MappedFileError) {
+        try self.init(path: PathBytes(path.utf8))
+    }
+
+    /// Maps the file at exactly these path bytes (they need not be UTF-8) read-only.
+    public convenience init(path: PathBytes) throws(MappedFileError) {
+        let file: RegularFile
+        do {
+            file = try RegularFile.open(path, maxBytes: Self.maximumBytes)
+        } catch {
+            throw Self.openError(error)
+        }
+        try self.init(file: file)
+    }
+
+    /// Maps an opened file read-only; the mapping owns it from now on.
+    public init(file: consuming RegularFile) throws(MappedFileError) {
+        let path = file.path.description
+        guard file.size > 0 else { throw .empty(path) }
+        let length = file.size
+        guard let p = mmap(nil, length, PROT_READ, MAP_PRIVATE, file.descriptor, 0), p != MAP_FAILED else {
+            throw .systemCall(SystemCallError("mmap", errno: Errno(rawValue: errno), subject: path))
+        }
         self.path = path
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw Self.openError(path, errno) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else {
-            let e = errno
-            close(fd)
-            throw .systemCall(SystemCallError("fstat", errno: Errno(rawValue: e), subject: path))
-        }
-        if let kind = Self.notRegularKind(st.st_mode) {
-            close(fd)
-            throw kind == "directory" ? .isDirectory(path) : .notRegularFile(path, kind: kind)
-        }
-        guard st.st_size > 0 else {
-            close(fd)
-            throw .empty(path)
-        }
-        let length = Int(st.st_size)
-        guard let p = mmap(nil, length, PROT_READ, MAP_PRIVATE, fd, 0), p != MAP_FAILED else {
-            let e = errno
-            close(fd)
-            throw .systemCall(SystemCallError("mmap", errno: Errno(rawValue: e), subject: path))
-        }
-        self.fd = fd
+        pathBytes = file.path
+        self.file = file
         count = length
         base = UnsafeRawPointer(p)
     }
 
     deinit {
         munmap(UnsafeMutableRawPointer(mutating: base), count)
-        close(fd)
     }
 
     /// The mapping's address range (for VM reports and demonstrations).
@@ -139,16 +167,25 @@ public final class MappedFile: @unchecked Sendable {
         let lower = max(0, range.lowerBound), upper = min(count, range.upperBound)
         guard upper > lower else { return [] }
         var out = [UInt8](repeating: 0, count: upper - lower)
+        let result = out.withUnsafeMutableBytes { raw in
+            Result { () throws(MappedFileError) in try readFile(into: raw.baseAddress!, from: lower, count: raw.count) }
+        }
+        return Array(out.prefix(try result.get()))
+    }
+
+    /// Reads `count` bytes of the file from `offset` into `destination` with pread(2) on the
+    /// mapping's own descriptor; returns how many there were (fewer if the file was truncated).
+    public func readFile(into destination: UnsafeMutableRawPointer, from offset: Int = 0, count: Int) throws(MappedFileError) -> Int {
         var done = 0
-        while done < out.count {
-            let n = out.withUnsafeMutableBytes { raw in retryOnInterrupt { pread(fd, raw.baseAddress! + done, raw.count - done, off_t(lower + done)) } }
+        while done < count {
+            let n = retryOnInterrupt { pread(fd, destination + done, count - done, off_t(offset + done)) }
             if n < 0 {
                 throw .systemCall(SystemCallError("pread", errno: Errno(rawValue: errno), subject: path))
             }
             if n == 0 { break }
             done += n
         }
-        return Array(out.prefix(done))
+        return done
     }
 
     /// Tells the kernel how the mapping will be read.
@@ -203,38 +240,45 @@ public final class MappedFile: @unchecked Sendable {
     }
 
     /// Reads one byte of every page (bringing the file in); returns a sum of them, so the reads
-    /// cannot be optimized away.
+    /// cannot be optimized away. Guarded: a truncation meanwhile is `truncatedWhileMapped`.
     @discardableResult
-    public func touchAllPages() throws -> UInt64 {
-        try withUnsafeBytes { raw in
-            var sum: UInt64 = 0
-            var offset = 0
-            while offset < raw.count {
-                sum &+= UInt64(raw[offset])
-                offset += Self.pageSize
-            }
-            return sum
+    public func touchAllPages() throws(MappedFileError) -> UInt64 {
+        var sum: UInt64 = 0
+        try guarded { mp_guarded_touch(base, count, Self.pageSize, &sum) }
+        return sum
+    }
+
+    /// Whether the mapping's bytes equal the `count` bytes at `other`. Guarded like
+    /// `touchAllPages`.
+    public func contentEquals(_ other: UnsafeRawPointer) throws(MappedFileError) -> Bool {
+        var result: CInt = 0
+        try guarded { mp_guarded_compare(base, count, other, &result) }
+        return result == 0
+    }
+
+    /// Copies the mapping's `count` bytes to `destination`. Guarded like `touchAllPages`.
+    public func copy(into destination: UnsafeMutableRawPointer) throws(MappedFileError) {
+        try guarded { mp_guarded_copy(destination, base, count) }
+    }
+
+    /// Runs one guarded access (see the type's documentation), after checking the file's size.
+    private func guarded(_ access: () -> CInt) throws(MappedFileError) {
+        guard try currentSize() >= count else { throw .truncatedWhileMapped(path, found: .beforeAccess) }
+        switch access() {
+        case 0: return
+        case 1: throw .truncatedWhileMapped(path, found: .duringAccess)
+        default: throw .systemCall(SystemCallError("sigaction(SIGBUS)", errno: Errno(rawValue: errno), subject: path))
         }
     }
 
-    static func openError(_ path: String, _ code: Int32) -> MappedFileError {
-        switch Errno(rawValue: code) {
-        case .noSuchFileOrDirectory, .notDirectory: .notFound(path)
-        case .permissionDenied, .notPermitted: .permissionDenied(path)
-        default: .systemCall(SystemCallError("open", errno: Errno(rawValue: code), subject: path))
-        }
-    }
-
-    static func notRegularKind(_ mode: mode_t) -> String? {
-        switch mode & S_IFMT {
-        case S_IFREG: nil
-        case S_IFDIR: "directory"
-        case S_IFCHR: "character device"
-        case S_IFBLK: "block device"
-        case S_IFIFO: "FIFO"
-        case S_IFSOCK: "socket"
-        case S_IFLNK: "symbolic link"
-        default: "special file"
+    static func openError(_ error: FileOpenError) -> MappedFileError {
+        let path = error.path.description
+        switch error {
+        case .systemCall(_, "open", .noSuchFileOrDirectory), .systemCall(_, "open", .notDirectory): return .notFound(path)
+        case .systemCall(_, "open", .permissionDenied), .systemCall(_, "open", .notPermitted): return .permissionDenied(path)
+        case .notRegularFile(_, .directory): return .isDirectory(path)
+        case .notRegularFile(_, let kind): return .notRegularFile(path, kind: kind.description)
+        default: return .file(error)
         }
     }
 }

@@ -288,6 +288,8 @@ final class RegionPublisher: Sendable {
                 s.lastError = nil
                 if !s.registered {
                     s.registered = true
+                    // Files of processes that are gone (ended by a signal, they could not withdraw).
+                    registry.removeStale()
                     atexit { RegionPublisher.shared.registry.withdraw(pid: getpid()) }
                 }
             } catch {

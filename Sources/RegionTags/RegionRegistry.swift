@@ -17,10 +17,21 @@ import SystemPackage
 ///     region ...
 ///
 /// `start-ticks` is the process's start time (field 22 of /proc/PID/stat): a file left behind by
-/// an earlier process with the same PID does not match and is ignored. A reader also ignores a
-/// file not owned by the process's user (or root), so no one can label someone else's memory.
+/// an earlier process with the same PID does not match, is ignored and removed.
+///
+/// The directory is shared by every user (mode 1777 in /dev/shm), so anyone can plant anything
+/// in it. A reader opens an entry with O_NOFOLLOW|O_NONBLOCK (`RegularFile`) and checks on the
+/// descriptor, before reading a byte, that it is a regular file, owned by the process's user
+/// or root (so no one can label someone else's memory), and at most `maximumFileBytes`: a FIFO
+/// (which would block the reader), a link to /dev/zero (which would be read without end), a
+/// file of another user are skipped with the reason (`lookup`). A writer checks the directory
+/// on its descriptor (a directory, not a link; owned by this user or root, or sticky) and
+/// writes through that descriptor; its first publication removes the files of processes that
+/// are gone (`removeStale`), such as those of apps ended by a signal, which cannot withdraw.
 public struct RegionRegistry: RegionTagSource, Sendable, Hashable {
     public static let formatLine = "mempressure-regions 1"
+    /// The largest registry file read: thousands of regions with their call stacks.
+    public static let maximumFileBytes = 4 << 20
 
     public var directory: String
 
@@ -50,23 +61,71 @@ public struct RegionRegistry: RegionTagSource, Sendable, Hashable {
     // MARK: Writing
 
     /// Replaces this process's file with `entry`. Creates the directory (mode 1777, like /tmp,
-    /// so every user's processes can publish) when missing.
-    public func publish(_ entry: Entry) throws(SystemCallError) {
-        if mkdir(directory, 0o1777) == 0 {
-            chmod(directory, 0o1777)  // mkdir applies the umask
-        } else if errno != EEXIST {
-            throw SystemCallError("mkdir", errno: Errno(rawValue: errno), subject: directory)
-        }
+    /// so every user's processes can publish) when missing; checks it on its descriptor.
+    public func publish(_ entry: Entry) throws(RegistryError) {
+        let dir = try openDirectory(create: true)
+        defer { close(dir) }
         var text = Self.formatLine + "\npid \(entry.pid)\nstart-ticks \(entry.startTicks)\n"
         for tag in entry.tags {
             text += "region \(String(tag.start, radix: 16)) \(String(tag.end, radix: 16)) \(Self.oneLine(tag.name))\n"
             for frame in tag.stack { text += "frame \(Self.oneLine(frame))\n" }
         }
-        let temporary = "\(directory)/.\(entry.pid).tmp"
-        try ProcFS.writeFile(temporary, Array(text.utf8))
-        if rename(temporary, "\(directory)/\(entry.pid)") != 0 {
-            throw SystemCallError("rename", errno: Errno(rawValue: errno), subject: temporary)
+        // Written through the directory's descriptor; a name planted in the way (a link, a
+        // FIFO) is removed, never followed (O_EXCL | O_NOFOLLOW).
+        let temporary = ".\(entry.pid).tmp"
+        unlinkat(dir, temporary, 0)
+        let fd = openat(dir, temporary, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw .systemCall(SystemCallError("open", errno: Errno(rawValue: errno), subject: "\(directory)/\(temporary)")) }
+        do {
+            defer { close(fd) }
+            try writeAll(fd, Array(text.utf8), subject: "\(directory)/\(temporary)")
+        } catch {
+            unlinkat(dir, temporary, 0)
+            throw .systemCall(error)
         }
+        if renameat(dir, temporary, dir, "\(entry.pid)") != 0 {
+            let e = Errno(rawValue: errno)
+            unlinkat(dir, temporary, 0)
+            throw .systemCall(SystemCallError("rename", errno: e, subject: "\(directory)/\(temporary)"))
+        }
+    }
+
+    /// Opens the directory (creating it if asked) and checks it on the descriptor: a directory,
+    /// not a symbolic link; one we created must be ours; one that was there must be ours or
+    /// root's, or sticky (then only a file's owner can replace or remove it).
+    func openDirectory(create: Bool) throws(RegistryError) -> CInt {
+        var created = false
+        if create {
+            if mkdir(directory, 0o1777) == 0 {
+                created = true
+            } else if errno != EEXIST {
+                throw .systemCall(SystemCallError("mkdir", errno: Errno(rawValue: errno), subject: directory))
+            }
+        }
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
+            let e = Errno(rawValue: errno)
+            if e == .tooManySymbolicLinkLevels || e == .notDirectory { throw .untrustedDirectory(directory, "not a directory (a symbolic link or a file)") }
+            throw .systemCall(SystemCallError("open", errno: e, subject: directory))
+        }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else {
+            let e = Errno(rawValue: errno)
+            close(fd)
+            throw .systemCall(SystemCallError("fstat", errno: e, subject: directory))
+        }
+        let me = geteuid()
+        if created {
+            guard st.st_uid == me else {
+                close(fd)
+                throw .untrustedDirectory(directory, "created by this process, yet owned by uid \(st.st_uid)")
+            }
+            fchmod(fd, 0o1777)  // mkdir applies the umask
+        } else if st.st_uid != me && st.st_uid != 0 && st.st_mode & S_ISVTX == 0 {
+            close(fd)
+            throw .untrustedDirectory(directory, "owned by uid \(st.st_uid) and not sticky: that user could replace this process's file")
+        }
+        return fd
     }
 
     /// Removes this process's file (at exit, or when it owns no tagged memory any more).
@@ -80,19 +139,81 @@ public struct RegionRegistry: RegionTagSource, Sendable, Hashable {
     /// Returns whether a file was removed.
     @discardableResult
     public func withdrawExited(pid: Int32, startTicks: UInt64) -> Bool {
-        let path = "\(directory)/\(pid)"
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-        guard fd >= 0 else { return false }  // none: it withdrew, or never published
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, st.st_size < 1 << 20 else { return false }
-        var buffer = ReadBuffer(capacity: 16 * 1024)
+        guard case .read(let entry, let identity) = readEntry(named: "\(pid)", ownedBy: nil), entry.pid == pid, entry.startTicks == startTicks
+        else { return false }
+        return removeEntry(named: "\(pid)", identity)
+    }
+
+    /// Removes the files of processes that are gone: the PID runs no more, or runs a process
+    /// that started at another time. Also the temporary files of writers that are gone. Files
+    /// this user may not remove (another's, in the sticky directory) stay. Returns how many
+    /// were removed. The first publication of each process calls it.
+    @discardableResult
+    public func removeStale(proc: ProcFS = ProcFS()) -> Int {
+        let names: [[UInt8]]
         do {
-            try buffer.readAll(from: fd, subject: path)
+            names = try ProcFS.listDirectory(directory)
         } catch {
-            return false
+            return 0  // no directory: nothing published
         }
-        guard let entry = buffer.withBytes({ Self.parse(Array($0)) }), entry.pid == pid, entry.startTicks == startTicks else { return false }
+        var removed = 0
+        for raw in names {
+            var digits = raw[...]
+            let temporary = digits.first == UInt8(ascii: ".") && digits.count > 5 && digits.suffix(4).elementsEqual(".tmp".utf8)
+            if temporary { digits = digits.dropFirst().dropLast(4) }
+            guard let value = ByteScanner.unsigned(digits), let pid = Int32(exactly: value) else { continue }
+            let name = String(decoding: raw, as: UTF8.self)
+            let running = Self.startTicks(of: pid, proc: proc)
+            if temporary {
+                // A writer's half-written file: stale once that writer is gone.
+                if running == nil, unlink("\(directory)/\(name)") == 0 { removed += 1 }
+                continue
+            }
+            guard case .read(let entry, let identity) = readEntry(named: name, ownedBy: nil) else { continue }
+            if running == nil || running != entry.startTicks, removeEntry(named: name, identity) { removed += 1 }
+        }
+        return removed
+    }
+
+    /// The start time of the process `pid` now, or nil if there is none.
+    static func startTicks(of pid: Int32, proc: ProcFS) -> UInt64? {
+        do {
+            let bytes = try ProcFS.readBytes(proc.path(pid, "stat"))
+            return try bytes.withUnsafeBytes { raw throws(ProcError) in try ProcessStat.parse(raw, pid: pid) }.startTicks
+        } catch {
+            return nil  // gone (or never there)
+        }
+    }
+
+    enum ReadOutcome {
+        case missing
+        case skipped(String)
+        case read(Entry, FileIdentity)
+    }
+
+    /// Reads the entry `name` safely (see the type's documentation); `ownedBy` nil: any owner.
+    func readEntry(named name: String, ownedBy owner: UInt32?) -> ReadOutcome {
+        let path = "\(directory)/\(name)"
+        let bytes: [UInt8]
+        let identity: FileIdentity
+        do {
+            let file = try RegularFile.open(path, maxBytes: Self.maximumFileBytes, ownedBy: owner)
+            identity = file.identity
+            bytes = try file.readToEnd(maxBytes: Self.maximumFileBytes)
+        } catch {
+            if error.errno == .noSuchFileOrDirectory { return .missing }  // nothing published: the common case
+            return .skipped("\(error)")
+        }
+        guard let entry = Self.parse(bytes) else { return .skipped("\(path): not a region registry file") }
+        return .read(entry, identity)
+    }
+
+    /// Removes the entry `name` if it is still the file that was read (a writer may have
+    /// replaced it since).
+    func removeEntry(named name: String, _ identity: FileIdentity) -> Bool {
+        let path = "\(directory)/\(name)"
+        var st = stat()
+        guard lstat(path, &st) == 0, FileIdentity(st) == identity else { return false }
         return unlink(path) == 0
     }
 
@@ -134,22 +255,52 @@ public struct RegionRegistry: RegionTagSource, Sendable, Hashable {
         return line.dropFirst(n)
     }
 
-    public func tags(for process: ProcessStat, ownerUID: UInt32?) -> [RegionTag] {
-        let path = "\(directory)/\(process.pid)"
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return [] }  // nothing published: the common case
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_uid == 0 || ownerUID == nil || st.st_uid == ownerUID else { return [] }
-        var buffer = ReadBuffer(capacity: 16 * 1024)
-        do {
-            try buffer.readAll(from: fd, subject: path)
-        } catch {
-            return []  // the publisher replaced or removed it meanwhile: treated as unpublished
+    /// What a process published, or why its file was not used.
+    public enum Lookup: Sendable, Hashable {
+        /// It published nothing (no file).
+        case unpublished
+        case tags([RegionTag])
+        /// A file is there but was not used: the reason, one line (not a regular file, another
+        /// user's, too large, not a registry file, left by an earlier process with this PID).
+        case skipped(String)
+    }
+
+    /// The ranges `process` published. The file must belong to `ownerUID` (the process's user)
+    /// or root; with `ownerUID` nil (unknown), to root. A file left by an earlier process with
+    /// the same PID is removed (when this user may).
+    public func lookup(for process: ProcessStat, ownerUID: UInt32?) -> Lookup {
+        let name = "\(process.pid)"
+        switch readEntry(named: name, ownedBy: ownerUID ?? 0) {
+        case .missing:
+            return .unpublished
+        case .skipped(let reason):
+            return .skipped(reason)
+        case .read(let entry, let identity):
+            guard entry.pid == process.pid else { return .skipped("\(directory)/\(name): written for pid \(entry.pid)") }
+            guard entry.startTicks == process.startTicks else {
+                let removed = removeEntry(named: name, identity)
+                return .skipped("\(directory)/\(name): left by an earlier process with this PID\(removed ? ", removed" : "")")
+            }
+            return .tags(entry.tags)
         }
-        guard let entry = buffer.withBytes({ Self.parse(Array($0)) }),
-            entry.pid == process.pid, entry.startTicks == process.startTicks
-        else { return [] }
-        return entry.tags
+    }
+
+    public func tags(for process: ProcessStat, ownerUID: UInt32?) -> [RegionTag] {
+        if case .tags(let tags) = lookup(for: process, ownerUID: ownerUID) { return tags }
+        return []
+    }
+}
+
+/// Why publishing in the registry failed.
+public enum RegistryError: Error, Sendable, Hashable, CustomStringConvertible {
+    case systemCall(SystemCallError)
+    /// The directory is not one this process may trust with its file.
+    case untrustedDirectory(String, String)
+
+    public var description: String {
+        switch self {
+        case .systemCall(let e): "\(e)"
+        case .untrustedDirectory(let path, let reason): "region registry \(path): \(reason)"
+        }
     }
 }

@@ -125,7 +125,8 @@ public enum ScenarioError: Error, Sendable, CustomStringConvertible {
     case step(Int, CommandError)
     /// Step `number` (from 1) names an app the scenario does not have.
     case stepNamesNoApp(step: Int, String)
-    case unreadable(path: String, SystemCallError)
+    /// The file could not be opened or read (or is a FIFO, device, symbolic link, too large).
+    case unreadable(FileOpenError)
     case notAScenario(path: String, DecodingError)
 
     public var description: String {
@@ -141,7 +142,7 @@ public enum ScenarioError: Error, Sendable, CustomStringConvertible {
         case .jetsamNamesNoApp(let name): "jetsam: no app named \(name)"
         case .step(let n, let error): "step \(n): \(error)"
         case .stepNamesNoApp(let n, let name): "step \(n): no app named \(name)"
-        case .unreadable(let path, let e): "\(path): \(e.errno.symbolicName) (\(e.errno))"
+        case .unreadable(let e): "\(e)"
         case .notAScenario(let path, let error): "\(path): not a scenario: \(error)"
         }
     }
@@ -264,12 +265,21 @@ extension Scenario {
         return ScenarioLog(events: await supervisor.log, apps: reports, errors: errors, episodes: killer?.episodes ?? [], kernelOOMKills: oomKills)
     }
 
+    /// The most read from a scenario file: a description of apps and steps, not data.
+    public static let maximumFileBytes = 16 << 20
+
     public static func load(_ path: String) throws(ScenarioError) -> Scenario {
+        try load(PathBytes(path.utf8))
+    }
+
+    /// Reads the scenario at exactly these path bytes, opened safely (`RegularFile`).
+    public static func load(_ pathBytes: PathBytes) throws(ScenarioError) -> Scenario {
+        let path = pathBytes.description
         let bytes: [UInt8]
         do {
-            bytes = try ProcFS.readBytes(path)
+            bytes = try RegularFile.read(pathBytes, maxBytes: maximumFileBytes)
         } catch {
-            throw .unreadable(path: path, error)
+            throw .unreadable(error)
         }
         let scenario: Scenario
         do {

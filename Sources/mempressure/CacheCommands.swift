@@ -68,9 +68,14 @@ struct Simulate: AsyncParsableCommand {
         }
     }
 
+    /// The most read from a trace file (tens of millions of `key,size` lines).
+    static let maximumTraceBytes = 1 << 30
+
     func loadTrace() throws -> Trace {
         if let trace {
-            return try TraceReader.parse(try ProcFS.readBytes(trace), name: trace)
+            // Opened safely (a FIFO or device is refused); the name's exact bytes.
+            let path = PathBytes.argument(trace)
+            return try TraceReader.parse(try RegularFile.read(path, maxBytes: Self.maximumTraceBytes), name: path.description)
         }
         let sizeModel = try parseSizes(sizes)
         if scanEvery > 0 {

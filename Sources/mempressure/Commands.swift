@@ -202,8 +202,9 @@ struct Diff: AsyncParsableCommand {
         }
     }
 
-    func readReport(_ path: String) throws -> VMReport {
-        let data = try readFile(path)
+    func readReport(_ argument: String) throws -> VMReport {
+        let path = PathBytes.argument(argument)  // its exact bytes: the name need not be UTF-8
+        let data = try readFile(path, maxBytes: maximumReportBytes)
         do {
             let report = try JSONInput.decode(VMReport.self, from: data)
             guard report.formatVersion <= VMReport.currentFormatVersion else {
@@ -281,10 +282,12 @@ func zeroPadded(_ value: Int) -> String {
     return String(repeating: "0", count: max(0, 3 - digits.count)) + digits
 }
 
-func readFile(_ path: String) throws -> Data {
-    do {
-        return Data(try ProcFS.readBytes(path))
-    } catch {
-        throw CLIError("\(path): \(error.errno.symbolicName) (\(error.errno))")
-    }
+/// The most `diff` reads of a VM report: one with every region of a process at
+/// vm.max_map_count (65 530) and their call stacks is well below.
+let maximumReportBytes = 256 << 20
+
+/// A whole file named on the command line, opened safely (`RegularFile`: a FIFO, device,
+/// socket, directory or symbolic link is refused with one line naming it, never waited on).
+func readFile(_ path: PathBytes, maxBytes: Int) throws(FileOpenError) -> Data {
+    Data(try RegularFile.read(path, maxBytes: maxBytes))
 }

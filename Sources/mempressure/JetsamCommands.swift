@@ -79,7 +79,7 @@ struct JetsamCommand: AsyncParsableCommand {
 
         func run() async throws {
             do {
-                let episodes = try JetsamEpisode.load(file)
+                let episodes = try JetsamEpisode.load(PathBytes.argument(file))
                 output(episodes.map { $0.renderText() }.joined(separator: "\n"))
             } catch {
                 throw fail(error)
@@ -104,7 +104,7 @@ struct JetsamCommand: AsyncParsableCommand {
 
         func run() async throws {
             do {
-                let episodes = try JetsamEpisode.load(file)
+                let episodes = try JetsamEpisode.load(PathBytes.argument(file))
                 let names = policy == "all" ? JetsamPolicyName.allCases : [JetsamPolicyName(rawValue: policy)!]
                 // Each episode under each policy's name, with the tunables it was recorded with.
                 let report = try ReplayReport(episodes, policyNames: names)

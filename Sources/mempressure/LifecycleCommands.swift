@@ -30,7 +30,7 @@ struct Run: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            let s = try Scenario.load(scenario)
+            let s = try Scenario.load(PathBytes.argument(scenario))
             let printLive = !json
             let log = try await interruptible {
                 try await s.run { event in

@@ -15,7 +15,9 @@ struct Load: AsyncParsableCommand {
             the mapping side by side from the VM Tracker, makes the kernel reclaim both \
             (MADV_PAGEOUT), prints them again (the heap copy is still dirty, the mapping's clean \
             pages are gone), then touches the mapping again, checks the content is intact and \
-            times the refault per page.
+            times the refault per page. FILE must be a regular file (a FIFO, device, socket or \
+            symbolic link is refused); if it is truncated while mapped, the command stops with \
+            "FILE was truncated while mapped" and status 1.
             """
     )
 
@@ -25,13 +27,15 @@ struct Load: AsyncParsableCommand {
 
     func run() async throws {
         do {
+            // The argument's exact bytes: the name need not be UTF-8.
+            let path = PathBytes.argument(file)
             if !compare {
-                let loaded = try FileLoader.load(file)
+                let loaded = try FileLoader.load(path)
                 let how = loaded.isMapped ? "mapped (clean page-cache pages, reclaimable)" : "read into memory (dirty, not reclaimable)"
-                output("\(file): \(loaded.count) bytes, \(how)\n")
+                output("\(path): \(loaded.count) bytes, \(how)\n")
                 return
             }
-            let result = try LoadComparison.run(path: file)
+            let result = try LoadComparison.run(path: path)
             output(json ? try encodeJSON(result) : result.renderText())
         } catch {
             throw fail(error)
@@ -62,14 +66,17 @@ struct LoadComparison: Codable {
     var evictionMethod: String
     var swapActive: Bool
 
-    static func run(path: String) throws -> LoadComparison {
+    /// Every access to the mapping is guarded (`MappedFile.touchAllPages`, `contentEquals`): a
+    /// truncation of the file by another process meanwhile ends the comparison with
+    /// `MappedFileError.truncatedWhileMapped`, never with SIGBUS.
+    static func run(path: PathBytes) throws -> LoadComparison {
         let mapping = try MappedFile(path: path)
         let size = mapping.count
         // The heap copy: a private anonymous mapping of its own, which is what malloc returns
         // for a block this large; it is made explicitly so the VM Tracker can point at it.
         let heap = try AnonymousBuffer(bytes: size)
-        let copied = try MappedFile.readWholeFile(path, into: heap.base, count: size)
-        guard copied == size else { throw CLIError("\(path): read \(copied) of \(size) bytes (it changed while being read)") }
+        // read(2) of the mapped file's own descriptor (pread): a truncation is a short read.
+        guard try mapping.readFile(into: heap.base, count: size) == size else { throw MappedFileError.truncatedWhileMapped(mapping.path, found: .beforeAccess) }
         try mapping.touchAllPages()
 
         let heapBefore = try figures(of: heap.addressRange)
@@ -90,10 +97,10 @@ struct LoadComparison: Codable {
         let start = monotonicSeconds()
         try mapping.touchAllPages()
         let elapsed = monotonicSeconds() - start
-        let intact = try mapping.withUnsafeBytes { bytes in memcmp(bytes.baseAddress!, heap.base, size) == 0 }
+        let intact = try mapping.contentEquals(heap.base)
 
         return LoadComparison(
-            file: path, fileBytes: size, heap: Side(before: heapBefore, after: heapAfter),
+            file: path.description, fileBytes: size, heap: Side(before: heapBefore, after: heapAfter),
             mapped: Side(before: mappedBefore, after: mappedAfter), contentIntact: intact,
             refaultNanosPerPage: missing > 0 ? elapsed * 1e9 / Double(missing) : 0, pagesRefaulted: missing,
             evictionMethod: eviction.method, swapActive: swapActive())
@@ -138,23 +145,6 @@ struct LoadComparison: Codable {
 
 extension MappedFile {
     var residencyPages: Int { (count + MappedFile.pageSize - 1) / MappedFile.pageSize }
-
-    /// Reads the whole file with read(2) into `destination`; returns the bytes read.
-    static func readWholeFile(_ path: String, into destination: UnsafeMutableRawPointer, count: Int) throws -> Int {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw CLIError("\(path): cannot open: errno \(errno)") }
-        defer { close(fd) }
-        var done = 0
-        while done < count {
-            let n = retryOnInterrupt { read(fd, destination + done, count - done) }
-            if n < 0 {
-                throw CLIError("\(path): read failed: errno \(errno)")
-            }
-            if n == 0 { break }
-            done += n
-        }
-        return done
-    }
 }
 
 /// A private anonymous mapping between guard pages, unmapped on deinit.

@@ -1,3 +1,4 @@
+import CMemoryPressure
 import Glibc
 import LinuxSystem
 import MappedFiles
@@ -100,7 +101,7 @@ struct MappedFileTests {
         #expect(!expected.description.contains("\n"))
     }
 
-    @Test("the loader maps large regular files and reads small ones, /proc files and pipes")
+    @Test("the loader maps large regular files and reads small ones and /proc files; FIFOs and links are refused")
     func loader() throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
@@ -117,24 +118,33 @@ struct MappedFileTests {
         try writeBytes([], to: "\(dir.path)/empty-too")
         #expect(try FileLoader.load("\(dir.path)/empty-too", mappingThreshold: 1).count == 0, "an empty file loads as empty bytes")
 
-        // A FIFO: read to end of file, written by another thread.
+        // A FIFO is refused at once (opening it to read would wait for a writer), a link is
+        // not followed.
         let fifo = "\(dir.path)/fifo"
         #expect(mkfifo(fifo, 0o600) == 0)
-        let writer = TestThread {
-            let fd = open(fifo, O_WRONLY)
-            let bytes = [UInt8](repeating: 9, count: 100_000)
-            var done = 0
-            while done < bytes.count {
-                let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + done, bytes.count - done) }
-                if n <= 0 { break }
-                done += n
-            }
-            close(fd)
-        }
-        let piped = try FileLoader.load(fifo)
-        writer.join()
-        #expect(!piped.isMapped)
-        #expect(piped.count == 100_000)
+        #expect(throws: MappedFileError.notRegularFile(fifo, kind: "FIFO")) { try FileLoader.load(fifo) }
+        #expect(symlink(big, "\(dir.path)/link") == 0)
+        #expect(throws: MappedFileError.notRegularFile("\(dir.path)/link", kind: "symbolic link")) { try FileLoader.load("\(dir.path)/link") }
         #expect(throws: MappedFileError.isDirectory(dir.path)) { try FileLoader.load(dir.path) }
+    }
+
+    @Test("an access to a mapping whose file was truncated is stopped by the SIGBUS guard, and the process goes on")
+    func truncatedWhileMapped() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let path = try makeFile(dir, "shrinks", bytes: 4 * MappedFile.pageSize)
+        let file = try MappedFile(path: path)
+        let range = file.addressRange
+        #expect(truncate(path, 0) == 0)
+        // The guarded access itself, without the size check before it: a real SIGBUS.
+        var sum: UInt64 = 0
+        let base = try #require(UnsafeRawPointer(bitPattern: range.lowerBound))
+        #expect(mp_guarded_touch(base, file.count, MappedFile.pageSize, &sum) == 1)
+        // And again: the handler stays installed, the thread's guard is reset.
+        #expect(mp_guarded_touch(base, file.count, MappedFile.pageSize, &sum) == 1)
+        // Through the API, the size check before the access finds it first.
+        #expect(throws: MappedFileError.truncatedWhileMapped(path, found: .beforeAccess)) { try file.touchAllPages() }
+        var other = [UInt8](repeating: 0, count: file.count)
+        #expect(throws: MappedFileError.truncatedWhileMapped(path, found: .beforeAccess)) { try other.withUnsafeMutableBytes { try file.copy(into: $0.baseAddress!) } }
     }
 }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "MappedAccess.h"  // guarded reads of file mappings (SIGBUS on truncation)
 
 #ifdef __cplusplus
 extern "C" {

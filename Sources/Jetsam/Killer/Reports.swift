@@ -5,7 +5,8 @@ import VMTracker
 
 /// Why a file of episodes could not be read.
 public enum EpisodeFileError: Error, Sendable, Hashable, CustomStringConvertible {
-    case unreadable(path: String, SystemCallError)
+    /// The file could not be opened or read (or is a FIFO, device, symbolic link, too large).
+    case unreadable(FileOpenError)
     case notJSON(path: String)
     case notOurs(path: String)
     case unsupportedVersion(path: String, Int)
@@ -14,7 +15,7 @@ public enum EpisodeFileError: Error, Sendable, Hashable, CustomStringConvertible
 
     public var description: String {
         switch self {
-        case .unreadable(let path, let e): "\(path): \(e.errno.symbolicName) (\(e.errno))"
+        case .unreadable(let e): "\(e)"
         case .notJSON(let path): "\(path): not JSON"
         case .notOurs(let path): "\(path): not a jetsam episode report (no \"kind\": \"mempressure-jetsam-episode\"), nor a scenario log with episodes"
         case .unsupportedVersion(let path, let v): "\(path): episode format version \(v); this mempressure reads version \(JetsamEpisode.currentFormatVersion)"
@@ -28,11 +29,20 @@ extension JetsamEpisode {
     /// The episodes in a file: one episode report, an array of them, or a scenario log
     /// (`mempressure run --json`) with its `episodes`.
     public static func load(_ path: String) throws(EpisodeFileError) -> [JetsamEpisode] {
+        try load(PathBytes(path.utf8))
+    }
+
+    /// The most read from a file of episodes (reports of thousands of kills stay well below).
+    public static let maximumFileBytes = 256 << 20
+
+    /// `load(_:)` for a path given as its exact bytes, opened safely (`RegularFile`).
+    public static func load(_ pathBytes: PathBytes) throws(EpisodeFileError) -> [JetsamEpisode] {
+        let path = pathBytes.description
         let bytes: [UInt8]
         do {
-            bytes = try ProcFS.readBytes(path)
+            bytes = try RegularFile.read(pathBytes, maxBytes: maximumFileBytes)
         } catch {
-            throw .unreadable(path: path, error)
+            throw .unreadable(error)
         }
         let data = Data(bytes)
         // What kind of document is it? Look before decoding the whole.
