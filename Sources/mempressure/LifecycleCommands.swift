@@ -8,7 +8,6 @@ import LinuxSystem
 import Logging
 import Scenarios
 import ServiceLifecycle
-import UnixSignals
 import VMTracker
 
 extension SuspendMethod: ExpressibleByArgument {}
@@ -59,21 +58,13 @@ struct Run: AsyncParsableCommand {
 func interruptible<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
     signal(SIGPIPE, SIG_IGN)
     let work = Task { try await body() }
-    let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm, .sighup)
-    let watcher = Task {
-        for await _ in signals {
-            work.cancel()
-            return
-        }
-    }
-    defer { watcher.cancel() }
     func interrupted() -> ExitCode {
         writeStandardError("mempressure: interrupted: every app was killed and what the run made was removed\n")
         return ExitCode(130)
     }
     let result: T
     do {
-        result = try await work.value
+        result = try await Interrupts.handling({ _ in work.cancel() }) { try await work.value }
     } catch {
         if work.isCancelled { throw interrupted() }
         throw error
@@ -188,9 +179,10 @@ struct Supervise: AsyncParsableCommand {
             }
             let logger = Logger(label: "mempressure.supervise")
             let service = SupervisorService(configuration: c)
-            let group = ServiceGroup(configuration: .init(
-                services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint, .sighup], logger: logger))
-            try await group.run()
+            // SIGTERM, SIGINT and SIGHUP come through `Interrupts` (the thread that takes them),
+            // not through the group's own signal handling.
+            let group = ServiceGroup(configuration: .init(services: [.init(service: service)], logger: logger))
+            try await Interrupts.handling({ _ in Task { await group.triggerGracefulShutdown() } }) { try await group.run() }
         } catch {
             throw fail(error)
         }

@@ -16,6 +16,12 @@ struct Mempressure: AsyncParsableCommand {
             """,
         subcommands: [VM.self, Top.self, Watch.self, Diff.self, Check.self, Cache.self, Load.self, Run.self, Supervise.self, Apps.self, AppCommand.self, JetsamCommand.self, Demo.self]
     )
+
+    /// ArgumentParser's main, after `Interrupts.install()`.
+    static func main() async {
+        Interrupts.install()
+        await main(nil)
+    }
 }
 
 /// Where to read /proc and cgroups from (hidden: for golden fixtures).
@@ -87,6 +93,8 @@ extension AppGrouping: ExpressibleByArgument {}
 
 /// Prints a one-line error naming what went wrong and exits with status 1.
 func fail(_ error: any Error) -> ExitCode {
+    // An interrupted run: `interruptible` says so, once, in words (not "CancellationError()").
+    if error is CancellationError { return ExitCode(130) }
     let message: String
     switch error {
     case let e as ProcError: message = e.description

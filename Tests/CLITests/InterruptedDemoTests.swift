@@ -13,12 +13,14 @@ import TestSupport
 /// running meanwhile, have made.
 @Suite("an interrupted demo leaves nothing behind", .serialized)
 struct InterruptedDemoTests {
+    /// Each case names the part (1: the lifecycle scenario's supervisor, 2: jetsam's) and the
+    /// app whose launch is the moment to interrupt.
     @Test("interrupted during each part, by SIGINT, SIGTERM or SIGHUP", arguments: [
-        ("Part 2: ", "Photos", Signal.interrupt),
-        ("Part 3: ", "Safari", Signal.terminate),
-        ("Part 3: ", "Photos", Signal.terminalClosed),
+        (1, "Photos", Signal.interrupt),
+        (2, "Safari", Signal.terminate),
+        (2, "Photos", Signal.terminalClosed),
     ])
-    func interrupted(part: String, app: String, signal: Signal) async throws {
+    func interrupted(part: Int, app: String, signal: Signal) async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let runtime = "\(dir.path)/xdg"
@@ -27,30 +29,35 @@ struct InterruptedDemoTests {
         let environment = Environment.inherit.updating([
             "TMPDIR": dir.path, "XDG_RUNTIME_DIR": runtime, "MEMPRESSURE_REGISTRY": registry,
         ])
-        var demoPID: Int32 = 0
-        var sawPart = false
-        var lastLine = ""
+        // The real event, watched by a thread of its own started before the demo (the test's
+        // tasks may wait their turn for seconds on a busy machine, and the demo may be over by
+        // then): the part's supervisor made its directory (named for the demo's PID) and the
+        // app's output file in it, i.e. launched it. The demo is stopped at once (SIGSTOP), so
+        // that however late this task runs, the signal finds it in that part.
+        let watch = try LaunchWatch(runtime: runtime)
+        let thread = TestThread { watch.stopDemo(whenLaunched: app, inPart: part, within: 120) }
+        var signalState = ""
         let result = try await Subprocess.run(
             .path(FilePath(buildDirectory + "/mempressure")), arguments: ["demo"], environment: environment,
-            input: .none, output: .sequence, error: .discarded
+            input: .none, output: .fileDescriptor(try FileDescriptor.open("\(dir.path)/demo.out", .writeOnly, options: [.create, .truncate], permissions: .ownerReadWrite), closeAfterSpawningProcess: true),
+            error: .fileDescriptor(try FileDescriptor.open("\(dir.path)/demo.err", .writeOnly, options: [.create, .truncate], permissions: .ownerReadWrite), closeAfterSpawningProcess: true)
         ) { execution in
-            demoPID = execution.processIdentifier.value
-            var lines = execution.standardOutput.strings().makeAsyncIterator()
-            // The real event: the part has begun and the app named has been launched in it.
-            while let line = try await lines.next() {
-                lastLine = line
-                if line.hasPrefix(part) { sawPart = true }
-                if sawPart, line.contains(" \(app) "), line.contains("launch") {
-                    try execution.send(signal: signal)
-                    break
-                }
+            thread.join()
+            if watch.outcome == nil {
+                #expect(watch.stoppedPID == execution.processIdentifier.value)
+                signalState = String(decoding: (try? ProcFS.readBytes("/proc/\(execution.processIdentifier.value)/status")) ?? [], as: UTF8.self)
+                    .split(separator: "\n").filter { $0.hasPrefix("State") }.joined(separator: " ")
+                try execution.send(signal: signal)
             }
-            while let _ = try await lines.next() {}
+            try execution.send(signal: .resume)
         }
-        #expect(sawPart, "the demo never reached \(part) (last line: \(lastLine))")
-        if case .exited(let code) = result.terminationStatus {
-            #expect(code != 0, "an interrupted demo does not report success")
-        }
+        let demoPID = watch.stoppedPID
+        let stopped = watch.outcome
+        #expect(stopped == nil, "\(stopped ?? "")")
+        let said = String(decoding: (try? ProcFS.readBytes("\(dir.path)/demo.err")) ?? [], as: UTF8.self)
+        let printed = String(decoding: (try? ProcFS.readBytes("\(dir.path)/demo.out")) ?? [], as: UTF8.self)
+        #expect(result.terminationStatus == .exited(130), "an interrupted demo exits 130: \(result.terminationStatus); when stopped: \(signalState); it said \(said); printed \(printed.suffix(3000))")
+        #expect(unlink("\(dir.path)/demo.out") == 0 && unlink("\(dir.path)/demo.err") == 0)
         let left = leftovers(demoPID: demoPID, testDirectory: dir.path, runtime: runtime, registry: registry)
         #expect(left.isEmpty, "left behind: \(left)")
     }
@@ -82,5 +89,89 @@ struct InterruptedDemoTests {
             left.append("file \(name)")
         }
         return left
+    }
+}
+
+/// Watches a runtime directory with inotify for the supervisors the demo makes in it (one a
+/// part) and, in the Nth, for an app's output file (`NAME-1.log`, created when it is launched);
+/// then stops the demo with SIGSTOP (the test's own child).
+final class LaunchWatch: @unchecked Sendable {
+    let fd: Int32
+    let runtime: String
+    /// nil once the demo was stopped; else what went wrong.
+    private(set) var outcome: String? = "not run"
+    /// The demo's PID, from its supervisor's directory (`mempressure-PID-RANDOM`).
+    private(set) var stoppedPID: Int32 = 0
+
+    init(runtime: String) throws {
+        fd = inotify_init1(Int32(IN_CLOEXEC))
+        guard fd >= 0 else { throw TestFailure("inotify_init1: errno \(errno)") }
+        self.runtime = runtime
+        guard inotify_add_watch(fd, runtime, UInt32(IN_CREATE)) >= 0 else { throw TestFailure("inotify_add_watch: errno \(errno)") }
+    }
+
+    deinit { close(fd) }
+
+    /// Stops the demo, once checked to be this process's child (never signal another's).
+    private func stopDemo(_ directoryName: String) {
+        let parts = directoryName.split(separator: "-")
+        guard parts.count == 3, let pid = Int32(parts[1]) else {
+            outcome = "a directory not named mempressure-PID-RANDOM: \(directoryName)"
+            return
+        }
+        guard let stat = try? ProcFS.readBytes("/proc/\(pid)/stat"),
+            let close = stat.lastIndex(of: UInt8(ascii: ")")),
+            let ppid = stat[(close + 2)...].split(separator: 0x20).dropFirst().first.flatMap({ Int32(String(decoding: $0, as: UTF8.self)) }),
+            ppid == getpid()
+        else {
+            outcome = "pid \(pid) is not this test's child"
+            return
+        }
+        stoppedPID = pid
+        outcome = kill(pid, SIGSTOP) == 0 ? nil : "kill: errno \(errno)"
+    }
+
+    func stopDemo(whenLaunched app: String, inPart part: Int, within timeout: Double) {
+        var partDirectory = ""
+        let deadline = monotonicSeconds() + timeout
+        var supervisors = 0
+        var partWatch: Int32 = -1
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        let logName = "\(app)-1.log"
+        while monotonicSeconds() < deadline {
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&p, 1, Int32((deadline - monotonicSeconds()) * 1000) + 1)
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { break }
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard n > 0 else { continue }
+            var offset = 0
+            while offset + 16 <= n {
+                let (wd, mask, length) = buffer.withUnsafeBytes { raw in
+                    (raw.load(fromByteOffset: offset, as: Int32.self), raw.load(fromByteOffset: offset + 4, as: UInt32.self),
+                     Int(raw.load(fromByteOffset: offset + 12, as: UInt32.self)))
+                }
+                let nameBytes = buffer[(offset + 16)..<(offset + 16 + length)].prefix { $0 != 0 }
+                let name = String(decoding: nameBytes, as: UTF8.self)
+                offset += 16 + length
+                if partWatch < 0, mask & UInt32(IN_ISDIR) != 0 {
+                    supervisors += 1
+                    if supervisors == part {
+                        partDirectory = name
+                        let directory = "\(runtime)/\(name)"
+                        partWatch = inotify_add_watch(fd, directory, UInt32(IN_CREATE))
+                        // Launched before the watch was in place: stop now all the same.
+                        if partWatch < 0 || access("\(directory)/\(logName)", F_OK) == 0 {
+                            stopDemo(name)
+                            return
+                        }
+                    }
+                } else if wd == partWatch, name == logName {
+                    stopDemo(partDirectory)
+                    return
+                }
+            }
+        }
+        outcome = "no launch of \(app) in part \(part) within \(timeout) s"
     }
 }

@@ -55,6 +55,10 @@ int mp_swapon(const char *path, int flags);
 int mp_swapoff(const char *path);
 // process_mrelease(2) (Linux 5.15): frees the memory of a process that is being killed now.
 int mp_process_mrelease(int pidfd, unsigned int flags);
+// Installs, for each of `signals`, a handler that writes the signal's number as one byte to
+// `fd` (the write end of a pipe): a thread reading the pipe then handles them, whichever
+// thread the kernel delivered them to. Returns 0, or -1 with errno from sigaction(2).
+int mp_forward_signals(int fd, const int *signals, int count);
 
 #ifdef __cplusplus
 }
