@@ -45,7 +45,7 @@ public func renderEveryWay(_ snapshot: ProcessSnapshot) {
 public func renderEveryWay(_ report: VMReport) {
     blackHole(report.renderText())
     blackHole(report.renderText(fullPaths: true))
-    blackHole(report.renderCSV())
+    checkCSV(report.renderCSV())
     let json = encodeJSON(report)
     let decoded: VMReport
     do {
@@ -57,6 +57,56 @@ public func renderEveryWay(_ report: VMReport) {
     var expected = report
     expected.capturedAt.nanoseconds -= expected.capturedAt.nanoseconds % 1000
     guard decoded == expected else { fatalError("a report's JSON decodes to a different report:\n\(json)") }
+}
+
+/// Checks CSV output as a reader sees it (RFC 4180, byte by byte): quotes only around whole
+/// fields, doubled inside them, no bare CR, and every record with as many fields as the header.
+public func checkCSV(_ text: String) {
+    let b = Array(text.utf8)
+    var counts: [Int] = []
+    var fields = 1
+    var inQuotes = false
+    var atFieldStart = true
+    var i = 0
+    func fail(_ why: String) -> Never { fatalError("CSV output is malformed (\(why)):\n\(text)") }
+    while i < b.count {
+        let c = b[i]
+        if inQuotes {
+            if c == 0x22 {
+                if i + 1 < b.count && b[i + 1] == 0x22 {
+                    i += 2
+                    continue
+                }
+                inQuotes = false
+                i += 1
+                guard i == b.count || b[i] == 0x2c || b[i] == 0x0a else { fail("text after a closing quote") }
+                continue
+            }
+            i += 1
+            continue
+        }
+        switch c {
+        case 0x22:
+            guard atFieldStart else { fail("a quote inside an unquoted field") }
+            inQuotes = true
+            atFieldStart = false
+        case 0x2c:
+            fields += 1
+            atFieldStart = true
+        case 0x0a:
+            counts.append(fields)
+            fields = 1
+            atFieldStart = true
+        case 0x0d:
+            fail("a bare carriage return")
+        default:
+            atFieldStart = false
+        }
+        i += 1
+    }
+    guard !inQuotes else { fail("an unterminated quoted field") }
+    guard b.isEmpty || b.last == 0x0a else { fail("no final newline") }
+    guard let header = counts.first, counts.allSatisfy({ $0 == header }) else { fail("records of different lengths: \(counts)") }
 }
 
 /// Keeps a result alive so the optimizer cannot drop the work that made it.

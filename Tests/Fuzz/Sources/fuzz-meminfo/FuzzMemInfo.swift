@@ -20,7 +20,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     var table = TextTable(fields.map { _ in .init("Bytes") } + [.init("Available")])
     table.append(fields.map { $0.map(ByteFormat.human) ?? "-" } + [ByteFormat.percent(available ?? 0, of: total ?? 0)])
     blackHole(table.render())
-    blackHole(CSV.line(fields.map { $0.map { "\($0)" } ?? "" }))
+    checkCSV(CSV.line(fields.map { $0.map { "\($0)" } ?? "" }))
     return 0
 }
 

@@ -17,7 +17,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         var table = TextTable([.init("Name", .left), .init("Uid"), .init("Threads")] + sizes.map { _ in .init("Bytes") })
         table.append([status.name, status.uid.map { "\($0)" } ?? "-", status.threads.map { "\($0)" } ?? "-"] + sizes.map { $0.map(ByteFormat.human) ?? "-" })
         blackHole(table.render())
-        blackHole(CSV.line([status.name] + sizes.map { $0.map { "\($0)" } ?? "" }))
+        checkCSV(CSV.line([status.name] + sizes.map { $0.map { "\($0)" } ?? "" }))
         var snapshot = ProcessSnapshot(stat: fixedStat, status: status, regions: [], totals: MemoryCounters(), detail: .rollup, capturedAt: fixedTime)
         snapshot.stat.name = PathBytes(status.name.utf8)
         renderEveryWay(snapshot)
