@@ -1,5 +1,6 @@
 import LinuxSystem
 import Testing
+import TestSupport
 import VMTracker
 
 /// The fields of CSV text as a reader splits them (RFC 4180, byte by byte).
@@ -41,8 +42,8 @@ func readCSV(_ text: String) -> [[String]] {
 
 @Suite("rendering hostile text")
 struct RenderingTests {
-    // Found with the fuzz harness's CSV check (Tests/Fuzz, fuzz-smaps; the input is
-    // Corpus/fuzz-smaps/regression-csv-combining-mark): a file name holding a comma or a quote
+    // Found with the CSV check of the fuzz harness (Tests/Fuzz, fuzz-smaps), on the input
+    // Corpus/fuzz-smaps/regression-csv-combining-mark: a file name holding a comma or a quote
     // followed by a combining mark (valid UTF-8, so printed as it is) is one `Character` that
     // the old Character comparison did not see, so the field went out unquoted and split the
     // record; a "\r\n" likewise.
@@ -68,5 +69,24 @@ struct RenderingTests {
             let pathColumn = try #require(records[0].firstIndex(of: "path"))
             #expect(records[1][pathColumn] == String(decoding: path, as: UTF8.self))
         }
+    }
+}
+
+@Suite("rendering reports read back from JSON")
+struct DecodedReportRenderingTests {
+    // Found reviewing what fuzz-diff renders (each decoded report; Tests/Fuzz) and reproduced
+    // there with Corpus/fuzz-diff/regression-region-count-overflow: the summary's "*All*" row
+    // summed the type rows' region counts with a trapping `+`, and a report file may claim any
+    // counts.
+    @Test("region counts that overflow when summed print saturated instead of trapping")
+    func regionCountOverflow() throws {
+        var report = try JSONDecoderForTests.decode(VMReport.self, from: try Fixtures.readFile("\(Fixtures.directory)/reports/before.json"))
+        report.types = Array(report.types.prefix(2))
+        for i in report.types.indices { report.types[i].regionCount = Int.max }
+        let text = report.renderText()
+        #expect(text.contains("\(Int.max)"))
+        report.types[0].regionCount = Int.min
+        report.types[1].regionCount = -1
+        #expect(report.renderText().contains("\(Int.min)"))
     }
 }
