@@ -6,9 +6,10 @@
 #
 #   FUZZ_SECONDS=600 make fuzz           longer runs
 #   FUZZ_TARGETS="fuzz-smaps" make fuzz  some targets only
-#   FUZZ_MERGE=1 make fuzz               afterwards, merge what the runs found that adds
-#                                        coverage into Corpus/<target>/ (libFuzzer -merge=1),
-#                                        to review and commit
+#   FUZZ_MERGE=1 make fuzz               afterwards, merge what the runs found that reaches new
+#                                        code into Corpus/<target>/ (libFuzzer -merge=1, on
+#                                        edges alone: -use_counters=0 keeps the additions to
+#                                        tens of files), to review and commit
 set -uo pipefail
 cd "$(dirname "$0")"
 seconds="${FUZZ_SECONDS:-60}"
@@ -17,6 +18,10 @@ swift="${SWIFT:-swift}"
 
 "$swift" build -c release -Xswiftc -sanitize=fuzzer -Xswiftc -parse-as-library || exit 1
 bin="$("$swift" build -c release -Xswiftc -sanitize=fuzzer -Xswiftc -parse-as-library --show-bin-path)" || exit 1
+
+# Swift's own crash handler would take the trap's signal before libFuzzer's, which then writes
+# no crash input: leave the signal to libFuzzer (a reproduction run shows Swift's backtrace).
+export SWIFT_BACKTRACE=enable=no
 
 scratch="$(mktemp -d /tmp/mempressure-fuzz.XXXXXX)" || exit 1
 found=0
@@ -40,12 +45,12 @@ for t in $targets; do
     grep -E 'ERROR|Fatal error|SUMMARY|deadly signal|Test unit written' "$scratch/$t.log" | head -n 5 | sed 's/^/    /'
     for a in "$scratch/artifacts/$t"/*; do
       [ -e "$a" ] || continue
-      echo "    reproduce: Tests/Fuzz/.build/release/$t $a"
-      echo "    minimise:  Tests/Fuzz/.build/release/$t -minimize_crash=1 -runs=100000 -exact_artifact_path=$a.min $a"
+      echo "    reproduce: $bin/$t $a"
+      echo "    minimise:  $bin/$t -minimize_crash=1 -runs=100000 -exact_artifact_path=$a.min $a"
     done
   fi
   if [ "${FUZZ_MERGE:-0}" = 1 ]; then
-    "$bin/$t" -merge=1 -rss_limit_mb=2048 -timeout=10 "Corpus/$t" "$scratch/corpus/$t" >"$scratch/$t.merge.log" 2>&1 \
+    "$bin/$t" -merge=1 -use_counters=0 -rss_limit_mb=2048 -timeout=10 "Corpus/$t" "$scratch/corpus/$t" >"$scratch/$t.merge.log" 2>&1 \
       || echo "$t: merge failed: $scratch/$t.merge.log"
   fi
 done
