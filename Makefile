@@ -3,6 +3,7 @@
 #   make test   installs what is missing and runs the tests
 #   make bench  runs the benchmarks and rewrites Reports/
 #   make bench-micro  runs the micro-benchmarks (package-benchmark) and prints their figures
+#   make fuzz   builds the libFuzzer targets (Tests/Fuzz) and runs each for FUZZ_SECONDS (60)
 
 SWIFT ?= swift
 # Debian packages the build and the tests need (pkg-config finds jemalloc and libunwind).
@@ -17,7 +18,7 @@ BENCH_APT_PACKAGES := smem procps earlyoom nohang util-linux gnuplot-nox redis-s
 
 export PATH := /opt/swift/usr/bin:$(PATH)
 
-.PHONY: deps bench-deps bench-packages build demo test bench bench-quick bench-micro reports fixtures clean
+.PHONY: deps bench-deps bench-packages build demo test fuzz bench bench-quick bench-micro reports fixtures clean
 
 define install_missing
 	@if command -v dpkg >/dev/null 2>&1; then \
@@ -63,6 +64,13 @@ demo: build
 test: deps
 	$(SWIFT) test --skip FreezeDryTests
 	MEMPRESSURE_SWAP_TESTS=1 $(SWIFT) test --skip-build --filter FreezeDryTests
+
+# The parsers, decoders and renderers under libFuzzer (Tests/Fuzz, a package of its own): each
+# target runs FUZZ_SECONDS on a scratch copy of its corpus; a failure keeps its inputs, prints
+# how to reproduce them and fails. Tests/Fuzz/fuzz.sh says more (FUZZ_TARGETS, FUZZ_MERGE).
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) SWIFT=$(SWIFT) Tests/Fuzz/fuzz.sh
 
 bench: bench-deps
 	$(SWIFT) build -c release
@@ -115,4 +123,4 @@ fixtures:
 	Tests/TestSupport/Fixtures/capture.sh .build/debug
 
 clean:
-	rm -rf .build Benchmarks/.build Benchmarks/.build-micro
+	rm -rf .build Benchmarks/.build Benchmarks/.build-micro Tests/Fuzz/.build

@@ -57,11 +57,18 @@ public struct TextTable: Sendable {
 
 /// RFC 4180 CSV.
 public enum CSV {
+    /// The field, quoted when it holds a comma, a quote or a line break. The test is on bytes:
+    /// a comma or quote followed by a combining mark is one `Character` that equals neither (so
+    /// is "\r\n"), and a path may hold any of them; the same for doubling the quotes.
     public static func field(_ text: String) -> String {
-        if text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) {
-            return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        guard text.utf8.contains(where: { $0 == 0x2c || $0 == 0x22 || $0 == 0x0a || $0 == 0x0d }) else { return text }
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            if scalar == "\"" { out.unicodeScalars.append(scalar) }
+            out.unicodeScalars.append(scalar)
         }
-        return text
+        out += "\""
+        return out
     }
 
     public static func line(_ fields: [String]) -> String {

@@ -16,7 +16,11 @@ extension VMReport {
             .init("Virtual Size"), .init("Res. %"), .init("Protections", .left), .init("% All Dirty"),
             .init("Dirty Size"), .init("Swapped"), .init("Purgeable"), .init("Footprint"),
         ])
-        let regionTotal = types.reduce(0) { $0 + $1.regionCount }
+        // Saturating: a report read back from JSON may claim any counts.
+        let regionTotal = types.reduce(0) { sum, row in
+            let (total, overflow) = sum.addingReportingOverflow(row.regionCount)
+            return overflow ? (row.regionCount > 0 ? Int.max : Int.min) : total
+        }
         table.append([
             ByteFormat.percent(totals.residentBytes, of: totals.residentBytes), "*All*", "\(regionTotal)", "< multiple >",
             ByteFormat.human(totals.residentBytes), ByteFormat.human(totals.virtualBytes),
