@@ -37,16 +37,7 @@ func runMempressure(raw arguments: [[UInt8]], timeout: Double, in directory: Str
     posix_spawn_file_actions_addopen(&actions, 2, err, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
     var pid: pid_t = 0
     // Not the test runner's blocked signals: the command runs as it would from a shell.
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    var none = sigset_t(), all = sigset_t()
-    sigemptyset(&none)
-    sigfillset(&all)
-    posix_spawnattr_setsigmask(&attributes, &none)
-    posix_spawnattr_setsigdefault(&attributes, &all)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-    let rc = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+    let rc = withShellSignals { posix_spawn(&pid, executable, &actions, $0, argv, environ) }
     guard rc == 0 else { throw TestFailure("posix_spawn \(executable): errno \(rc)") }
     let child = try ProcessHandle(pid: pid)
     var ready = pollfd(fd: child.descriptor, events: Int16(POLLIN), revents: 0)

@@ -219,3 +219,19 @@ public final class TestThread: Sendable {
 
     public func join() { thread.join() }
 }
+
+/// Runs `body` with posix_spawn attributes for a child that starts as it would from a shell: no
+/// signal blocked and every signal at its default action. The test runner's threads block some
+/// signals (SIGTERM among them), and a child spawned plainly would inherit that.
+public func withShellSignals<T>(_ body: (UnsafeMutablePointer<posix_spawnattr_t>) throws -> T) rethrows -> T {
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var none = sigset_t(), all = sigset_t()
+    sigemptyset(&none)
+    sigfillset(&all)
+    posix_spawnattr_setsigmask(&attributes, &none)
+    posix_spawnattr_setsigdefault(&attributes, &all)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+    return try body(&attributes)
+}

@@ -83,16 +83,7 @@ struct RegistryTests {
             defer { (argv + envp).forEach { free($0) } }
             var pid: pid_t = 0
             // The test runner's threads block signals (SIGTERM among them); the hog must not inherit that.
-            var attributes = posix_spawnattr_t()
-            posix_spawnattr_init(&attributes)
-            defer { posix_spawnattr_destroy(&attributes) }
-            var none = sigset_t(), all = sigset_t()
-            sigemptyset(&none)
-            sigfillset(&all)
-            posix_spawnattr_setsigmask(&attributes, &none)
-            posix_spawnattr_setsigdefault(&attributes, &all)
-            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-            let rc = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+            let rc = withShellSignals { posix_spawn(&pid, executable, &actions, $0, argv, envp) }
             close(pipe[1])
             defer { close(pipe[0]) }
             guard rc == 0 else { throw TestFailure("posix_spawn \(executable): errno \(rc)") }
