@@ -65,8 +65,9 @@ final class ControlSocket: @unchecked Sendable {
         self.emit = emit
         // Made 0700, or verified by descriptor: a link, another user's directory or one others
         // may write in is refused, and nothing is changed on it.
+        let made: Bool
         do {
-            try RuntimeDirectory.prepare(directory)
+            made = try RuntimeDirectory.prepare(directory)
         } catch {
             throw .runtimeDirectory(error)
         }
@@ -74,6 +75,7 @@ final class ControlSocket: @unchecked Sendable {
         do {
             listener = try UnixSocket.listen(at: path, backlog: 64).releaseDescriptor()
         } catch {
+            if made { rmdir(directory) }  // made for this setup, which failed: gone again
             if error.errno == .fileNameTooLong { throw .socketPathTooLong(path) }
             throw .system(error)
         }
@@ -82,6 +84,7 @@ final class ControlSocket: @unchecked Sendable {
         } catch {
             Glibc.close(listener)
             unlink(path)
+            if made { rmdir(directory) }
             throw .system(error)
         }
     }

@@ -31,13 +31,17 @@ public enum RuntimeDirectory {
 
     /// Makes `path` (mode 0700) if it is not there, then checks what is there by descriptor:
     /// a directory (not a link to one) of this user, with no group or other write permission.
-    /// Nothing is changed on a directory that fails the checks.
-    static func prepare(_ path: String) throws(Refusal) {
-        if mkdir(path, 0o700) != 0 && errno != EEXIST {
+    /// Nothing is changed on a directory that fails the checks. Returns whether it made it (so
+    /// that a setup failing later removes it again).
+    @discardableResult
+    static func prepare(_ path: String) throws(Refusal) -> Bool {
+        let made = mkdir(path, 0o700) == 0
+        if !made && errno != EEXIST {
             throw .system(SystemCallError("mkdir", errno: Errno(rawValue: errno), subject: path))
         }
         let uid = geteuid()
         try verify(path, owners: [uid], expected: "this user (uid \(uid))")
+        return made
     }
 
     /// Checks that `path` is a directory (not a link) owned by one of `owners`, with no group or

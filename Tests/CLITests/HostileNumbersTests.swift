@@ -112,6 +112,18 @@ struct HostileNumbersTests {
         #expect(access(dir.path + "/run", F_OK) != 0, "nothing was made")
     }
 
+    @Test("a runtime directory made for a supervisor whose setup then fails is removed again")
+    func failedSetupRemovesDirectory() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        var c = SupervisorConfiguration()
+        // Short enough for mkdir, too long for a socket address (108 bytes).
+        let runtime = dir.path + "/" + String(repeating: "d", count: 120)
+        c.runtimeDirectory = runtime
+        #expect(throws: SupervisorError.self) { _ = try Supervisor(configuration: c) }
+        #expect(access(runtime, F_OK) != 0, "the directory made for the failed setup is gone")
+    }
+
     @Test("generated traces have documented limits; a bad first line of a trace is not taken for a header")
     func traces() async throws {
         try await expectRefused(["cache", "simulate", "--zipf", "1", "--requests", "1000000000000", "--capacity", "10"], status: 64, saying: "--requests must be from 0 to 100000000")
