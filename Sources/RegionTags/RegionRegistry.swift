@@ -286,8 +286,16 @@ public struct RegionRegistry: RegionTagSource, Sendable, Hashable {
     }
 
     public func tags(for process: ProcessStat, ownerUID: UInt32?) -> [RegionTag] {
-        if case .tags(let tags) = lookup(for: process, ownerUID: ownerUID) { return tags }
-        return []
+        tagsAndNote(for: process, ownerUID: ownerUID).tags
+    }
+
+    /// A skipped file's reason is the note (`vm` prints it: nothing is tagged, and says why).
+    public func tagsAndNote(for process: ProcessStat, ownerUID: UInt32?) -> (tags: [RegionTag], note: String?) {
+        switch lookup(for: process, ownerUID: ownerUID) {
+        case .unpublished: ([], nil)
+        case .tags(let tags): (tags, nil)
+        case .skipped(let reason): ([], "pid \(process.pid): region registry file not used: \(reason)")
+        }
     }
 }
 

@@ -22,4 +22,12 @@ public struct RegionTag: Sendable, Hashable, Codable {
 public protocol RegionTagSource: Sendable {
     /// The ranges registered by `process`, whose files belong to `ownerUID`.
     func tags(for process: ProcessStat, ownerUID: UInt32?) -> [RegionTag]
+    /// The same, and why what was there was not used (one line), if it was not.
+    func tagsAndNote(for process: ProcessStat, ownerUID: UInt32?) -> (tags: [RegionTag], note: String?)
+}
+
+extension RegionTagSource {
+    public func tagsAndNote(for process: ProcessStat, ownerUID: UInt32?) -> (tags: [RegionTag], note: String?) {
+        (tags(for: process, ownerUID: ownerUID), nil)
+    }
 }

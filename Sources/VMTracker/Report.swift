@@ -207,7 +207,7 @@ extension VMReport {
         } else {
             regions = nil
         }
-        notes = app.skipped.map(\.description)
+        notes = app.skipped.map(\.description) + app.processes.flatMap(\.notes)
     }
 }
 

@@ -49,6 +49,9 @@ public struct ProcessSnapshot: Sendable {
     public var capturedAt: Timestamp
     /// The process's cgroup (memory controller on v1, unified on v2), when asked for.
     public var cgroup: String?
+    /// What could not be used for this process, in one line each (a region registry file that
+    /// is a FIFO, a link, another user's, ...): the report's notes.
+    public var notes: [String] = []
 
     public init(stat: ProcessStat, status: ProcessStatus? = nil, regions: [Region], totals: MemoryCounters? = nil, detail: Detail = .regions, capturedAt: Timestamp, cgroup: String? = nil) {
         self.stat = stat
@@ -132,12 +135,15 @@ public struct Snapshotter: Sendable {
             throw .processExited(pid: pid, file: "\(dir.path)/\(options.detail == .regions ? "smaps" : "smaps_rollup")")
         }
 
+        var notes: [String] = []
         if options.detail == .regions {
             var tags: [RegionTag] = []
             if let source = options.tagSource {
                 let owner: UInt32?
                 do { owner = try dir.ownerUID() } catch { owner = nil }
-                tags = source.tags(for: after, ownerUID: owner)
+                let found = source.tagsAndNote(for: after, ownerUID: owner)
+                tags = found.tags
+                if let note = found.note { notes.append(note) }
             }
             let root = Array("\(proc.root)/\(pid)/root".utf8)
             RegionClassifier.classify(&regions, threadStackPointers: stackPointers, tags: tags) { region in
@@ -145,7 +151,9 @@ public struct Snapshotter: Sendable {
                 ProcFS.fileIdentity(root + region.path.bytes) == FileIdentity(device: region.device, inode: region.inode)
             }
         }
-        return ProcessSnapshot(stat: after, status: status, regions: regions, totals: totals, detail: options.detail, capturedAt: capturedAt, cgroup: cgroup)
+        var snapshot = ProcessSnapshot(stat: after, status: status, regions: regions, totals: totals, detail: options.detail, capturedAt: capturedAt, cgroup: cgroup)
+        snapshot.notes = notes
+        return snapshot
     }
 
     /// The cgroup path from the text of `/proc/PID/cgroup`: the v1 `controller` hierarchy's

@@ -115,6 +115,11 @@ struct HostileFileTests {
         let r = try runMempressure(["vm", "\(getpid())", "--only", "--registry", registry, "--json"], timeout: 120, in: dir.path)
         #expect(!r.timedOut, "vm waited on the FIFO in the registry")
         #expect(r.status == 0, "\(r.standardError)")
+        // And says why nothing of this process is tagged.
+        let text = try runMempressure(["vm", "\(getpid())", "--only", "--registry", registry], timeout: 120, in: dir.path)
+        #expect(String(decoding: text.standardOutput, as: UTF8.self).contains(
+            "note: pid \(getpid()): region registry file not used: \(registry)/\(getpid()): is a FIFO, not a regular file"),
+            "\(String(decoding: text.standardOutput, as: UTF8.self).suffix(400))")
     }
 
     @Test("a path argument that is not UTF-8 reaches open() with its exact bytes and is printed escaped")
