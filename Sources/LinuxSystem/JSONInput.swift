@@ -17,7 +17,12 @@ public enum JSONInput {
 
     /// "valid JSON, but ..." when `data` parses as JSON; nil when it does not.
     static func diagnosis(_ data: Data) -> String? {
-        guard let value = try? JSONDecoder().decode(AnyJSON.self, from: data) else { return nil }
+        let value: AnyJSON
+        do {
+            value = try JSONDecoder().decode(AnyJSON.self, from: data)
+        } catch {
+            return nil  // not JSON at all: the decoder's own message stands
+        }
         if let (path, number) = value.firstUnusualNumber(path: "") {
             return "valid JSON, but the number at \(path.isEmpty ? "the top" : path), \(number), is out of range for its field"
                 + " (counts and byte counts are integers from 0 to 18446744073709551615)"

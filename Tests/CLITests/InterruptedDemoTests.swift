@@ -45,7 +45,7 @@ struct InterruptedDemoTests {
             thread.join()
             if watch.outcome == nil {
                 #expect(watch.stoppedPID == execution.processIdentifier.value)
-                signalState = String(decoding: (try? ProcFS.readBytes("/proc/\(execution.processIdentifier.value)/status")) ?? [], as: UTF8.self)
+                signalState = text("/proc/\(execution.processIdentifier.value)/status")
                     .split(separator: "\n").filter { $0.hasPrefix("State") }.joined(separator: " ")
                 try execution.send(signal: signal)
             }
@@ -54,8 +54,8 @@ struct InterruptedDemoTests {
         let demoPID = watch.stoppedPID
         let stopped = watch.outcome
         #expect(stopped == nil, "\(stopped ?? "")")
-        let said = String(decoding: (try? ProcFS.readBytes("\(dir.path)/demo.err")) ?? [], as: UTF8.self)
-        let printed = String(decoding: (try? ProcFS.readBytes("\(dir.path)/demo.out")) ?? [], as: UTF8.self)
+        let said = text("\(dir.path)/demo.err")
+        let printed = text("\(dir.path)/demo.out")
         #expect(result.terminationStatus == .exited(130), "an interrupted demo exits 130: \(result.terminationStatus); when stopped: \(signalState); it said \(said); printed \(printed.suffix(3000))")
         #expect(unlink("\(dir.path)/demo.out") == 0 && unlink("\(dir.path)/demo.err") == 0)
         let left = leftovers(demoPID: demoPID, testDirectory: dir.path, runtime: runtime, registry: registry)
@@ -66,14 +66,28 @@ struct InterruptedDemoTests {
     /// directory, cgroups named for the demo's PID, anything in the runtime or registry
     /// directories, and data files in the test's directory.
     func leftovers(demoPID: Int32, testDirectory: String, runtime: String, registry: String) -> [String] {
-        func names(_ path: String) -> [String] {
-            ((try? ProcFS.listDirectory(path)) ?? []).map { String(decoding: $0, as: UTF8.self) }
-        }
         var left: [String] = []
+        // A directory that is not there holds nothing; one that cannot be read is a failure of
+        // the check, said as such (never taken for "nothing left").
+        func names(_ path: String) -> [String] {
+            do {
+                return try ProcFS.listDirectory(path).map { String(decoding: $0, as: UTF8.self) }
+            } catch {
+                if error.errno != .noSuchFileOrDirectory { left.append("cannot list \(path): \(error)") }
+                return []
+            }
+        }
         let ours = Array(testDirectory.utf8)
         for name in names("/proc") {
             guard let pid = Int32(name), pid != getpid() else { continue }
-            guard let cmdline = try? ProcFS.readBytes("/proc/\(name)/cmdline") else { continue }  // gone meanwhile
+            let cmdline: [UInt8]
+            do {
+                cmdline = try ProcFS.readBytes("/proc/\(name)/cmdline")
+            } catch {
+                if error.errno == .noSuchFileOrDirectory || error.errno == .noSuchProcess { continue }  // gone meanwhile
+                left.append("cannot read /proc/\(name)/cmdline: \(error)")
+                continue
+            }
             if cmdline.split(separator: 0).contains(where: { $0.firstRange(of: ours) != nil }) {
                 left.append("process \(pid): \(escapedText(cmdline.map { $0 == 0 ? 0x20 : $0 }))")
             }
@@ -119,12 +133,16 @@ final class LaunchWatch: @unchecked Sendable {
             outcome = "a directory not named mempressure-PID-RANDOM: \(directoryName)"
             return
         }
-        guard let stat = try? ProcFS.readBytes("/proc/\(pid)/stat"),
-            let close = stat.lastIndex(of: UInt8(ascii: ")")),
-            let ppid = stat[(close + 2)...].split(separator: 0x20).dropFirst().first.flatMap({ Int32(String(decoding: $0, as: UTF8.self)) }),
-            ppid == getpid()
-        else {
-            outcome = "pid \(pid) is not this test's child"
+        let parent: Int32
+        do {
+            let bytes = try ProcFS.readBytes("/proc/\(pid)/stat")
+            parent = try bytes.withUnsafeBytes { try ProcessStat.parse($0, pid: pid) }.ppid
+        } catch {
+            outcome = "pid \(pid): \(error)"
+            return
+        }
+        guard parent == getpid() else {
+            outcome = "pid \(pid) is not this test's child (its parent is \(parent))"
             return
         }
         stoppedPID = pid
@@ -173,5 +191,14 @@ final class LaunchWatch: @unchecked Sendable {
             }
         }
         outcome = "no launch of \(app) in part \(part) within \(timeout) s"
+    }
+}
+
+/// A file's text for a failure message, or why it could not be read.
+private func text(_ path: String) -> String {
+    do {
+        return String(decoding: try ProcFS.readBytes(path), as: UTF8.self)
+    } catch {
+        return "(\(path): \(error))"
     }
 }
