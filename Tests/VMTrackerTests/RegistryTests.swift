@@ -93,9 +93,14 @@ struct RegistryTests {
             var byte: UInt8 = 0
             while line.last != 0x0a, retryOnInterrupt({ read(pipe[0], &byte, 1) }) == 1 { line.append(byte) }
             guard line.starts(with: "ready ".utf8) else {
-                try? handle.signal(SIGKILL)
-                _ = try? handle.wait(for: WEXITED)
-                throw TestFailure("the hog did not get ready: \(String(decoding: line, as: UTF8.self))")
+                var cleanup = ""
+                do {
+                    try handle.signal(SIGKILL)
+                    _ = try handle.wait(for: WEXITED)
+                } catch {
+                    cleanup = "; and it could not be killed and reaped: \(error)"
+                }
+                throw TestFailure("the hog did not get ready: \(String(decoding: line, as: UTF8.self))\(cleanup)")
             }
         }
 
@@ -118,7 +123,13 @@ struct RegistryTests {
         #expect(Self.exists(firstFile), "a process ended by SIGTERM cannot withdraw its file")
 
         let second = try PublishingHog(registry: registry)
-        defer { try? second.terminate() }
+        defer {
+            do {
+                try second.terminate()
+            } catch {
+                Issue.record("the second hog (pid \(second.handle.pid)) could not be ended: \(error)")
+            }
+        }
         #expect(Self.exists("\(registry)/\(second.handle.pid)"))
         #expect(!Self.exists(firstFile), "the next writer removed the file of the process that is gone")
     }
