@@ -1,0 +1,85 @@
+// purgeable-bench: the purgeable cache against Foundation's NSCache and a plain dictionary plus
+// LRU, in the same run; the end/begin access round trip against recreating an entry; the
+// simulator's speed; and miss ratios of every policy on Zipf traces. Writes
+// Reports/purgeable-cache.{md,json,svg}.
+
+import ArgumentParser
+import BenchSupport
+import CachePolicies
+import Foundation
+import LinuxSystem
+import Purgeable
+import Synchronization
+
+@main
+struct PurgeableBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "purgeable-bench")
+
+    @Option(help: "Keys resident in the caches for the hit measurements.") var keys = 100_000
+    @Option(help: "Operations per thread per measurement.") var operations = 1_000_000
+    @Option(help: "Rounds of each throughput measurement (interleaved).") var rounds = 5
+    @Option(help: "Round trips (and recreations) of a 1 MiB entry per round.") var roundTrips = 500
+    @Option(help: "Requests in each simulated trace.") var requests = 1_000_000
+    @Option(help: "Objects in each simulated trace.") var objects = 100_000
+    @Option(help: "Where to write purgeable-cache.md, .json, .gp and .svg.") var output = "../Reports"
+    @Flag(help: "Re-render the Markdown and SVG from the JSON already in --output.") var renderOnly = false
+
+    func run() async throws {
+        if renderOnly {
+            try write(try readReport(Report.self, from: output, named: "purgeable-cache"))
+            return
+        }
+        var report = Report(kernel: kernelRelease(), cpus: onlineCPUs, keys: keys, operations: operations, rounds: rounds, requests: requests, objects: objects)
+        report.throughput = try measureThroughput()
+        report.roundTrip = try measureRoundTrip()
+        report.simulator = measureSimulator()
+        report.missRatios = measureMissRatios()
+        try write(report)
+    }
+
+    // MARK: Report
+
+    func write(_ report: Report) throws {
+        try writeReport(report, to: output, named: "purgeable-cache", tool: "purgeable-bench")
+    }
+}
+
+struct Report: RenderedReport {
+    var kernel: String
+    var cpus: Int
+    var keys: Int
+    var operations: Int
+    var rounds: Int
+    var requests: Int
+    var objects: Int
+    var throughput: [Throughput] = []
+    var roundTrip: RoundTrip?
+    var simulator: [SimulatorSpeed] = []
+    var missRatios: [MissRatioRow] = []
+
+    func markdown() -> String {
+        var out = """
+            # Purgeable cache performance
+
+            Regenerate with `make bench` (or `cd Benchmarks && swift run -c release purgeable-bench`); \
+            `purgeable-cache.json` holds every sample. Machine: Linux \(kernel), \(cpus) CPUs. Every figure \
+            below was measured in the same run, rounds interleaved (\(rounds) rounds; medians).
+
+
+            """
+        out += throughputMarkdown()
+        out += roundTripMarkdown()
+        out += simulatorMarkdown()
+        out += missRatioMarkdown()
+        return out
+    }
+
+    func plots() -> [Plot] {
+        var rows: [(label: String, value: Double, highlight: Bool)] = []
+        for kind in PurgeableBench.Kind.allCases {
+            rows.append(("\(kind.rawValue), get hit", median(kind, .hit, 1) / 1e6, kind == .nscache))
+        }
+        return [Plot.bars(name: "purgeable-cache", title: "get (hit), 1 thread, millions of operations per second", rows: rows, unit: "", decimals: 2)]
+    }
+}
+
