@@ -148,6 +148,7 @@ let package = Package(
                 "CMemoryPressure",
                 "MemHogClient",
                 "RegionTags",
+                .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),

@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <sys/swap.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #ifndef PR_SET_VMA
@@ -127,3 +128,10 @@ int mp_process_mrelease(int pidfd, unsigned int flags) {
 
 int mp_swapon(const char *path, int flags) { return swapon(path, flags); }
 int mp_swapoff(const char *path) { return swapoff(path); }
+
+int mp_fstatfs_type(int fd, unsigned long long *type) {
+    struct statfs info;
+    if (fstatfs(fd, &info) != 0) return -1;
+    *type = (unsigned long long)info.f_type;
+    return 0;
+}

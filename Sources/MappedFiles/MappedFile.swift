@@ -213,6 +213,24 @@ public final class MappedFile: @unchecked Sendable {
         return (vector.reduce(0) { $0 + Int($1 & 1) }, pages)
     }
 
+    /// The file system the file lives on (fstatfs on the mapping's descriptor).
+    public func fileSystem() throws(MappedFileError) -> FileSystemKind {
+        var type: UInt64 = 0
+        guard mp_fstatfs_type(fd, &type) == 0 else {
+            throw .systemCall(SystemCallError("fstatfs", errno: Errno(rawValue: errno), subject: path))
+        }
+        return FileSystemKind(magic: type)
+    }
+
+    /// Writes the file's dirty page-cache pages back to it and waits (fdatasync), so that the
+    /// kernel may drop them: dirty pages of a file cannot be dropped until they are written.
+    /// Changes nothing in the file's content (the pages hold what was already written).
+    public func flushDirtyPages() throws(MappedFileError) {
+        guard retryOnInterrupt({ fdatasync(fd) }) == 0 else {
+            throw .systemCall(SystemCallError("fdatasync", errno: Errno(rawValue: errno), subject: path))
+        }
+    }
+
     /// What `evict()` did.
     public struct Eviction: Sendable, Hashable, Codable {
         public var residentPagesBefore: Int
@@ -281,4 +299,36 @@ public final class MappedFile: @unchecked Sendable {
         default: return .file(error)
         }
     }
+}
+
+/// The file system under a file, as far as reclaim cares: whether its page cache is a cache of
+/// something else (a disk, the network), which the kernel can drop once clean, or the memory
+/// itself (tmpfs, ramfs, hugetlbfs), which only swap can take (ramfs and hugetlbfs: nothing).
+public struct FileSystemKind: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// statfs's f_type.
+    public var magic: UInt64
+    /// A name for the known magic numbers ("ext4", "tmpfs", ...), else the number in hex.
+    public var name: String
+    /// Whether the file's pages are memory rather than a cache of storage.
+    public var isMemoryBacked: Bool
+
+    public init(magic: UInt64) {
+        self.magic = magic
+        let known: [UInt64: (String, Bool)] = [
+            0xEF53: ("ext4", false), 0x5846_5342: ("xfs", false), 0x9123_683E: ("btrfs", false),
+            0x794C_7630: ("overlayfs", false), 0x6969: ("nfs", false), 0xFF53_4D42: ("cifs", false),
+            0x2FC1_2FC1: ("zfs", false), 0xF2F5_2010: ("f2fs", false), 0x4D44: ("vfat", false),
+            0x6573_5546: ("fuse", false), 0x0102_1994: ("tmpfs", true), 0x8584_58F6: ("ramfs", true),
+            0x9584_58F6: ("hugetlbfs", true),
+        ]
+        if let (name, memory) = known[magic] {
+            self.name = name
+            isMemoryBacked = memory
+        } else {
+            name = "0x" + String(magic, radix: 16)
+            isMemoryBacked = false
+        }
+    }
+
+    public var description: String { name }
 }

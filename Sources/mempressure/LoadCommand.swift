@@ -3,6 +3,7 @@ import CMemoryPressure
 import Glibc
 import LinuxSystem
 import MappedFiles
+import SystemPackage
 import VMTracker
 
 struct Load: AsyncParsableCommand {
@@ -13,9 +14,13 @@ struct Load: AsyncParsableCommand {
             file of at least 64 KiB, else read) and prints what it did. With --compare: loads it \
             both ways, touches every page, prints resident / dirty / clean of the heap copy and of \
             the mapping side by side from the VM Tracker, makes the kernel reclaim both \
-            (MADV_PAGEOUT), prints them again (the heap copy is still dirty, the mapping's clean \
-            pages are gone), then touches the mapping again, checks the content is intact and \
-            times the refault per page. FILE must be a regular file (a FIFO, device, socket or \
+            (MADV_PAGEOUT), prints them again with the page cache's residency (mincore), says \
+            what happened to each (the heap copy's dirty pages stay without swap; the mapping's \
+            clean pages leave memory), then touches the mapping again, checks the content is \
+            intact and times the refault per page. A file just written still has dirty pages in \
+            the page cache, which the kernel cannot drop: they are flushed first (fdatasync; \
+            --no-flush keeps them dirty), and the output says so. On tmpfs the pages are memory \
+            themselves: only swap can take them, and the output says that too. FILE must be a regular file (a FIFO, device, socket or \
             symbolic link is refused); if it is truncated while mapped, the command stops with \
             "FILE was truncated while mapped" and status 1.
             """
@@ -23,6 +28,8 @@ struct Load: AsyncParsableCommand {
 
     @Argument(help: "The file.") var file: String
     @Flag(help: "Load it both ways and compare.") var compare = false
+    @Flag(inversion: .prefixedNo, help: "With --compare: write the file's dirty page-cache pages back (fdatasync) before reclaim, so that they can be dropped.")
+    var flush = true
     @Flag(help: "Print JSON.") var json = false
 
     func run() async throws {
@@ -35,7 +42,7 @@ struct Load: AsyncParsableCommand {
                 output("\(path): \(loaded.count) bytes, \(how)\n")
                 return
             }
-            let result = try LoadComparison.run(path: path)
+            let result = try LoadComparison.run(path: path, flush: flush)
             output(json ? try encodeJSON(result) : result.renderText())
         } catch {
             throw fail(error)
@@ -44,6 +51,10 @@ struct Load: AsyncParsableCommand {
 }
 
 /// The side-by-side comparison behind `mempressure load --compare`.
+///
+/// Every sentence it prints is derived from what it measured, so the text cannot contradict the
+/// table: the VM Tracker says what this process has mapped (Resident, Dirty, Clean), mincore says
+/// what is still in the page cache, and getrusage counts the faults of the second touch.
 struct LoadComparison: Codable {
     struct Figures: Codable {
         var residentBytes: UInt64
@@ -58,20 +69,42 @@ struct LoadComparison: Codable {
 
     var file: String
     var fileBytes: Int
+    /// The file system's name ("ext4", "tmpfs", ...).
+    var fileSystem: String
+    /// Whether the file's pages are memory (tmpfs, ramfs): nothing to drop them back to.
+    var memoryBacked: Bool
+    /// Bytes of the file's pages that were dirty in the page cache after loading (written by
+    /// someone, not yet on disk).
+    var dirtyInPageCacheBytes: UInt64
+    /// Bytes of those written back with fdatasync before reclaim (0 with --no-flush, on tmpfs, or
+    /// when none were dirty).
+    var flushedBytes: UInt64
     var heap: Side
     var mapped: Side
+    /// The mapping's pages in the page cache (mincore) before and after reclaim.
+    var pageCacheBytesBefore: UInt64
+    var pageCacheBytesAfter: UInt64
     var contentIntact: Bool
-    var refaultNanosPerPage: Double
+    /// Pages that left the page cache in reclaim and were read back by the second touch.
     var pagesRefaulted: Int
+    /// The second touch's time per refaulted page; absent when no page had left.
+    var refaultNanosPerPage: Double?
+    /// Faults of the second touch (getrusage): major ones read from the file or swap, minor ones
+    /// only mapped a page still in memory again.
+    var majorFaults: Int
+    var minorFaults: Int
     var evictionMethod: String
     var swapActive: Bool
+    /// What happened, in words derived from the figures above (the text output's sentences).
+    var explanation: [String] = []
 
     /// Every access to the mapping is guarded (`MappedFile.touchAllPages`, `contentEquals`): a
     /// truncation of the file by another process meanwhile ends the comparison with
     /// `MappedFileError.truncatedWhileMapped`, never with SIGBUS.
-    static func run(path: PathBytes) throws -> LoadComparison {
+    static func run(path: PathBytes, flush: Bool) throws -> LoadComparison {
         let mapping = try MappedFile(path: path)
         let size = mapping.count
+        let fileSystem = try mapping.fileSystem()
         // The heap copy: a private anonymous mapping of its own, which is what malloc returns
         // for a block this large; it is made explicitly so the VM Tracker can point at it.
         let heap = try AnonymousBuffer(bytes: size)
@@ -79,31 +112,56 @@ struct LoadComparison: Codable {
         guard try mapping.readFile(into: heap.base, count: size) == size else { throw MappedFileError.truncatedWhileMapped(mapping.path, found: .beforeAccess) }
         try mapping.touchAllPages()
 
+        // A file just written has dirty pages in the page cache, which the kernel cannot drop
+        // before writing them back: flush them first (unless asked not to), and say so.
+        let loaded = try figures(of: mapping.addressRange)
+        var flushed: UInt64 = 0
+        if flush, loaded.dirtyBytes > 0, !fileSystem.isMemoryBacked {
+            try mapping.flushDirtyPages()
+            flushed = loaded.dirtyBytes
+        }
         let heapBefore = try figures(of: heap.addressRange)
-        let mappedBefore = try figures(of: mapping.addressRange)
+        let mappedBefore = flushed > 0 ? try figures(of: mapping.addressRange) : loaded
+        let page = UInt64(MappedFile.pageSize)
 
         // Reclaim, as memory pressure would: the kernel may drop clean pages and must keep (or
         // swap) dirty ones.
-        _ = mp_drain_lru_batches()
-        let heapRC = madvise(heap.base, heap.byteCount, mp_MADV_PAGEOUT)
+        _ = mp_drain_lru_batches()  // a hint: whatever it did, reclaim below is measured
+        if madvise(heap.base, heap.byteCount, mp_MADV_PAGEOUT) != 0 {
+            throw CLIError("madvise(MADV_PAGEOUT) of the heap copy failed: \(SystemCallError("madvise", errno: Errno(rawValue: errno)))")
+        }
         let eviction = try mapping.evict()
-        _ = heapRC
 
         let heapAfter = try figures(of: heap.addressRange)
         let mappedAfter = try figures(of: mapping.addressRange)
 
-        // Refault: touch every page again, timed, and compare the content with the heap copy.
-        let missing = eviction.residentPagesAfter < mapping.residencyPages ? mapping.residencyPages - eviction.residentPagesAfter : 0
+        // Refault: touch every page again, timed and counted, and compare the content with the
+        // heap copy.
+        let missing = max(0, eviction.residentPagesBefore - eviction.residentPagesAfter)
+        let faultsBefore = faultCounts()
         let start = monotonicSeconds()
         try mapping.touchAllPages()
         let elapsed = monotonicSeconds() - start
+        let faultsAfter = faultCounts()
         let intact = try mapping.contentEquals(heap.base)
 
-        return LoadComparison(
-            file: path.description, fileBytes: size, heap: Side(before: heapBefore, after: heapAfter),
-            mapped: Side(before: mappedBefore, after: mappedAfter), contentIntact: intact,
-            refaultNanosPerPage: missing > 0 ? elapsed * 1e9 / Double(missing) : 0, pagesRefaulted: missing,
+        var result = LoadComparison(
+            file: path.description, fileBytes: size, fileSystem: fileSystem.name, memoryBacked: fileSystem.isMemoryBacked,
+            dirtyInPageCacheBytes: loaded.dirtyBytes, flushedBytes: flushed,
+            heap: Side(before: heapBefore, after: heapAfter), mapped: Side(before: mappedBefore, after: mappedAfter),
+            pageCacheBytesBefore: UInt64(eviction.residentPagesBefore) * page, pageCacheBytesAfter: UInt64(eviction.residentPagesAfter) * page,
+            contentIntact: intact, pagesRefaulted: missing, refaultNanosPerPage: missing > 0 ? elapsed * 1e9 / Double(missing) : nil,
+            majorFaults: faultsAfter.major - faultsBefore.major, minorFaults: faultsAfter.minor - faultsBefore.minor,
             evictionMethod: eviction.method, swapActive: swapActive())
+        result.explanation = result.explain()
+        return result
+    }
+
+    /// This process's major and minor faults so far.
+    static func faultCounts() -> (major: Int, minor: Int) {
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)  // cannot fail for RUSAGE_SELF with a valid pointer
+        return (Int(usage.ru_majflt), Int(usage.ru_minflt))
     }
 
     /// The VM Tracker's figures for the regions of this process inside `range`.
@@ -124,22 +182,82 @@ struct LoadComparison: Codable {
     }
 
     func renderText() -> String {
-        var t = TextTable([.init("", .left), .init("Resident"), .init("Dirty"), .init("Clean")])
-        func row(_ label: String, _ f: Figures) {
-            t.append([label, ByteFormat.human(f.residentBytes), ByteFormat.human(f.dirtyBytes), ByteFormat.human(f.cleanBytes)])
+        func human(_ v: UInt64) -> String { ByteFormat.human(v) }
+        var t = TextTable([.init("", .left), .init("Resident"), .init("Dirty"), .init("Clean"), .init("In page cache")])
+        func row(_ label: String, _ f: Figures, _ cache: UInt64?) {
+            t.append([label, human(f.residentBytes), human(f.dirtyBytes), human(f.cleanBytes), cache.map(human) ?? "-"])
         }
-        row("heap copy, loaded", heap.before)
-        row("mapping, touched", mapped.before)
-        row("heap copy, after reclaim", heap.after)
-        row("mapping, after reclaim", mapped.after)
-        var out = "\(file): \(ByteFormat.human(UInt64(fileBytes))), loaded both ways (figures from the VM Tracker)\n\n"
-        out += t.render()
-        out += "\nThe kernel reclaimed (\(evictionMethod)): the heap copy's pages are dirty and stay"
-        out += swapActive ? " (or go to swap)" : " (there is no swap)"
-        out += "; the mapping's clean pages were dropped and come back from the file when touched.\n"
-        out += "Touched the mapping again: \(pagesRefaulted) pages refaulted, \(ByteFormat.fixed(refaultNanosPerPage / 1000, 1)) µs a page; "
-        out += "content \(contentIntact ? "intact" : "DIFFERENT from the heap copy")\n"
+        row("heap copy, loaded", heap.before, nil)
+        row("mapping, touched", mapped.before, pageCacheBytesBefore)
+        row("heap copy, after reclaim", heap.after, nil)
+        row("mapping, after reclaim", mapped.after, pageCacheBytesAfter)
+        var out = "\(file): \(human(UInt64(fileBytes))) on \(fileSystem), loaded both ways "
+        out += "(Resident, Dirty, Clean: this process's mappings, from the VM Tracker; In page cache: mincore)\n"
+        let notes = explanation.prefix { !$0.hasPrefix("The kernel reclaimed") }
+        for line in notes { out += line + "\n" }
+        out += "\n" + t.render() + "\n"
+        for line in explanation.dropFirst(notes.count) { out += line + "\n" }
         return out
+    }
+
+    /// The sentences: notes on the file (before the table), then what reclaim did and what the
+    /// second touch found (after it). Each is derived from the measured figures.
+    func explain() -> [String] {
+        func human(_ v: UInt64) -> String { ByteFormat.human(v) }
+        var lines: [String] = []
+        if memoryBacked {
+            lines.append("The file is on \(fileSystem): its pages are memory, not a cache of a disk, so they count as dirty and there is nothing to flush them to; only swap can take them.")
+        } else if flushedBytes > 0 {
+            lines.append("\(human(dirtyInPageCacheBytes)) of the file's pages were dirty in the page cache (written, not yet on disk): "
+                + "flushed them first (fdatasync), since the kernel cannot drop a dirty page before writing it back. --no-flush keeps them dirty.")
+        } else if dirtyInPageCacheBytes > 0 {
+            lines.append("\(human(dirtyInPageCacheBytes)) of the file's pages were dirty in the page cache (written, not yet on disk) and were not flushed (--no-flush).")
+        }
+        lines.append("The kernel reclaimed (\(evictionMethod) on both):")
+        lines.append("- heap copy: " + heapSentence())
+        lines.append("- mapping: " + mappingSentence())
+        var touch = "Touched the mapping again: "
+        if pagesRefaulted > 0, let perPage = refaultNanosPerPage {
+            touch += "\(pagesRefaulted) pages came back (\(majorFaults) major \(majorFaults == 1 ? "fault" : "faults")), \(ByteFormat.fixed(perPage / 1000, 1)) µs a page"
+        } else {
+            touch += "no page had left memory, so nothing was read back (\(majorFaults) major, \(minorFaults) minor faults)"
+        }
+        touch += "; content \(contentIntact ? "intact" : "DIFFERENT from the heap copy")"
+        lines.append(touch)
+        return lines
+    }
+
+    private func heapSentence() -> String {
+        let before = heap.before.residentBytes, after = heap.after.residentBytes
+        if after >= before {
+            return "its \(ByteFormat.human(before)) of dirty anonymous pages stayed resident: only swap can take them, "
+                + (swapActive ? "and the kernel kept them." : "and there is no swap.")
+        }
+        return "\(ByteFormat.human(before - after)) of its dirty pages went to swap; \(ByteFormat.human(after)) stayed resident."
+    }
+
+    private func mappingSentence() -> String {
+        let dropped = pageCacheBytesBefore > pageCacheBytesAfter ? pageCacheBytesBefore - pageCacheBytesAfter : 0
+        let stayed = pageCacheBytesAfter
+        var parts: [String] = []
+        if mapped.after.residentBytes < mapped.before.residentBytes {
+            parts.append("\(ByteFormat.human(mapped.before.residentBytes - mapped.after.residentBytes)) unmapped from this process")
+        }
+        if dropped > 0 {
+            parts.append("\(ByteFormat.human(dropped)) left memory" + (memoryBacked ? " (to swap)" : " (clean pages, dropped: the file still has them)"))
+        }
+        if stayed > 0 {
+            var reason: String
+            if memoryBacked {
+                reason = swapActive ? "the kernel kept them" : "\(fileSystem) pages can only go to swap, and there is no swap"
+            } else if mapped.before.dirtyBytes > 0 {
+                reason = "dirty pages must be written back before the kernel can drop them"
+            } else {
+                reason = "the kernel kept them (pages other processes map, or that are under writeback, stay)"
+            }
+            parts.append("\(ByteFormat.human(stayed)) stayed in the page cache: " + reason)
+        }
+        return parts.isEmpty ? "nothing changed." : parts.joined(separator: "; ") + "."
     }
 }
 

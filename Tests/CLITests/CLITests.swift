@@ -275,6 +275,127 @@ struct LoadCLITests {
         #expect(result.refaultNanosPerPage > 0)
     }
 
+    /// What `load --compare --json` says, as the tests below read it.
+    struct Comparison: Decodable {
+        struct Figures: Decodable { var residentBytes: Int; var dirtyBytes: Int; var cleanBytes: Int }
+        struct Side: Decodable { var before: Figures; var after: Figures }
+        var heap: Side
+        var mapped: Side
+        var fileSystem: String
+        var memoryBacked: Bool
+        var dirtyInPageCacheBytes: Int
+        var flushedBytes: Int
+        var pageCacheBytesBefore: Int
+        var pageCacheBytesAfter: Int
+        var pagesRefaulted: Int
+        var refaultNanosPerPage: Double?
+        var contentIntact: Bool
+        var swapActive: Bool
+        var explanation: [String]
+        var text: String { explanation.joined(separator: "\n") }
+    }
+
+    /// A file of `bytes` written just now and not synced: its pages are dirty in the page cache
+    /// until the kernel writes them back (ext4 delays allocation, so a new file stays dirty for
+    /// up to dirty_expire_centisecs, 30 s by default).
+    func writeUnsynced(_ path: String, bytes: Int) throws {
+        try writeBytes((0..<bytes).map { UInt8(truncatingIfNeeded: $0 &* 13) }, to: path)
+    }
+
+    /// The text must agree with the figures: no claim that pages were dropped when none left.
+    func expectTextAgrees(_ text: String, with c: Comparison) {
+        if c.pagesRefaulted == 0 {
+            #expect(text.contains("no page had left memory"), "\(text)")
+            #expect(!text.contains("dropped"), "\(text)")
+            #expect(!text.contains("came back"), "\(text)")
+        } else {
+            #expect(text.contains("\(c.pagesRefaulted) pages came back"), "\(text)")
+            #expect(text.contains("left memory"), "\(text)")
+        }
+        if c.pageCacheBytesAfter > 0 { #expect(text.contains("stayed in the page cache"), "\(text)") }
+    }
+
+    @Test("load --compare of a file just written flushes its dirty pages first and says so; the mapping's pages then leave memory")
+    func compareDirtyFlushed() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let path = "\(dir.path)/fresh"
+        try writeUnsynced(path, bytes: 8 << 20)
+        let r = try await runMempressure(["load", path, "--compare", "--json"])
+        #expect(r.status == 0, "\(r.standardError)")
+        let c = try JSONDecoder().decode(Comparison.self, from: Data(r.standardOutput.utf8))
+        #expect(!c.memoryBacked)
+        #expect(c.flushedBytes == c.dirtyInPageCacheBytes, "whatever was dirty was flushed")
+        #expect(c.mapped.before.dirtyBytes == 0, "after the flush the mapping's pages are clean")
+        #expect(c.pagesRefaulted > 0, "clean pages can be dropped")
+        #expect(c.refaultNanosPerPage != nil)
+        #expect(c.contentIntact)
+        expectTextAgrees(c.text, with: c)
+        try writeUnsynced(path + "2", bytes: 8 << 20)
+        let text = try await runMempressure(["load", path + "2", "--compare"])
+        #expect(text.status == 0, "\(text.standardError)")
+        if text.standardOutput.contains("were dirty in the page cache") {
+            #expect(text.standardOutput.contains("flushed them first (fdatasync)"))
+        }
+        #expect(!text.standardOutput.contains("no page had left memory"), "\(text.standardOutput)")
+    }
+
+    @Test("load --compare --no-flush of a file just written: its dirty pages stay in the page cache, and the text says so instead of claiming they were dropped")
+    func compareDirtyNotFlushed() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let path = "\(dir.path)/fresh"
+        try writeUnsynced(path, bytes: 8 << 20)
+        let r = try await runMempressure(["load", path, "--compare", "--no-flush", "--json"])
+        #expect(r.status == 0, "\(r.standardError)")
+        let c = try JSONDecoder().decode(Comparison.self, from: Data(r.standardOutput.utf8))
+        #expect(c.flushedBytes == 0)
+        #expect(c.dirtyInPageCacheBytes == c.mapped.before.dirtyBytes)
+        // Dirty pages cannot be dropped; they may be written back meanwhile, but a page under
+        // writeback is not dropped either: at least the dirty ones are still cached.
+        #expect(c.pageCacheBytesAfter >= c.dirtyInPageCacheBytes, "\(c.pageCacheBytesAfter) cached after reclaim, \(c.dirtyInPageCacheBytes) were dirty")
+        if c.dirtyInPageCacheBytes == 8 << 20 {
+            #expect(c.pagesRefaulted == 0)
+            #expect(c.refaultNanosPerPage == nil, "no refault time without a refault")
+        }
+        expectTextAgrees(c.text, with: c)
+        try writeUnsynced(path + "2", bytes: 8 << 20)
+        let text = try await runMempressure(["load", path + "2", "--compare", "--no-flush"])
+        #expect(text.status == 0, "\(text.standardError)")
+        let out = text.standardOutput
+        if out.contains("were dirty in the page cache") {
+            #expect(out.contains("were not flushed (--no-flush)"))
+            #expect(out.contains("dirty pages must be written back before the kernel can drop them"), "\(out)")
+        }
+    }
+
+    @Test("load --compare of a file on tmpfs says its pages are memory that only swap can take, and does not claim they were dropped")
+    func compareTmpfs() async throws {
+        let path = "/dev/shm/mempressure-load-test-\(getpid())"
+        try writeBytes((0..<(8 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 5) }, to: path)
+        defer { unlink(path) }
+        let r = try await runMempressure(["load", path, "--compare", "--json"])
+        #expect(r.status == 0, "\(r.standardError)")
+        let c = try JSONDecoder().decode(Comparison.self, from: Data(r.standardOutput.utf8))
+        #expect(c.fileSystem == "tmpfs")
+        #expect(c.memoryBacked)
+        #expect(c.flushedBytes == 0, "nothing to flush on tmpfs")
+        #expect(c.mapped.before.dirtyBytes == 8 << 20, "tmpfs pages count as dirty")
+        if !c.swapActive {
+            #expect(c.pageCacheBytesAfter == c.pageCacheBytesBefore, "without swap tmpfs pages cannot leave memory")
+            #expect(c.pagesRefaulted == 0)
+            #expect(c.refaultNanosPerPage == nil)
+        }
+        expectTextAgrees(c.text, with: c)
+        let text = try await runMempressure(["load", path, "--compare"])
+        #expect(text.status == 0, "\(text.standardError)")
+        #expect(text.standardOutput.contains("The file is on tmpfs: its pages are memory"), "\(text.standardOutput)")
+        if !c.swapActive {
+            #expect(text.standardOutput.contains("tmpfs pages can only go to swap, and there is no swap"), "\(text.standardOutput)")
+            #expect(!text.standardOutput.contains("dropped"), "\(text.standardOutput)")
+        }
+    }
+
     @Test("load: bad input names the file", arguments: [
         (["load", "/nonexistent-file"], "mempressure: /nonexistent-file: no such file\n"),
         (["load", "/"], "mempressure: /: is a directory, not a regular file\n"),

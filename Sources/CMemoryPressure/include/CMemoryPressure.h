@@ -34,6 +34,10 @@ int mp_current_cpu(void);
 // can. Returns 0, or -1 with errno.
 int mp_drain_lru_batches(void);
 
+// fstatfs(2)'s f_type of an open file (the file system's magic number): sys/statfs.h is not
+// part of Swift's Glibc module. Returns 0, or -1 with errno.
+int mp_fstatfs_type(int fd, unsigned long long *type);
+
 // accept4(2) with SOCK_CLOEXEC; and the peer's credentials of a UNIX socket (SO_PEERCRED).
 int mp_accept_cloexec(int listener);
 int mp_peer_credentials(int fd, int *pid, unsigned int *uid, unsigned int *gid);
