@@ -131,18 +131,24 @@ public struct LRUMissRatioCurve: Sendable {
 
     /// The threshold T (out of `modulus`).
     public let threshold: UInt64
+    /// Whether it was made as a SHARDS curve (at rate 1 it counts every request, like an exact one).
+    public let isSampled: Bool
     private var counter = StackDistanceCounter()
     /// Requests offered (sampled or not).
     public private(set) var requestsSeen = 0
 
     /// An exact curve.
-    public init() { threshold = Self.modulus }
+    public init() {
+        threshold = Self.modulus
+        isSampled = false
+    }
 
     /// A SHARDS curve sampling keys at `rate` (in (0, 1]; taken as the nearest T/2^24, at least
     /// 1/2^24).
     public init(sampleRate rate: Double) {
         let r = rate.isFinite ? min(max(rate, 0), 1) : 1
         threshold = max(1, min(Self.modulus, UInt64((r * Double(Self.modulus)).rounded())))
+        isSampled = true
     }
 
     /// The sampling rate R = T/P actually used.
