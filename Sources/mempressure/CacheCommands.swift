@@ -266,20 +266,24 @@ func spawnAndWait(_ executable: String, _ arguments: [String]) throws -> Int32 {
 /// on for two seconds: requests so far, the rate, and the percentage when the source knows it,
 /// redrawn in place at most four times a second and cleared at the end.
 final class ProgressLine {
-    var phase = ""
+    /// What the run is doing ("simulating"); setting it starts the rate's clock again.
+    var phase = "" {
+        didSet { phaseStart = ContinuousClock.now }
+    }
     private let enabled = isatty(2) == 1
     private let start = ContinuousClock.now
+    private var phaseStart = ContinuousClock.now
     private var lastDrawn: ContinuousClock.Instant? = nil
     private var shown = false
 
     func update(requests: Int, fraction: Double?) {
         guard enabled else { return }
         let now = ContinuousClock.now
-        let elapsed = seconds(now - start)
-        guard elapsed >= 2 else { return }
+        guard seconds(now - start) >= 2 else { return }
         if let lastDrawn, seconds(now - lastDrawn) < 0.25 { return }
         lastDrawn = now
-        var text = "\(phase): \(ByteFormat.fixed(Double(requests) / 1e6, 1)) M requests, \(ByteFormat.fixed(Double(requests) / elapsed / 1e6, 2)) M/s"
+        let rate = Double(requests) / max(seconds(now - phaseStart), 1e-3)
+        var text = "\(phase): \(ByteFormat.fixed(Double(requests) / 1e6, 1)) M requests, \(ByteFormat.fixed(rate / 1e6, 2)) M/s"
         if let fraction { text += ", \(Int(fraction * 100))%" }
         draw("\r\u{1b}[K" + text)
         shown = true
