@@ -184,6 +184,7 @@ public struct TraceParser: Sendable {
             let end = base.distance(to: UnsafeRawPointer(nl))
             lineNumber += 1
             if carry.isEmpty {
+                guard end - start <= Self.maximumLineLength else { throw tooLong() }
                 try parseLine(UnsafeRawBufferPointer(rebasing: chunk[start..<end]), into: &out)
             } else {
                 guard carry.count + (end - start) <= Self.maximumLineLength else { throw tooLong() }
