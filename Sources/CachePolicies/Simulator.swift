@@ -134,21 +134,8 @@ extension Simulator {
             requests += batch.count
             for i in policies.indices {
                 let t0 = monotonicNow()
-                var c = counts[i]
-                for r in batch {
-                    let cost = unit == .objects ? 1 : r.size
-                    if policies[i].contains(r.key) {
-                        policies[i].recordHit(r.key)
-                        c.hits += 1
-                        c.hitBytes = saturatingAdd(c.hitBytes, r.size)
-                    } else {
-                        policies[i].insert(r.key, cost: cost, evicted: &evicted)
-                        evicted.removeAll(keepingCapacity: true)
-                        c.missBytes = saturatingAdd(c.missBytes, r.size)
-                    }
-                }
-                c.seconds += monotonicNow() - t0
-                counts[i] = c
+                replay(batch, through: &policies[i], unit: unit, counts: &counts[i], evicted: &evicted)
+                counts[i].seconds += monotonicNow() - t0
             }
             if exact != nil {
                 let t0 = monotonicNow()
@@ -172,6 +159,22 @@ extension Simulator {
         return StreamedSimulation(
             trace: source.name, requests: requests, results: results, exactLRU: exact, sampledLRU: sampled, census: tally,
             seconds: monotonicNow() - start, exactLRUSeconds: exactSeconds, sampledLRUSeconds: sampledSeconds)
+    }
+
+    /// One batch through one policy (the policy passed in place: no copy of its storage).
+    private static func replay(_ batch: [Request], through policy: inout AnyCachePolicy<Int>, unit: CapacityUnit, counts c: inout Counts, evicted: inout [Int]) {
+        for r in batch {
+            let cost = unit == .objects ? 1 : r.size
+            if policy.contains(r.key) {
+                policy.recordHit(r.key)
+                c.hits += 1
+                c.hitBytes = saturatingAdd(c.hitBytes, r.size)
+            } else {
+                policy.insert(r.key, cost: cost, evicted: &evicted)
+                evicted.removeAll(keepingCapacity: true)
+                c.missBytes = saturatingAdd(c.missBytes, r.size)
+            }
+        }
     }
 
     private struct Counts {
