@@ -410,8 +410,12 @@ struct SimulationReport: Codable {
     /// A gnuplot script drawing miss ratio against capacity: a line per policy through its
     /// simulated capacities, and the LRU curves in full.
     func gnuplotScript(output path: String) -> String {
-        // gnuplot's single-quoted strings: a quote is doubled, and nothing else is special.
-        func quoted(_ s: String) -> String { "'" + s.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "''") + "'" }
+        // gnuplot's single-quoted strings: a quote is doubled, and nothing else is special but a
+        // line break, which would end the command (control characters become spaces).
+        func quoted(_ s: String) -> String {
+            let printable = String(String.UnicodeScalarView(s.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? " " : $0 }))
+            return "'" + printable.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "''") + "'"
+        }
         var s = "set terminal svg size 900,540 dynamic noenhanced font 'sans,11' background rgb 'white'\n"
         s += "set output \(quoted(path))\n"
         s += "set title \(quoted("miss ratio by cache size: \(trace)"))\n"
