@@ -231,7 +231,8 @@ public struct TraceError: Error, Sendable, Hashable, CustomStringConvertible {
 /// comma or newline and size a non-negative integer number of bytes. A first line whose size
 /// field is a name (a letter first: `key,size`) is a header and is skipped; any other bad size,
 /// on the first line too (`a,-5`), is an error. Empty lines and a final line without a
-/// newline are accepted; a line with a missing or bad size is an error naming the line.
+/// newline are accepted; a line with a missing or bad size, or longer than 64 KiB, is an error
+/// naming the line. Files are streamed by `TraceFileReader`; this parses bytes in memory.
 public enum TraceReader {
     /// Parses a whole CSV trace in memory. Keys get dense ids 1, 2, 3... in order of first
     /// appearance (the streamed readers give hashed ids instead; the policies' results do not
