@@ -99,6 +99,111 @@ public enum Simulator {
     }
 }
 
+extension Simulator {
+    /// Requests read from a source at a time.
+    public static let batchSize = 1 << 16
+
+    /// Replays `source` once, to its end, through one new policy of each kind at each of
+    /// `capacities` (results kind by kind, capacities in the order given), and, when asked, into
+    /// LRU's exact miss-ratio curve (`exactLRUCurve`), a SHARDS curve sampled at `sampleRate`,
+    /// and a census of the distinct objects. Memory beyond the policies, curves and census is one
+    /// batch of requests and the source's own (a 1 MiB chunk for a file): constant in the
+    /// number of requests. `progress` is called after every batch with the requests so far and
+    /// the source's fraction done.
+    public static func run(
+        _ kinds: [PolicyKind], capacities: [Int], source: inout some RequestSource, unit: CapacityUnit,
+        exactLRUCurve: Bool = false, sampleRate: Double? = nil, census: Bool = false,
+        progress: (_ requests: Int, _ fractionDone: Double?) -> Void = { _, _ in }
+    ) throws(TraceError) -> StreamedSimulation {
+        var policies: [AnyCachePolicy<Int>] = []
+        for kind in kinds {
+            for capacity in capacities { policies.append(kind.make(capacity: capacity)) }
+        }
+        var counts = [Counts](repeating: Counts(), count: policies.count)
+        var exact = exactLRUCurve ? LRUMissRatioCurve() : nil
+        var sampled = sampleRate.map { LRUMissRatioCurve(sampleRate: $0) }
+        var tally = census ? TraceCensus() : nil
+        var exactSeconds = 0.0, sampledSeconds = 0.0
+        var batch: [Request] = []
+        batch.reserveCapacity(batchSize)
+        var evicted: [Int] = []
+        evicted.reserveCapacity(16)
+        var requests = 0
+        let start = monotonicNow()
+        while try source.nextBatch(&batch, limit: batchSize) {
+            requests += batch.count
+            for i in policies.indices {
+                let t0 = monotonicNow()
+                replay(batch, through: &policies[i], unit: unit, counts: &counts[i], evicted: &evicted)
+                counts[i].seconds += monotonicNow() - t0
+            }
+            if exact != nil {
+                let t0 = monotonicNow()
+                exact!.add(batch)
+                exactSeconds += monotonicNow() - t0
+            }
+            if sampled != nil {
+                let t0 = monotonicNow()
+                sampled!.add(batch)
+                sampledSeconds += monotonicNow() - t0
+            }
+            tally?.add(batch)
+            progress(requests, source.fractionDone)
+        }
+        let results = policies.indices.map { i in
+            SimulationResult(
+                policy: policies[i].name, capacity: policies[i].capacity, capacityUnit: unit, requests: requests,
+                hits: counts[i].hits, misses: requests - counts[i].hits, hitBytes: counts[i].hitBytes, missBytes: counts[i].missBytes,
+                seconds: counts[i].seconds)
+        }
+        return StreamedSimulation(
+            trace: source.name, requests: requests, results: results, exactLRU: exact, sampledLRU: sampled, census: tally,
+            seconds: monotonicNow() - start, exactLRUSeconds: exactSeconds, sampledLRUSeconds: sampledSeconds)
+    }
+
+    /// One batch through one policy (the policy passed in place: no copy of its storage).
+    private static func replay(_ batch: [Request], through policy: inout AnyCachePolicy<Int>, unit: CapacityUnit, counts c: inout Counts, evicted: inout [Int]) {
+        for r in batch {
+            let cost = unit == .objects ? 1 : r.size
+            if policy.contains(r.key) {
+                policy.recordHit(r.key)
+                c.hits += 1
+                c.hitBytes = saturatingAdd(c.hitBytes, r.size)
+            } else {
+                policy.insert(r.key, cost: cost, evicted: &evicted)
+                evicted.removeAll(keepingCapacity: true)
+                c.missBytes = saturatingAdd(c.missBytes, r.size)
+            }
+        }
+    }
+
+    private struct Counts {
+        var hits = 0, hitBytes = 0, missBytes = 0
+        var seconds = 0.0
+    }
+}
+
+/// What one streamed pass over a trace gave (`Simulator.run(_:capacities:source:unit:...)`).
+public struct StreamedSimulation: Sendable {
+    /// The source's name.
+    public var trace: String
+    public var requests: Int
+    /// One per (policy kind, capacity), kind by kind. Each result's `seconds` is the time spent
+    /// in that policy alone.
+    public var results: [SimulationResult]
+    /// LRU's exact miss-ratio curve, when asked for.
+    public var exactLRU: LRUMissRatioCurve?
+    /// LRU's SHARDS curve, when asked for.
+    public var sampledLRU: LRUMissRatioCurve?
+    /// The distinct objects and their bytes, when asked for.
+    public var census: TraceCensus?
+    /// Wall-clock seconds of the whole pass, reading included.
+    public var seconds: Double
+    /// Seconds spent in the exact curve, and in the sampled one.
+    public var exactLRUSeconds: Double
+    public var sampledLRUSeconds: Double
+}
+
 /// `a + b`, or Int.max where that would overflow.
 @inline(__always)
 func saturatingAdd(_ a: Int, _ b: Int) -> Int {

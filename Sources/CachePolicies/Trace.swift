@@ -69,7 +69,8 @@ public enum SizeModel: Sendable, Hashable {
 
 public enum TraceGenerator {
     /// The most requests a generated trace holds (100 M: 1.6 GB of requests in memory); more are
-    /// not generated (the CLI refuses them).
+    /// not generated (the CLI refuses them). Streamed (`ZipfRequestSource`), a trace of this
+    /// length takes no memory beyond the sampler's table.
     public static let maximumRequests = 100_000_000
     /// The most distinct objects of a generated trace (10 M: the Zipf sampler's table is 80 MB);
     /// a larger count is taken as this one (the CLI refuses it).
@@ -80,17 +81,8 @@ public enum TraceGenerator {
     public static func zipf(
         objects: Int, alpha: Double, requests: Int, sizes: SizeModel = .constant(1), seed: UInt64 = 42
     ) -> Trace {
-        let objects = min(max(1, objects), maximumObjects)
-        let requests = min(max(0, requests), maximumRequests)
-        let sampler = ZipfSampler(objects: objects, alpha: alpha)
-        var g = SplitMix64(seed: seed)
-        var out: [Request] = []
-        out.reserveCapacity(requests)
-        for _ in 0..<requests {
-            let key = sampler.sample(using: &g)
-            out.append(Request(key: key, size: sizes.size(of: key, seed: seed)))
-        }
-        return Trace(name: "zipf(alpha \(alpha), \(objects) objects, \(requests) requests)", requests: out)
+        var source = ZipfRequestSource(objects: objects, alpha: alpha, requests: requests, sizes: sizes, seed: seed)
+        return source.collectAll()
     }
 
     /// A Zipf trace interrupted by scans: every `scanEvery` requests, `scanLength` requests for
@@ -99,30 +91,90 @@ public enum TraceGenerator {
         objects: Int, alpha: Double, requests: Int, scanEvery: Int, scanLength: Int,
         sizes: SizeModel = .constant(1), seed: UInt64 = 42
     ) -> Trace {
-        let objects = min(max(1, objects), maximumObjects)
-        let requests = min(max(0, requests), maximumRequests)
-        let sampler = ZipfSampler(objects: objects, alpha: alpha)
-        var g = SplitMix64(seed: seed)
-        var out: [Request] = []
-        out.reserveCapacity(requests)
-        var nextScanKey = objects + 1
-        var sinceScan = 0
-        while out.count < requests {
-            if scanEvery > 0, scanLength > 0, sinceScan >= scanEvery {
-                for _ in 0..<max(0, min(scanLength, requests - out.count)) {
-                    out.append(Request(key: nextScanKey, size: sizes.size(of: nextScanKey, seed: seed)))
-                    nextScanKey += 1
-                }
+        var source = ZipfRequestSource(
+            objects: objects, alpha: alpha, requests: requests, scanEvery: scanEvery, scanLength: scanLength, sizes: sizes, seed: seed)
+        return source.collectAll()
+    }
+}
+
+/// A generated trace, made request by request as it is read (`TraceGenerator.zipf` and
+/// `scanMixed` collect one of these, so the same parameters and seed give the same requests
+/// whether streamed or in memory). Its memory is the sampler's table (8 bytes an object),
+/// whatever the number of requests.
+public struct ZipfRequestSource: RequestSource, Sendable {
+    public let name: String
+    /// The requests it makes in all.
+    public let requestCount: Int
+    private let sampler: ZipfSampler
+    private let sizes: SizeModel
+    private let seed: UInt64
+    private let scanEvery: Int
+    private let scanLength: Int
+    private var generator: SplitMix64
+    private var made = 0
+    private var nextScanKey: Int
+    private var sinceScan = 0
+    private var scanLeft = 0
+
+    /// A Zipf trace (`TraceGenerator.zipf`), with a scan of `scanLength` new keys every
+    /// `scanEvery` requests when both are above 0 (`TraceGenerator.scanMixed`).
+    public init(
+        objects: Int, alpha: Double, requests: Int, scanEvery: Int = 0, scanLength: Int = 0,
+        sizes: SizeModel = .constant(1), seed: UInt64 = 42
+    ) {
+        let objects = min(max(1, objects), TraceGenerator.maximumObjects)
+        requestCount = min(max(0, requests), TraceGenerator.maximumRequests)
+        sampler = ZipfSampler(objects: objects, alpha: alpha)
+        self.sizes = sizes
+        self.seed = seed
+        self.scanEvery = scanEvery > 0 && scanLength > 0 ? scanEvery : 0
+        self.scanLength = scanLength
+        generator = SplitMix64(seed: seed)
+        nextScanKey = objects + 1
+        name = self.scanEvery > 0
+            ? "zipf(alpha \(alpha), \(objects) objects) with a \(scanLength)-key scan every \(scanEvery) requests"
+            : "zipf(alpha \(alpha), \(objects) objects, \(requestCount) requests)"
+    }
+
+    public var fractionDone: Double? { requestCount == 0 ? 1 : Double(made) / Double(requestCount) }
+
+    public mutating func nextBatch(_ batch: inout [Request], limit: Int) throws(TraceError) -> Bool {
+        fill(&batch, limit: limit)
+        return !batch.isEmpty
+    }
+
+    private mutating func fill(_ batch: inout [Request], limit: Int) {
+        batch.removeAll(keepingCapacity: true)
+        let end = min(requestCount, made + max(1, limit))
+        while made < end {
+            if scanLeft == 0, scanEvery > 0, sinceScan >= scanEvery {
+                scanLeft = scanLength
                 sinceScan = 0
-                continue
             }
-            let key = sampler.sample(using: &g)
-            out.append(Request(key: key, size: sizes.size(of: key, seed: seed)))
-            sinceScan += 1
+            let key: Int
+            if scanLeft > 0 {
+                key = nextScanKey
+                nextScanKey += 1
+                scanLeft -= 1
+            } else {
+                key = sampler.sample(using: &generator)
+                sinceScan += 1
+            }
+            batch.append(Request(key: key, size: sizes.size(of: key, seed: seed)))
+            made += 1
         }
-        return Trace(
-            name: "zipf(alpha \(alpha), \(objects) objects) with a \(scanLength)-key scan every \(scanEvery) requests",
-            requests: out)
+    }
+
+    /// Every remaining request, in memory.
+    mutating func collectAll() -> Trace {
+        var all: [Request] = []
+        all.reserveCapacity(requestCount - made)
+        var batch: [Request] = []
+        while made < requestCount {
+            fill(&batch, limit: 1 << 16)
+            all.append(contentsOf: batch)
+        }
+        return Trace(name: name, requests: all)
     }
 }
 
@@ -159,66 +211,71 @@ public struct TraceError: Error, Sendable, Hashable, CustomStringConvertible {
     public var file: String
     public var line: Int
     public var reason: String
+    /// Where in a binary trace (or at which read) it went wrong, in bytes from the start; nil
+    /// for a text line.
+    public var byteOffset: Int?
 
-    public init(file: String, line: Int, reason: String) {
+    /// `line` is 1-based; 0 when the error is not about a line (a binary record, a failed read),
+    /// in which case the reason says where.
+    public init(file: String, line: Int, reason: String, byteOffset: Int? = nil) {
         self.file = file
         self.line = line
         self.reason = reason
+        self.byteOffset = byteOffset
     }
 
-    public var description: String { "\(file): line \(line): \(reason)" }
+    public var description: String { line > 0 ? "\(file): line \(line): \(reason)" : "\(file): \(reason)" }
 }
 
 /// The CSV trace format: one request per line, `key,size`, where key is any text without a
 /// comma or newline and size a non-negative integer number of bytes. A first line whose size
 /// field is a name (a letter first: `key,size`) is a header and is skipped; any other bad size,
 /// on the first line too (`a,-5`), is an error. Empty lines and a final line without a
-/// newline are accepted; a line with a missing or bad size is an error naming the line.
+/// newline are accepted; a line with a missing or bad size, or longer than 64 KiB, is an error
+/// naming the line. Files are streamed by `TraceFileReader`; this parses bytes in memory.
 public enum TraceReader {
+    /// Parses a whole CSV trace in memory. Keys get dense ids 1, 2, 3... in order of first
+    /// appearance (the streamed readers give hashed ids instead; the policies' results do not
+    /// depend on which).
     public static func parse(_ bytes: [UInt8], name: String) throws(TraceError) -> Trace {
-        var keys: [[UInt8]: Int] = [:]
+        let hashed = try parse(bytes, name: name, format: .csv)
+        var ids: [Int: Int] = [:]
         var requests: [Request] = []
-        var lineNumber = 0
-        for line in bytes.split(separator: 0x0a, omittingEmptySubsequences: false) {
-            lineNumber += 1
-            var fields = line
-            if fields.last == 0x0d { fields = fields.dropLast() }  // CRLF
-            if fields.isEmpty { continue }
-            guard let comma = fields.lastIndex(of: 0x2c) else {
-                throw TraceError(file: name, line: lineNumber, reason: "expected 'key,size'")
-            }
-            let keyBytes = Array(fields[fields.startIndex..<comma])
-            let sizeField = fields[fields.index(after: comma)...]
-            guard let size = parseSize(sizeField) else {
-                if lineNumber == 1, let first = sizeField.first, isLetter(first) { continue }  // a header
-                throw TraceError(file: name, line: lineNumber, reason: "size is not a non-negative integer of at most \(maximumSize) bytes")
-            }
-            guard !keyBytes.isEmpty else { throw TraceError(file: name, line: lineNumber, reason: "empty key") }
+        requests.reserveCapacity(hashed.requests.count)
+        for r in hashed.requests {
             let id: Int
-            if let existing = keys[keyBytes] {
+            if let existing = ids[r.key] {
                 id = existing
             } else {
-                id = keys.count + 1
-                keys[keyBytes] = id
+                id = ids.count + 1
+                ids[r.key] = id
             }
-            requests.append(Request(key: id, size: size))
+            requests.append(Request(key: id, size: r.size))
         }
         return Trace(name: name, requests: requests)
     }
 
-    private static func isLetter(_ b: UInt8) -> Bool { (b | 0x20) >= 0x61 && (b | 0x20) <= 0x7a }
+    /// Parses a whole trace of `format` in memory, with the ids the streamed reader gives.
+    public static func parse(_ bytes: [UInt8], name: String, format: TraceFormat) throws(TraceError) -> Trace {
+        var parser = TraceParser(format: format, name: name)
+        var requests: [Request] = []
+        try withBytes(of: bytes) { (raw) throws(TraceError) in try parser.consume(raw, into: &requests) }
+        try parser.finish(into: &requests)
+        return Trace(name: name, requests: requests)
+    }
 
     /// The largest object size a trace may give (1 TiB): sums over millions of requests stay
     /// far from overflowing.
     public static let maximumSize = 1 << 40
 
-    static func parseSize(_ bytes: ArraySlice<UInt8>) -> Int? {
-        var trimmed = bytes.drop { $0 == 0x20 }
-        while let last = trimmed.last, last == 0x20 { trimmed = trimmed.dropLast() }
-        guard !trimmed.isEmpty, trimmed.count <= 13 else { return nil }
+    static func parseSize(_ bytes: UnsafeRawBufferPointer) -> Int? {
+        var lo = 0, hi = bytes.count
+        while lo < hi, bytes[lo] == 0x20 { lo += 1 }
+        while hi > lo, bytes[hi - 1] == 0x20 { hi -= 1 }
+        guard lo < hi, hi - lo <= 13 else { return nil }
         var v = 0
-        for c in trimmed {
-            let d = Int(c) - 0x30
+        for i in lo..<hi {
+            let d = Int(bytes[i]) - 0x30
             guard d >= 0, d <= 9 else { return nil }
             v = v * 10 + d
         }

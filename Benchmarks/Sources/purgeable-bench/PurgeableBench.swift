@@ -21,10 +21,19 @@ struct PurgeableBench: AsyncParsableCommand {
     @Option(help: "Round trips (and recreations) of a 1 MiB entry per round.") var roundTrips = 500
     @Option(help: "Requests in each simulated trace.") var requests = 1_000_000
     @Option(help: "Objects in each simulated trace.") var objects = 100_000
+    @Option(help: "Requests in the trace file the simulator streams (its memory is also shown for a tenth of them).") var streamRequests = 20_000_000
+    @Option(help: "Objects in the trace file the simulator streams.") var streamObjects = 1_000_000
+    @Option(help: .hidden) var streamMemoryProbe: String?
+    @Flag(help: .hidden) var probePolicies = false
     @Option(help: "Where to write purgeable-cache.md, .json, .gp and .svg.") var output = "../Reports"
     @Flag(help: "Re-render the Markdown and SVG from the JSON already in --output.") var renderOnly = false
 
     func run() async throws {
+        if let streamMemoryProbe {
+            // A child of the simulator section, measuring one streamed pass in a fresh process.
+            try probeStreamMemory(streamMemoryProbe)
+            return
+        }
         if renderOnly {
             try write(try readReport(Report.self, from: output, named: "purgeable-cache"))
             return
@@ -32,7 +41,7 @@ struct PurgeableBench: AsyncParsableCommand {
         var report = Report(kernel: kernelRelease(), cpus: onlineCPUs, keys: keys, operations: operations, rounds: rounds, requests: requests, objects: objects)
         report.throughput = try measureThroughput()
         report.roundTrip = try measureRoundTrip()
-        report.simulator = measureSimulator()
+        report.simulatorStream = try measureSimulator()
         report.missRatios = measureMissRatios()
         try write(report)
     }
@@ -54,7 +63,7 @@ struct Report: RenderedReport {
     var objects: Int
     var throughput: [Throughput] = []
     var roundTrip: RoundTrip?
-    var simulator: [SimulatorSpeed] = []
+    var simulatorStream: SimulatorSection?
     var missRatios: [MissRatioRow] = []
 
     func markdown() -> String {
