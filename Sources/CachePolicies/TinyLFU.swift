@@ -9,8 +9,8 @@
 ///   promotes the entry to protected (demoting protected's oldest back to probation when
 ///   protected is full).
 /// - Hill climbing (after Caffeine's `BoundedLocalCache.climb`): hits and misses are counted
-///   over a sample period, the sketch's aging period (10 requests per counter word, about 40 per
-///   entry the cache holds). At the end of each period, if the hit rate did not fall the window
+///   over a sample period of Caffeine's length, 10 requests per entry the sketch is sized for
+///   (the entries held, rounded up to a power of two). At the end of each period, if the hit rate did not fall the window
 ///   keeps moving the way it moved last (at first: smaller), else it turns round. The step starts
 ///   at 6.25% of the capacity and decays by 0.98 each period, and restarts at 6.25% when the hit
 ///   rate changes by more than 5 points (the workload changed). Unlike Caffeine, a change of
@@ -105,7 +105,7 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
         default:
             store.moveToHead(slot, &protected)
         }
-        if climber.enabled, climber.record(hit: true, sampleSize: sketch.sampleSize) { climb() }
+        if climber.enabled, climber.record(hit: true, sampleSize: sketch.climberSample) { climb() }
     }
 
     /// Moves protected's oldest entries to probation until protected fits (never `keeping`).
@@ -123,7 +123,7 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
         if contains(key) { remove(key) }
         let cost = max(0, cost)
         guard cost <= capacity else { return false }
-        if climber.enabled, climber.record(hit: false, sampleSize: sketch.sampleSize) { climb(evicted: &evicted) }
+        if climber.enabled, climber.record(hit: false, sampleSize: sketch.climberSample) { climb(evicted: &evicted) }
         sketch.ensureCapacity(forEntries: store.count + 1)
         sketch.increment(hasher.hash(key))
         let slot = store.add(key, cost: cost)
@@ -339,9 +339,10 @@ struct HillClimber: Sendable {
 /// conservative update and periodic halving.
 ///
 /// It has four words (64 counters) per entry of the cache, four times Caffeine's: fewer keys
-/// share counters, which measurably lowers miss ratios at small capacities; and it halves all its
-/// counters after 10 increments per word (40 per entry), which is also the hill climber's
-/// sample period.
+/// share counters, which lowered miss ratios by 0.009 to 0.017 on purgeable-bench's Zipf traces
+/// at caches of 1% of the objects (against one word per entry); and it halves all its counters
+/// after 10 increments per word (40 per entry), so it also remembers four times longer. The
+/// cost: 32 bytes per entry.
 @usableFromInline
 struct FrequencySketch: Sendable {
     @usableFromInline var table: [UInt64] = Array(repeating: 0, count: 64)
@@ -351,6 +352,9 @@ struct FrequencySketch: Sendable {
 
     @inlinable static var wordsPerEntry: Int { 4 }
     @usableFromInline var sampleSize: Int { table.count * 10 }
+    /// The hill climber's sample period: Caffeine's, 10 requests per word of a sketch of one word
+    /// per entry (a quarter of this sketch's aging period).
+    @usableFromInline var climberSample: Int { table.count / Self.wordsPerEntry * 10 }
 
     /// Grows (and clears) the table so it has `wordsPerEntry` words per entry.
     @inlinable mutating func ensureCapacity(forEntries entries: Int) {
