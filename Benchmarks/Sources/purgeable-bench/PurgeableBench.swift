@@ -33,7 +33,7 @@ struct PurgeableBench: AsyncParsableCommand {
         report.throughput = try measureThroughput()
         report.roundTrip = try measureRoundTrip()
         report.simulator = measureSimulator()
-        report.missRatios = measureMissRatios()
+        (report.missRatios, report.libCacheSimVersion, report.libCacheSimMissing) = try measureMissRatios()
         try write(report)
     }
 
@@ -56,6 +56,10 @@ struct Report: RenderedReport {
     var roundTrip: RoundTrip?
     var simulator: [SimulatorSpeed] = []
     var missRatios: [MissRatioRow] = []
+    /// The libcachesim package's version, when its miss ratios were measured.
+    var libCacheSimVersion: String?
+    /// Why libCacheSim's miss ratios were not measured.
+    var libCacheSimMissing: String?
 
     func markdown() -> String {
         var out = """
