@@ -14,8 +14,11 @@
 ///   keeps moving the way it moved last (at first: smaller), else it turns round. The step starts
 ///   at 6.25% of the capacity and decays by 0.98 each period, and restarts at 6.25% when the hit
 ///   rate changes by more than 5 points (the workload changed). Unlike Caffeine, a change of
-///   less than 1 point (noise, on a stable workload) moves nothing: without that rule the window
-///   wandered on stationary traces and caches of 1% of the objects missed up to 0.004 more. Growing the window
+///   less than 1 point (noise, on a stable workload) ends the climb: the window stays where it
+///   is, and the step at zero, until a change of more than 5 points restarts it. Without that
+///   rule the window wandered on stationary traces: on purgeable-bench's, caches of 1% of the
+///   objects missed up to 0.008 more (Zipf 1.2: 0.2001 against 0.1924) and the loop 0.009 more;
+///   keeping the step through quiet periods instead cost up to 0.0036. Growing the window
 ///   takes the capacity from protected (whose oldest entries move to probation) and moves main's
 ///   oldest entries into the window; shrinking it moves the window's oldest into probation. The
 ///   window stays between 0 and 80% of the capacity.
@@ -123,7 +126,7 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
         if contains(key) { remove(key) }
         let cost = max(0, cost)
         guard cost <= capacity else { return false }
-        if climber.enabled, climber.record(hit: false, sampleSize: sketch.climberSample) { climb(evicted: &evicted) }
+        if climber.enabled, climber.record(hit: false, sampleSize: sketch.climberSample) { climb() }
         sketch.ensureCapacity(forEntries: store.count + 1)
         sketch.increment(hasher.hash(key))
         let slot = store.add(key, cost: cost)
@@ -196,15 +199,9 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
         return random & 127 == 0
     }
 
-    /// Applies the climber's decision at the end of a sample period.
+    /// Applies the climber's decision at the end of a sample period. Moving capacity between
+    /// the window and main never evicts: only the admission contest does.
     @usableFromInline mutating func climb() {
-        var evicted: [Key] = []
-        climb(evicted: &evicted)
-        // Moving capacity between segments never evicts: only the admission contest does.
-        assert(evicted.isEmpty)
-    }
-
-    @usableFromInline mutating func climb(evicted: inout [Key]) {
         let step = climber.adjustment()
         guard step != 0 else { return }
         let maximumWindow = Int(Double(capacity) * Self.maximumWindowShare)
@@ -317,7 +314,8 @@ struct HillClimber: Sendable {
         guard hits + misses >= sampleSize else { return false }
         let hitRate = Double(hits) / Double(hits + misses)
         let change = hitRate - previousHitRate
-        // A change within the noise of a sample moves nothing (Caffeine would step anyway).
+        // A change within the noise of a sample moves nothing, and the step decays to zero: the
+        // climb is over until a change of more than 5 points restarts it (Caffeine would step on).
         let amount = abs(change) < Self.tolerance ? 0 : change >= 0 ? step : -step
         step = abs(change) >= Self.restartThreshold ? (amount >= 0 ? restartStep : -restartStep) : Self.decay * amount
         previousHitRate = hitRate
