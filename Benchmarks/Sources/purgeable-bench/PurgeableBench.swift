@@ -23,6 +23,7 @@ struct PurgeableBench: AsyncParsableCommand {
     @Option(help: "Objects in each simulated trace.") var objects = 100_000
     @Option(help: "Where to write purgeable-cache.md, .json, .gp and .svg.") var output = "../Reports"
     @Flag(help: "Re-render the Markdown and SVG from the JSON already in --output.") var renderOnly = false
+    @Flag(help: "Measure only the miss ratios against libCacheSim (a quick check of a policy change).") var missRatiosOnly = false
 
     func run() async throws {
         if renderOnly {
@@ -30,9 +31,11 @@ struct PurgeableBench: AsyncParsableCommand {
             return
         }
         var report = Report(kernel: kernelRelease(), cpus: onlineCPUs, keys: keys, operations: operations, rounds: rounds, requests: requests, objects: objects)
-        report.throughput = try measureThroughput()
-        report.roundTrip = try measureRoundTrip()
-        report.simulator = measureSimulator()
+        if !missRatiosOnly {
+            report.throughput = try measureThroughput()
+            report.roundTrip = try measureRoundTrip()
+            report.simulator = measureSimulator()
+        }
         (report.missRatios, report.libCacheSimVersion, report.libCacheSimMissing) = try measureMissRatios()
         try write(report)
     }
