@@ -67,6 +67,49 @@ struct TinyLFUTests {
         #expect(e == [0], "2000 displaced probation's oldest; 2001 is in the window")
     }
 
+    @Test("a candidate is judged by frequency per unit of cost, against the victims' per unit they free")
+    func frequencyPerCost() {
+        // Window 1, main 100, filled by ten entries of cost 10, each asked for four times.
+        var p = TinyLFUPolicy<Int>(capacity: 101, adaptive: false)
+        var e: [Int] = []
+        for k in 0..<10 { p.insert(k, cost: 10, evicted: &e) }
+        for _ in 0..<3 { for k in 0..<10 { p.recordHit(k) } }
+        #expect(e.isEmpty)
+        #expect(p.totalCost == 100)
+        // Key 500 costs 5: room for it means one victim of cost 10 and frequency 4. At its third
+        // request its frequency (3) is below the victim's (4), but per unit of cost it is higher
+        // (3/5 against 4/10): admitted, displacing the one victim. The second request (2/5
+        // against 4/10) is not enough.
+        for _ in 0..<2 {
+            #expect(!p.insert(500, cost: 5, evicted: &e))
+            #expect(e == [500])
+            e.removeAll()
+        }
+        #expect(p.insert(500, cost: 5, evicted: &e))
+        #expect(e.count == 1 && (0..<10).contains(e[0]), "one victim of cost 10 made room: \(e)")
+        #expect(p.totalCost == 95)
+    }
+
+    @Test("a key requested once displaces nothing from main: a scan of new keys leaves main as it was")
+    func seenOnce() {
+        // Window 1, main 100, filled by ten entries of cost 10, each asked for once (frequency 1).
+        var p = TinyLFUPolicy<Int>(capacity: 101, adaptive: false)
+        var e: [Int] = []
+        for k in 0..<10 { p.insert(k, cost: 10, evicted: &e) }
+        #expect(e.isEmpty)
+        // New keys of cost 2 (each leaves the window at once, into the contest): per unit of cost
+        // their frequency (1/2) beats a victim's (1/10), but they were requested only once.
+        for k in 1_000..<1_100 {
+            #expect(!p.insert(k, cost: 2, evicted: &e))
+            #expect(e == [k])
+            e.removeAll()
+        }
+        #expect((0..<10).allSatisfy { p.contains($0) })
+        // Requested a second time, a key shows reuse and wins its place (2/2 against 1/10).
+        #expect(p.insert(1_000, cost: 2, evicted: &e))
+        #expect(e.count == 1 && (0..<10).contains(e[0]), "\(e)")
+    }
+
     @Test("an object costing more than half of main is not admitted to main")
     func large() {
         var p = TinyLFUPolicy<String>(capacity: 100, adaptive: false)
