@@ -14,6 +14,8 @@ APT_PACKAGES := libjemalloc-dev libunwind-dev pkg-config util-linux
 # (a cluster of its own, initdb'd in a scratch directory, its postmaster the benchmark's child,
 # pg_prewarm and pg_buffercache from postgresql-contrib) through libpq (libpq-dev); their plots
 # are drawn by gnuplot.
+# libCacheSim's Python package, for purgeable-bench's miss-ratio comparison (from PyPI).
+LIBCACHESIM_VERSION := 0.3.5
 BENCH_APT_PACKAGES := smem procps earlyoom nohang util-linux gnuplot-nox redis-server postgresql postgresql-contrib libpq-dev
 
 export PATH := /opt/swift/usr/bin:$(PATH)
@@ -42,13 +44,16 @@ deps:
 # packages must not start them. A policy-rc.d that refuses every start is put in place for the
 # install when there is none, and removed again however the install ends (postgresql's `main`
 # cluster is then created but stays down; pg-bench never uses it: its cluster, socket directory
-# and data directory are its own).
+# and data directory are its own). purgeable-bench compares its miss ratios with libCacheSim's
+# through its Python package (Benchmarks/scripts/libcachesim_missratios.py), installed from PyPI
+# unless python3 can already import it; without it the benchmark prints ours only.
 bench-deps: deps
 	@made=; trap '[ -z "$$made" ] || rm -f /usr/sbin/policy-rc.d' EXIT; \
 	if [ ! -e /usr/sbin/policy-rc.d ] && [ "$$(id -u)" = 0 ]; then \
 	  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && made=1; \
 	fi; \
 	$(MAKE) --no-print-directory bench-packages
+	@python3 -c 'import libcachesim' >/dev/null 2>&1 || python3 -m pip install --quiet libcachesim==$(LIBCACHESIM_VERSION)
 
 bench-packages:
 	$(call install_missing,$(BENCH_APT_PACKAGES))

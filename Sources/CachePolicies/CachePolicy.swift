@@ -66,7 +66,13 @@ public enum CapacityUnit: String, Sendable, Hashable, Codable, CaseIterable {
     case bytes
 }
 
-/// The policies this module implements, by name.
+/// The policies this module implements, by name. `tinylfu` is W-TinyLFU with the adaptive
+/// window and size-aware admission (`TinyLFUPolicy`'s defaults); the name stayed, so the CLI's
+/// `--policy tinylfu` and earlier reports name the same policy family.
+///
+/// Every policy is deterministic: the same requests, capacity and costs give the same hits and
+/// the same evictions in every process (for `TinyLFUPolicy`, whose sketch hashes keys, with
+/// integer, `String` or byte-array keys, which it hashes with a fixed seed).
 public enum PolicyKind: String, Sendable, Hashable, Codable, CaseIterable {
     case lru
     case sieve

@@ -1,22 +1,58 @@
-/// W-TinyLFU (Einziger, Friedman and Manes, 2017; as in Caffeine): a small LRU "window" admits
-/// every new entry; entries leaving the window must win a frequency contest to enter the main
-/// segmented LRU (probation and protected), judged by a count-min sketch of recent popularity.
+/// W-TinyLFU (Einziger, Friedman and Manes, 2017) with Caffeine's adaptive window: a small LRU
+/// "window" admits every new entry; entries leaving the window must win a frequency contest to
+/// enter the main segmented LRU (probation and protected), judged by a count-min sketch of recent
+/// popularity; and a hill climber moves capacity between the window and main, towards whichever
+/// split hits more.
 ///
-/// - Window: 1% of the capacity; main: the rest, of which the protected segment is 80%.
-/// - A hit counts in the sketch; in the window it refreshes recency, in probation it promotes the
-///   entry to protected (demoting protected's oldest back to probation when protected is full).
-/// - When the window overflows, its oldest entry is the candidate. If main has room it enters
-///   probation. Otherwise it is compared with main's victim (probation's oldest, else protected's):
-///   the victim goes if the candidate is more frequent, else the candidate goes. Cost-aware: a
-///   large candidate may have to beat several victims, each in turn. Like Caffeine, a warm
-///   candidate (estimate at least 6) that loses is still admitted 1 time in 128, so a victim's
-///   frequency inflated by hash collisions cannot block admission forever.
-/// - The sketch halves all counters after 10 increments per counter word (aging), so
-///   popularity is recent popularity.
+/// - Window: 1% of the capacity to begin with; main: the rest, of which the protected segment is
+///   80%. A hit counts in the sketch; in the window it refreshes recency, in probation it
+///   promotes the entry to protected (demoting protected's oldest back to probation when
+///   protected is full).
+/// - Hill climbing (after Caffeine's `BoundedLocalCache.climb`): hits and misses are counted
+///   over a sample period of Caffeine's length, 10 requests per entry the sketch is sized for
+///   (the entries held, rounded up to a power of two). At the end of each period, if the hit rate did not fall the window
+///   keeps moving the way it moved last (at first: smaller), else it turns round. The step starts
+///   at 6.25% of the capacity and decays by 0.98 each period, and restarts at 6.25% when the hit
+///   rate changes by more than 5 points (the workload changed). Unlike Caffeine, a change of
+///   less than 1 point (noise, on a stable workload) ends the climb: the window stays where it
+///   is, and the step at zero, until a change of more than 5 points restarts it. Without that
+///   rule the window wandered on stationary traces: on purgeable-bench's, caches of 1% of the
+///   objects missed up to 0.008 more (Zipf 1.2: 0.2001 against 0.1924) and the loop 0.009 more;
+///   keeping the step through quiet periods instead cost up to 0.0036. Growing the window
+///   takes the capacity from protected (whose oldest entries move to probation) and moves main's
+///   oldest entries into the window; shrinking it moves the window's oldest into probation. The
+///   window stays between 0 and 80% of the capacity.
+/// - Admission, by cost: when the window overflows its oldest entry is the candidate. If main
+///   has room for it, it enters probation. Otherwise the victims it would displace are the
+///   fewest oldest entries of probation, then of protected, whose costs make room for it, and
+///   it is admitted only if it was requested more than once lately (a sketch estimate of at
+///   least 2) and its frequency per unit of cost (per byte, when costs are sizes) is higher
+///   than the victims' frequencies added up per unit of cost they free. When every entry costs
+///   1 that is the classic contest against one victim. Per unit of cost, because the victims
+///   often free more than the candidate needs and the rest of that room serves the next
+///   candidates, so the candidate is charged for its own cost only (the density of value that
+///   size-aware caches such as AdaptSize and LHD rank by); a large candidate still needs as
+///   much frequency per byte as all it pushes out. Never a key seen once, because a key
+///   requested once has shown no reuse: it may stay in the window, but displaces nothing from
+///   main (S3-FIFO's quick demotion, 2Q's A1in; this is what keeps scans, whose keys are all
+///   new, out of main). On purgeable-bench's byte-capacity traces the two rules lowered the
+///   miss ratio by 0.002 to 0.017 (Zipf 0.8 with scans, 10%: 0.4264 to 0.4096); the byte miss
+///   ratio fell at 10% (0.4399 to 0.4254 there) and rose at 1% (by 0.004 and 0.003), as
+///   favouring small objects does. Object-capacity rows moved by at most 0.001: lower on seven,
+///   the same on two, higher on two (by 0.0001 and 0.0002). A candidate costing more than half
+///   of main is never admitted to main: it is cached only while the window holds it. Like
+///   Caffeine, a warm candidate (estimate at least 6) that loses is still admitted 1 time in
+///   128 (by a fixed-seed generator), so victims' frequencies inflated by hash collisions
+///   cannot block admission forever; this matters more with a fixed-seed hash, whose collisions
+///   can be found offline by whoever chooses the keys.
+/// - The sketch (4-bit counters, four per key, conservative update, four 64-bit words per entry)
+///   halves all counters after 10 increments per counter word (aging), so popularity is recent
+///   popularity.
 ///
-/// The sketch hashes keys with Swift's per-process seeded `Hasher` (which also resists hash
-/// flooding), so miss ratios vary very slightly from run to run; the other policies here are
-/// deterministic.
+/// Deterministic: the sketch hashes keys with a fixed-seed hash (`StableKeyHash`) for integer,
+/// `String` and byte-array keys, so the same requests give the same evictions in every process.
+/// Keys of any other type are hashed with `hashValue`, which Swift seeds per process: for those
+/// only, admissions (and so hit counts) may differ slightly from run to run.
 public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
     public let name = "tinylfu"
     public private(set) var capacity: Int
@@ -25,27 +61,54 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
     @usableFromInline var probation = NodeStore<Key>.List()
     @usableFromInline var protected = NodeStore<Key>.List()
     @usableFromInline var sketch = FrequencySketch()
+    @usableFromInline let hasher = StableKeyHash<Key>()
     @usableFromInline var random: UInt64 = 0x2545_F491_4F6C_DD1D
+    /// What the window may hold now (moved by the climber).
+    @usableFromInline var windowCapacity: Int
+    /// What the protected segment may hold now (the window grows at its expense).
+    @usableFromInline var protectedCapacity: Int
+    @usableFromInline var climber: HillClimber
 
     @inlinable static var inWindow: UInt8 { 1 }
     @inlinable static var inProbation: UInt8 { 2 }
     @inlinable static var inProtected: UInt8 { 3 }
 
-    public init(capacity: Int) {
+    /// The window's share of the capacity at the start (Caffeine's).
+    public static var initialWindowShare: Double { 0.01 }
+    /// The largest share of the capacity the climber gives the window.
+    public static var maximumWindowShare: Double { 0.8 }
+
+    /// A new, empty policy. With `adaptive` false the window stays at 1% of the capacity (the
+    /// classic W-TinyLFU, as libCacheSim's); by default the hill climber moves it.
+    public init(capacity: Int, adaptive: Bool = true) {
         self.capacity = min(max(0, capacity), CachePolicies.maximumCapacity)
+        windowCapacity = 0
+        protectedCapacity = 0
+        climber = HillClimber(capacity: self.capacity, enabled: adaptive)
+        resetSegments()
     }
+
+    /// Whether the window adapts.
+    public var isAdaptive: Bool { climber.enabled }
+    /// The capacity the window has now (1% at first; the hill climber moves it).
+    public var currentWindowCapacity: Int { windowCapacity }
 
     @inlinable public var totalCost: Int { window.cost + probation.cost + protected.cost }
     @inlinable public var count: Int { store.count }
     @inlinable public func contains(_ key: Key) -> Bool { store.slot(of: key) != nil }
 
-    @inlinable var windowCapacity: Int { max(capacity / 100, capacity > 0 ? 1 : 0) }
     @inlinable var mainCapacity: Int { capacity - windowCapacity }
-    @inlinable var protectedCapacity: Int { mainCapacity * 8 / 10 }
+    @inlinable var mainCost: Int { probation.cost + protected.cost }
+
+    /// Window at 1%, protected at 80% of main.
+    mutating func resetSegments() {
+        windowCapacity = max(Int(Double(capacity) * Self.initialWindowShare), capacity > 0 ? 1 : 0)
+        protectedCapacity = (capacity - windowCapacity) * 8 / 10
+    }
 
     @inlinable public mutating func recordHit(_ key: Key) {
         guard let slot = store.slot(of: key) else { return }
-        sketch.increment(key.hashValue)
+        sketch.increment(hasher.hash(key))
         switch store.lists[Int(slot)] {
         case Self.inWindow:
             store.moveToHead(slot, &window)
@@ -53,14 +116,20 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
             store.unlink(slot, &probation)
             store.lists[Int(slot)] = Self.inProtected
             store.pushHead(slot, &protected)
-            while protected.cost > protectedCapacity, protected.tail != slot {
-                let demoted = protected.tail
-                store.unlink(demoted, &protected)
-                store.lists[Int(demoted)] = Self.inProbation
-                store.pushHead(demoted, &probation)
-            }
+            demoteFromProtected(keeping: slot)
         default:
             store.moveToHead(slot, &protected)
+        }
+        if climber.enabled, climber.record(hit: true, sampleSize: sketch.climberSample) { climb() }
+    }
+
+    /// Moves protected's oldest entries to probation until protected fits (never `keeping`).
+    @inlinable mutating func demoteFromProtected(keeping: Int32 = NodeStore<Key>.none) {
+        while protected.cost > protectedCapacity, protected.tail != NodeStore<Key>.none, protected.tail != keeping {
+            let demoted = protected.tail
+            store.unlink(demoted, &protected)
+            store.lists[Int(demoted)] = Self.inProbation
+            store.pushHead(demoted, &probation)
         }
     }
 
@@ -69,8 +138,9 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
         if contains(key) { remove(key) }
         let cost = max(0, cost)
         guard cost <= capacity else { return false }
+        if climber.enabled, climber.record(hit: false, sampleSize: sketch.climberSample) { climb() }
         sketch.ensureCapacity(forEntries: store.count + 1)
-        sketch.increment(key.hashValue)
+        sketch.increment(hasher.hash(key))
         let slot = store.add(key, cost: cost)
         store.lists[Int(slot)] = Self.inWindow
         store.pushHead(slot, &window)
@@ -83,19 +153,7 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
         while window.cost > windowCapacity, window.tail != NodeStore<Key>.none {
             let candidate = window.tail
             store.unlink(candidate, &window)
-            let candidateCost = store.cost(candidate)
-            var admitted = candidateCost <= mainCapacity
-            while admitted, candidateCost > mainCapacity - (probation.cost + protected.cost) {
-                let victim = probation.tail != NodeStore<Key>.none ? probation.tail : protected.tail
-                guard victim != NodeStore<Key>.none else { break }
-                if admits(candidate, over: victim) {
-                    if store.lists[Int(victim)] == Self.inProbation { store.unlink(victim, &probation) } else { store.unlink(victim, &protected) }
-                    evicted.append(store.release(victim))
-                } else {
-                    admitted = false
-                }
-            }
-            if admitted {
+            if admitToMain(candidate, evicted: &evicted) {
                 store.lists[Int(candidate)] = Self.inProbation
                 store.pushHead(candidate, &probation)
             } else {
@@ -104,18 +162,104 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
         }
     }
 
-    @inlinable mutating func admits(_ candidate: Int32, over victim: Int32) -> Bool {
-        let c = sketch.estimate(store.key(candidate).hashValue)
-        let v = sketch.estimate(store.key(victim).hashValue)
-        if c > v { return true }
-        if c >= 6 {
-            // xorshift64
-            random ^= random << 13
-            random ^= random >> 7
-            random ^= random << 17
-            return random & 127 == 0
+    /// The size-aware contest: whether `candidate` (off every list) may enter main, evicting the
+    /// victims that make room for it when it may.
+    @inlinable mutating func admitToMain(_ candidate: Int32, evicted: inout [Key]) -> Bool {
+        let candidateCost = store.cost(candidate)
+        if candidateCost > mainCapacity / 2 && candidateCost > 1 { return false }
+        let needed = candidateCost - (mainCapacity - mainCost)
+        if needed <= 0 { return true }
+        let candidateFrequency = sketch.estimate(hasher.hash(store.key(candidate)))
+        // The fewest oldest entries of probation, then of protected, that make room.
+        var freed = 0, victimFrequency = 0, fromProbation = 0, fromProtected = 0
+        var p = probation.tail
+        var onProbation = true
+        while freed < needed {
+            if p == NodeStore<Key>.none {
+                guard onProbation else { break }
+                onProbation = false
+                p = protected.tail
+                continue
+            }
+            freed += store.cost(p)
+            victimFrequency += sketch.estimate(hasher.hash(store.key(p)))
+            if onProbation { fromProbation += 1 } else { fromProtected += 1 }
+            p = store.newerThan(p)
         }
-        return false
+        guard freed >= needed else { return false }
+        guard Self.outbids(candidateFrequency, cost: candidateCost, victims: victimFrequency, freeing: freed)
+            || warmCandidateWins(candidateFrequency) else { return false }
+        for _ in 0..<fromProbation {
+            let victim = probation.tail
+            store.unlink(victim, &probation)
+            evicted.append(store.release(victim))
+        }
+        for _ in 0..<fromProtected {
+            let victim = protected.tail
+            store.unlink(victim, &protected)
+            evicted.append(store.release(victim))
+        }
+        return true
+    }
+
+    /// Whether a candidate of `frequency` and `cost` wins its place from victims whose
+    /// frequencies add up to `victims` and whose costs to `freeing`: it must have been requested
+    /// more than once (an estimate of at least 2), and its frequency per unit of cost must be
+    /// higher than the victims' frequency per unit they free. When every entry costs 1 that is
+    /// the classic contest against one victim, except that a key seen once never displaces one.
+    @inlinable static func outbids(_ frequency: Int, cost: Int, victims: Int, freeing: Int) -> Bool {
+        guard frequency > 1 else { return false }
+        // frequency / cost > victims / freeing, in exact integer arithmetic: no division, and
+        // full-width products (victims' estimates add up to 15 a victim and costs reach 2^60,
+        // so a product can need more than 64 bits).
+        let candidateSide = frequency.multipliedFullWidth(by: freeing)
+        let victimSide = victims.multipliedFullWidth(by: max(1, cost))
+        return candidateSide > victimSide
+    }
+
+    /// A losing candidate with an estimate of at least 6 still wins 1 time in 128.
+    @inlinable mutating func warmCandidateWins(_ frequency: Int) -> Bool {
+        guard frequency >= 6 else { return false }
+        // xorshift64, from a fixed seed
+        random ^= random << 13
+        random ^= random >> 7
+        random ^= random << 17
+        return random & 127 == 0
+    }
+
+    /// Applies the climber's decision at the end of a sample period. Moving capacity between
+    /// the window and main never evicts: only the admission contest does.
+    @usableFromInline mutating func climb() {
+        let step = climber.adjustment()
+        guard step != 0 else { return }
+        let maximumWindow = Int(Double(capacity) * Self.maximumWindowShare)
+        if step > 0 {
+            let quota = min(step, maximumWindow - windowCapacity, protectedCapacity)
+            guard quota > 0 else { return }
+            windowCapacity += quota
+            protectedCapacity -= quota
+            demoteFromProtected()
+            // Main's oldest entries fill the window's new room, as its newest.
+            while true {
+                let oldest = probation.tail != NodeStore<Key>.none ? probation.tail : protected.tail
+                guard oldest != NodeStore<Key>.none, store.cost(oldest) <= windowCapacity - window.cost else { break }
+                if store.lists[Int(oldest)] == Self.inProbation { store.unlink(oldest, &probation) } else { store.unlink(oldest, &protected) }
+                store.lists[Int(oldest)] = Self.inWindow
+                store.pushHead(oldest, &window)
+            }
+        } else {
+            let quota = min(-step, windowCapacity)
+            guard quota > 0 else { return }
+            windowCapacity -= quota
+            protectedCapacity += quota
+            // The window's oldest go to probation without a contest (main has the room).
+            while window.cost > windowCapacity, window.tail != NodeStore<Key>.none {
+                let oldest = window.tail
+                store.unlink(oldest, &window)
+                store.lists[Int(oldest)] = Self.inProbation
+                store.pushHead(oldest, &probation)
+            }
+        }
     }
 
     @discardableResult
@@ -134,9 +278,21 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
         }
     }
 
+    /// Changes the capacity. The window and protected keep their shares of it; the climber
+    /// starts again from its first step.
     public mutating func setCapacity(_ capacity: Int, evicted: inout [Key]) {
+        let old = self.capacity
         self.capacity = min(max(0, capacity), CachePolicies.maximumCapacity)
-        while probation.cost + protected.cost > mainCapacity, let victim = evictOne() { evicted.append(victim) }
+        if old > 0 {
+            let scale = Double(self.capacity) / Double(old)
+            windowCapacity = min(Int(Double(windowCapacity) * scale), self.capacity)
+            protectedCapacity = min(Int(Double(protectedCapacity) * scale), self.capacity - windowCapacity)
+        } else {
+            resetSegments()
+        }
+        climber = HillClimber(capacity: self.capacity, enabled: climber.enabled)
+        demoteFromProtected()
+        while mainCost > mainCapacity, let victim = evictOne() { evicted.append(victim) }
         drainWindow(evicted: &evicted)
         while totalCost > self.capacity, let victim = evictOne() { evicted.append(victim) }
     }
@@ -157,43 +313,99 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
     }
 }
 
-/// A count-min sketch of 4-bit counters, four per key, 16 to a 64-bit word, with conservative
-/// update and periodic halving.
+/// Caffeine's hill climber for the window's size: hits and misses per sample period, and a step
+/// that keeps its direction while the hit rate does not fall.
+@usableFromInline
+struct HillClimber: Sendable {
+    @usableFromInline let enabled: Bool
+    @usableFromInline let restartStep: Double
+    @usableFromInline var step: Double
+    @usableFromInline var hits = 0
+    @usableFromInline var misses = 0
+    @usableFromInline var previousHitRate = 0.0
+    @usableFromInline var pending = 0
+
+    @inlinable static var stepShare: Double { 0.0625 }
+    @inlinable static var decay: Double { 0.98 }
+    @inlinable static var restartThreshold: Double { 0.05 }
+    @inlinable static var tolerance: Double { 0.01 }
+
+    @usableFromInline init(capacity: Int, enabled: Bool) {
+        self.enabled = enabled
+        restartStep = Self.stepShare * Double(capacity)
+        step = -restartStep  // the first move shrinks the window
+    }
+
+    /// Counts a request; true when a sample period ended and `adjustment()` has a step to take.
+    @inlinable mutating func record(hit: Bool, sampleSize: Int) -> Bool {
+        if hit { hits += 1 } else { misses += 1 }
+        guard hits + misses >= sampleSize else { return false }
+        let hitRate = Double(hits) / Double(hits + misses)
+        let change = hitRate - previousHitRate
+        // A change within the noise of a sample moves nothing, and the step decays to zero: the
+        // climb is over until a change of more than 5 points restarts it (Caffeine would step on).
+        let amount = abs(change) < Self.tolerance ? 0 : change >= 0 ? step : -step
+        step = abs(change) >= Self.restartThreshold ? (amount >= 0 ? restartStep : -restartStep) : Self.decay * amount
+        previousHitRate = hitRate
+        hits = 0
+        misses = 0
+        pending = Int(amount)
+        return pending != 0
+    }
+
+    /// The step decided at the end of the last period (positive: a larger window), once.
+    @inlinable mutating func adjustment() -> Int {
+        defer { pending = 0 }
+        return pending
+    }
+}
+
+/// A count-min sketch of 4-bit counters, 16 to a 64-bit word, four counters per key (each
+/// picked by a different multiplier of the key's 64-bit hash, from its high bits), with
+/// conservative update and periodic halving.
+///
+/// It has four words (64 counters) per entry of the cache, four times Caffeine's: fewer keys
+/// share counters, which lowered miss ratios by 0.009 to 0.017 on purgeable-bench's Zipf traces
+/// at caches of 1% of the objects (against one word per entry); and it halves all its counters
+/// after 10 increments per word (40 per entry), so it also remembers four times longer. The
+/// cost: 32 bytes per entry.
 @usableFromInline
 struct FrequencySketch: Sendable {
     @usableFromInline var table: [UInt64] = Array(repeating: 0, count: 64)
     @usableFromInline var additions = 0
+    /// 64 minus log2 of the number of counters: a product shifted right by it is a counter's index.
+    @usableFromInline var shift: UInt64 = 64 - 10
 
-    @usableFromInline var mask: Int { table.count * 16 - 1 }
+    @inlinable static var wordsPerEntry: Int { 4 }
     @usableFromInline var sampleSize: Int { table.count * 10 }
+    /// The hill climber's sample period: Caffeine's, 10 requests per word of a sketch of one word
+    /// per entry (a quarter of this sketch's aging period).
+    @usableFromInline var climberSample: Int { table.count / Self.wordsPerEntry * 10 }
 
-    /// Grows (and clears) the table so it has about one word per entry.
+    /// Grows (and clears) the table so it has `wordsPerEntry` words per entry.
     @inlinable mutating func ensureCapacity(forEntries entries: Int) {
-        guard entries > table.count else { return }
+        let wanted = entries.multipliedReportingOverflow(by: Self.wordsPerEntry)
+        guard !wanted.overflow, wanted.partialValue > table.count, table.count < 1 << 40 else { return }
         var words = table.count
-        while words < entries { words *= 2 }
+        while words < wanted.partialValue && words < 1 << 40 { words *= 2 }
         table = Array(repeating: 0, count: words)
         additions = 0
+        shift = UInt64(64 - (words * 16).trailingZeroBitCount)
     }
 
-    @inlinable func indices(_ hash: Int) -> (Int, Int, Int, Int) {
-        // Four counters from one 64-bit hash, re-mixed (splitmix64 finalizer) for independence.
-        var h = UInt64(bitPattern: Int64(hash))
-        h = (h ^ (h >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        h = (h ^ (h >> 27)) &* 0x94D0_49BB_1331_11EB
-        h ^= h >> 31
-        let m = UInt64(mask)
-        return (Int(h & m), Int((h >> 16) & m), Int((h >> 32) & m), Int(((h >> 48) ^ (h << 7)) & m))
+    @inlinable func indices(_ hash: UInt64) -> (Int, Int, Int, Int) {
+        (Int(truncatingIfNeeded: (hash &* 0x9E37_79B9_7F4A_7C15) >> shift), Int(truncatingIfNeeded: (hash &* 0xC2B2_AE3D_27D4_EB4F) >> shift),
+         Int(truncatingIfNeeded: (hash &* 0x1656_67B1_9E37_79F9) >> shift), Int(truncatingIfNeeded: (hash &* 0xFF51_AFD7_ED55_8CCD) >> shift))
     }
 
     @inlinable func counter(_ i: Int) -> UInt64 { (table[i >> 4] >> UInt64((i & 15) * 4)) & 15 }
 
-    @inlinable func estimate(_ hash: Int) -> Int {
+    @inlinable func estimate(_ hash: UInt64) -> Int {
         let (a, b, c, d) = indices(hash)
         return Int(min(counter(a), counter(b), counter(c), counter(d)))
     }
 
-    @inlinable mutating func increment(_ hash: Int) {
+    @inlinable mutating func increment(_ hash: UInt64) {
         let (a, b, c, d) = indices(hash)
         let low = min(counter(a), counter(b), counter(c), counter(d))
         guard low < 15 else { return }

@@ -27,6 +27,7 @@ struct PurgeableBench: AsyncParsableCommand {
     @Flag(help: .hidden) var probePolicies = false
     @Option(help: "Where to write purgeable-cache.md, .json, .gp and .svg.") var output = "../Reports"
     @Flag(help: "Re-render the Markdown and SVG from the JSON already in --output.") var renderOnly = false
+    @Flag(help: "Measure only the miss ratios against libCacheSim (a quick check of a policy change).") var missRatiosOnly = false
 
     func run() async throws {
         if let streamMemoryProbe {
@@ -39,10 +40,12 @@ struct PurgeableBench: AsyncParsableCommand {
             return
         }
         var report = Report(kernel: kernelRelease(), cpus: onlineCPUs, keys: keys, operations: operations, rounds: rounds, requests: requests, objects: objects)
-        report.throughput = try measureThroughput()
-        report.roundTrip = try measureRoundTrip()
-        report.simulatorStream = try measureSimulator()
-        report.missRatios = measureMissRatios()
+        if !missRatiosOnly {
+            report.throughput = try measureThroughput()
+            report.roundTrip = try measureRoundTrip()
+            report.simulatorStream = try measureSimulator()
+        }
+        (report.missRatios, report.libCacheSimVersion, report.libCacheSimMissing) = try measureMissRatios()
         try write(report)
     }
 
@@ -65,6 +68,10 @@ struct Report: RenderedReport {
     var roundTrip: RoundTrip?
     var simulatorStream: SimulatorSection?
     var missRatios: [MissRatioRow] = []
+    /// The libcachesim package's version, when its miss ratios were measured.
+    var libCacheSimVersion: String?
+    /// Why libCacheSim's miss ratios were not measured.
+    var libCacheSimMissing: String?
 
     func markdown() -> String {
         var out = """
@@ -89,6 +96,7 @@ struct Report: RenderedReport {
             rows.append(("\(kind.rawValue), get hit", median(kind, .hit, 1) / 1e6, kind == .nscache))
         }
         return [Plot.bars(name: "purgeable-cache", title: "get (hit), 1 thread, millions of operations per second", rows: rows, unit: "", decimals: 2)]
+            + simulatorPlots()
     }
 }
 

@@ -214,6 +214,7 @@ extension Report {
                 out += "| \(c) | \(simulated) | \(ByteFormat.fixed(first.exact[i], 4)) | " + s.curves.map { ByteFormat.fixed($0.sampled[i], 4) }.joined(separator: " | ") + " |\n"
             }
         }
+        out += "\n![LRU miss-ratio curves](purgeable-cache-mrc.svg)\n"
         return out
     }
 
