@@ -83,13 +83,10 @@ struct SimulateCLITests {
             let other = try await simulate(["--trace", file, "--capacity", "5%,20,10%", "--policy", "lru"])
             #expect(other.results.map(\.hits) == together.results.filter { $0.policy == "lru" }.map(\.hits), "\(file)")
         }
-        // Compared across processes: W-TinyLFU's sketch (until it hashes with a fixed seed) may
-        // differ from one process to the next, so it is compared in one process by the
-        // CachePolicies tests instead.
+        // Compared across processes, every policy: W-TinyLFU's sketch hashes with a fixed seed.
         for (i, c) in together.capacities.enumerated() {
             let alone = try await simulate(["--trace", files.oracle, "--capacity", "\(c)"])
-            let policies = ["lru", "sieve", "s3fifo"]
-            #expect(alone.results.filter { policies.contains($0.policy) } == policies.map { p in together.results.filter { $0.policy == p }[i] }, "capacity \(c)")
+            #expect(alone.results == PolicyNames.all.map { p in together.results.filter { $0.policy == p }[i] }, "capacity \(c)")
         }
         // Text output: a row per policy and capacity, and the matrix of miss ratios.
         let text = try await runMempressure(["cache", "simulate", "--trace", files.csv, "--capacity", "10,20"])
