@@ -89,25 +89,10 @@ enum StableHash {
         return z ^ (z >> 31)
     }
 
-    /// Bytes, eight at a time (little-endian words), each word folded in by a multiply and a
-    /// rotation, the length folded in last, then mixed.
+    /// Bytes: the same fixed-seed hash that gives text keys of trace files their ids
+    /// (`TraceKeyHash`), so one byte string has one hash throughout the module.
     @inlinable static func bytes(_ buffer: UnsafeRawBufferPointer) -> UInt64 {
-        var h = seed ^ (UInt64(buffer.count) &* 0x9E37_79B9_7F4A_7C15)
-        var i = 0
-        while i + 8 <= buffer.count {
-            let word = UInt64(littleEndian: buffer.loadUnaligned(fromByteOffset: i, as: UInt64.self))
-            h = ((h ^ (word &* 0x87C3_7B91_1142_53D5)) &* 0x4CF5_AD43_2745_937F).rotatedLeft(31)
-            i += 8
-        }
-        var tail: UInt64 = 0
-        var shift: UInt64 = 0
-        while i < buffer.count {
-            tail |= UInt64(buffer[i]) << shift
-            shift += 8
-            i += 1
-        }
-        h = (h ^ (tail &* 0x87C3_7B91_1142_53D5)) &* 0x4CF5_AD43_2745_937F
-        return mix(h)
+        TraceKeyHash.hash(buffer)
     }
 
     @inlinable static func string(_ s: String) -> UInt64 {
@@ -115,8 +100,4 @@ enum StableHash {
         var copy = s
         return copy.withUTF8 { bytes(UnsafeRawBufferPointer($0)) }
     }
-}
-
-extension UInt64 {
-    @inlinable func rotatedLeft(_ n: UInt64) -> UInt64 { (self << n) | (self >> (64 - n)) }
 }
