@@ -1,4 +1,5 @@
 import CachePolicies
+import Glibc
 import Synchronization
 
 /// A thread-safe cache in the spirit of NSCache, that evicts by a real policy (SIEVE by
@@ -12,8 +13,35 @@ import Synchronization
 ///   was discarded is removed (`evictsObjectsWithDiscardedContent`, on by default) and counted as
 ///   a discard, separately from evictions by the policy or the limits.
 /// - The eviction handler is called for every entry that leaves the cache, with the reason,
-///   never with the cache's lock held: it may call back into the cache.
+///   exactly once, never with any of the cache's locks held: it may call back into the cache.
 /// - Keys only need to be `Hashable`: keys whose hashes collide are told apart by `==`.
+///
+/// ## Concurrency
+///
+/// Lookups do not serialise on one lock. The entries live in 64 shards chosen by the key's hash,
+/// each a dictionary under a lock of its own with its own hit and miss counters; a lookup takes
+/// only its shard's lock. The policy (which decides evictions) is a value under a separate lock.
+/// A hit does not touch it: it appends the key to a read buffer (one of several, chosen by the
+/// calling thread, each under its own lock), and a buffer that fills up is replayed into the
+/// policy (`recordHit`, in the order the hits happened) if the policy's lock is free at that
+/// moment, as Caffeine does. Every write (a store, a removal, a change of limits, a memory
+/// warning, entering the background) takes the policy's lock, first replays every pending hit,
+/// and then the shard locks it needs, one at a time (lock order: policy, then one shard or one
+/// read buffer). Whether a value can be discarded is decided once, when it is stored, so a hit
+/// does no dynamic cast.
+///
+/// What is exact and what is not:
+/// - Exact: the entries, the limits, the eviction handler's calls, and every counter in
+///   `statistics` (hits and misses are summed over the shards when it is read, so a reading taken
+///   while other threads work is a sum of per-shard figures, not one instant).
+/// - Exact within a thread: the hits one thread records reach the policy in the order it made
+///   them, all before the next eviction decision. Single-threaded use therefore evicts exactly as
+///   the policy would with every request applied in order.
+/// - Lossy across threads: a hit is dropped (not recorded in the policy; the value is still
+///   returned and counted) when its thread's buffer is full and another thread holds the policy's
+///   lock, and when every buffer is busy. Hits of different threads reach the policy buffer by
+///   buffer, not in the order they happened. Both only change which entry the policy evicts
+///   next; the policy still keeps to the limits.
 public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     public enum EvictionReason: String, Sendable, Hashable, Codable {
         /// The policy chose it to make room for another entry.
@@ -70,21 +98,71 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     @usableFromInline
     struct Entry {
         @usableFromInline var value: Value
-        @usableFromInline var cost: Int
+        /// The value as `DiscardableContent`, found once when it was stored (nil for values
+        /// that cannot be discarded), so that a hit asks whether it was discarded without a cast.
+        @usableFromInline var discardable: (any DiscardableContent)?
+        /// The write epoch in which this entry's hits were last sent to the policy, and how many
+        /// (see `hitsThatCount`).
+        @usableFromInline var epoch: Int = -1
+        @usableFromInline var hitsSent: Int = 0
 
-        @inlinable init(value: Value, cost: Int) {
+        @inlinable init(value: Value, discardable: (any DiscardableContent)?) {
             self.value = value
-            self.cost = cost
+            self.discardable = discardable
         }
     }
 
+    /// A share of the entries (by the key's hash), and the lookups that ended there.
+    @usableFromInline
+    struct Shard {
+        @usableFromInline var entries: [Key: Entry] = [:]
+        @usableFromInline var hits = 0
+        @usableFromInline var misses = 0
+
+        @inlinable init() {}
+    }
+
+    /// A shard under its own lock. Its hot fields sit at the start of an object padded to more
+    /// than two cache lines, so two shards' locks never share a line.
+    @usableFromInline
+    final class ShardBox: Sendable {
+        @usableFromInline let state = Mutex(Shard())
+        private let padding: (Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+
+        @usableFromInline init() {}
+    }
+
+    /// Keys hit since the policy last heard of them, oldest first.
+    @usableFromInline
+    struct ReadBuffer {
+        @usableFromInline var keys: [Key] = []
+
+        @inlinable init() {
+            keys.reserveCapacity(PurgeableCache.readBufferCapacity)
+        }
+    }
+
+    /// A read buffer under its own lock, padded like `ShardBox`. `pending` says whether it may
+    /// hold keys, so that a write does not lock the buffers that are empty.
+    @usableFromInline
+    final class ReadBufferBox: Sendable {
+        @usableFromInline let state = Mutex(ReadBuffer())
+        @usableFromInline let pending = Atomic<Bool>(false)
+        private let padding: (Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+
+        @usableFromInline init() {}
+    }
+
+    /// What the policy's lock guards: the policy, the limits and settings, and the counters that
+    /// writes keep (hits and misses are counted in the shards).
     @usableFromInline
     struct State {
         @usableFromInline var policy: AnyCachePolicy<Key>
-        @usableFromInline var entries: [Key: Entry] = [:]
+        @usableFromInline var count = 0
         @usableFromInline var countLimit: Int
         @usableFromInline var totalCostLimit: Int
-        @usableFromInline var evictsDiscarded: Bool
         @usableFromInline var background: BackgroundBehavior
         @usableFromInline var shrinkFraction: Double
         @usableFromInline var statistics = Statistics()
@@ -93,8 +171,44 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
 
     @usableFromInline typealias Departed = [(Key, Value, EvictionReason)]
 
+    /// What a lookup found in its shard.
+    @usableFromInline
+    enum Lookup {
+        /// Found; `record`: the policy must hear of this hit.
+        case hit(Value, record: Bool)
+        case miss
+        case discarded(any DiscardableContent)
+    }
+
+    /// The policy's lock: every write holds it.
     @usableFromInline let state: Mutex<State>
+    @usableFromInline let shards: [ShardBox]
+    @usableFromInline let readBuffers: [ReadBufferBox]
+    @usableFromInline let evictsDiscarded: Atomic<Bool>
+    /// Counts the writes. Between two writes the policy only hears of hits, and the state a hit
+    /// leaves in a SIEVE or S3-FIFO policy does not depend on their order and stops changing
+    /// after a few hits on the same entry: a visited bit (one hit), a frequency capped at 3.
+    /// Hits beyond those since the last write are not sent to the policy: in a run of hits
+    /// without writes, a hit on an entry already seen costs only its shard's lock.
+    @usableFromInline let epoch = Atomic<Int>(0)
+    /// How many hits on one entry between two writes can change the policy's state (Int.max for
+    /// LRU and W-TinyLFU, where every hit reorders).
+    @usableFromInline let hitsThatCount: Int
     @usableFromInline let valuesAreDiscardable = Value.self is any DiscardableContent.Type
+
+    /// Shards of the entries (a power of two).
+    @inlinable static var shardCount: Int { 64 }
+    /// Hits a read buffer holds before it is replayed into the policy.
+    @inlinable static var readBufferCapacity: Int { 64 }
+
+    /// Read buffers: twice the CPUs, rounded up to a power of two, at least 4 and at most 64,
+    /// so that threads running at once rarely pick the same one.
+    private static var readBufferCount: Int {
+        let cpus = max(1, min(32, sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        var n = 4
+        while n < 2 * cpus { n *= 2 }
+        return n
+    }
 
     /// - Parameters:
     ///   - policy: the eviction policy.
@@ -113,8 +227,16 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
         self.events = events
         state = Mutex(State(
             policy: policy.make(capacity: Self.capacity(for: totalCostLimit)), countLimit: max(0, countLimit),
-            totalCostLimit: max(0, totalCostLimit), evictsDiscarded: evictsObjectsWithDiscardedContent,
+            totalCostLimit: max(0, totalCostLimit),
             background: backgroundBehavior, shrinkFraction: memoryWarningShrinkFraction.isFinite ? min(1, max(0, memoryWarningShrinkFraction)) : 0.5))
+        shards = (0..<Self.shardCount).map { _ in ShardBox() }
+        readBuffers = (0..<Self.readBufferCount).map { _ in ReadBufferBox() }
+        evictsDiscarded = Atomic(evictsObjectsWithDiscardedContent)
+        hitsThatCount = switch policy {
+        case .sieve: 1
+        case .s3fifo: 3
+        case .lru, .tinylfu: Int.max
+        }
         events.register(self)
     }
 
@@ -129,7 +251,7 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
 
     public var countLimit: Int {
         get { state.withLock { $0.countLimit } }
-        set { mutate { s, out in s.countLimit = max(0, newValue); Self.enforceCountLimit(&s, &out) } }
+        set { mutate { s, out in s.countLimit = max(0, newValue); enforceCountLimit(&s, &out) } }
     }
 
     public var totalCostLimit: Int {
@@ -139,14 +261,14 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
                 s.totalCostLimit = max(0, newValue)
                 var evicted: [Key] = []
                 s.policy.setCapacity(Self.capacity(for: s.totalCostLimit), evicted: &evicted)
-                for key in evicted { Self.drop(key, reason: .policy, &s, &out) }
+                for key in evicted { drop(key, reason: .policy, &s, &out) }
             }
         }
     }
 
     public var evictsObjectsWithDiscardedContent: Bool {
-        get { state.withLock { $0.evictsDiscarded } }
-        set { state.withLock { $0.evictsDiscarded = newValue } }
+        get { evictsDiscarded.load(ordering: .relaxed) }
+        set { evictsDiscarded.store(newValue, ordering: .relaxed) }
     }
 
     public var backgroundBehavior: BackgroundBehavior {
@@ -154,37 +276,63 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
         set { state.withLock { $0.background = newValue } }
     }
 
-    /// Called for every entry that leaves the cache, outside the cache's lock.
+    /// Called for every entry that leaves the cache, outside the cache's locks.
     public func setEvictionHandler(_ handler: (@Sendable (Key, Value, EvictionReason) -> Void)?) {
         state.withLock { $0.handler = handler }
     }
 
+    /// The counters. Hits and misses are summed over the shards as they are read.
     public var statistics: Statistics {
-        state.withLock { s in
+        var stats = state.withLock { s in
             var stats = s.statistics
-            stats.count = s.entries.count
+            stats.count = s.count
             stats.totalCost = s.policy.totalCost
             return stats
         }
+        for shard in shards {
+            let (hits, misses) = shard.state.withLock { ($0.hits, $0.misses) }
+            stats.hits += hits
+            stats.misses += misses
+        }
+        return stats
     }
 
     /// The value for `key`, or nil. An entry whose content is known to be discarded is removed
     /// and counts as a miss and a discard.
     @inlinable
     public func object(forKey key: Key) -> Value? {
-        mutate { s, out in
-            guard let entry = s.entries[key] else {
-                s.statistics.misses += 1
-                return nil
+        let found = shard(for: key).state.withLock { s -> Lookup in
+            guard let index = s.entries.index(forKey: key) else {
+                s.misses += 1
+                return .miss
             }
-            if valuesAreDiscardable, s.evictsDiscarded, let d = entry.value as? any DiscardableContent, d.isContentDiscarded {
-                s.statistics.misses += 1
-                Self.remove(key, reason: .discarded, &s, &out)
-                return nil
+            let entry = s.entries.values[index]
+            if let content = entry.discardable, evictsDiscarded.load(ordering: .relaxed), content.isContentDiscarded {
+                s.misses += 1
+                return .discarded(content)
             }
-            s.statistics.hits += 1
-            s.policy.recordHit(key)
-            return entry.value
+            s.hits += 1
+            guard hitsThatCount != Int.max else { return .hit(entry.value, record: true) }
+            let now = epoch.load(ordering: .relaxed)
+            if entry.epoch != now {
+                s.entries.values[index].epoch = now
+                s.entries.values[index].hitsSent = 1
+            } else if entry.hitsSent < hitsThatCount {
+                s.entries.values[index].hitsSent += 1
+            } else {
+                return .hit(entry.value, record: false)
+            }
+            return .hit(entry.value, record: true)
+        }
+        switch found {
+        case .hit(let value, let record):
+            if record { recordHit(key) }
+            return value
+        case .miss:
+            return nil
+        case .discarded(let content):
+            removeDiscarded(key, content)
+            return nil
         }
     }
 
@@ -193,31 +341,53 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     /// everything and still not fit): the handler sees it leave with reason `.rejected`.
     @inlinable
     public func setObject(_ value: Value, forKey key: Key, cost: Int = 0) {
+        let discardable: (any DiscardableContent)? = valuesAreDiscardable ? value as? any DiscardableContent : nil
+        let home = shard(for: key)
         mutate { s, out in
-            if s.entries[key] != nil { Self.remove(key, reason: .replaced, &s, &out) }
+            if let old = home.state.withLock({ $0.entries.removeValue(forKey: key) }) {
+                s.policy.remove(key)
+                s.count -= 1
+                s.statistics.removals += 1
+                out.append((key, old.value, .replaced))
+            }
             let cost = min(max(0, cost), CachePolicies.maximumCapacity)
             var evicted: [Key] = []
             s.statistics.insertions += 1
-            s.entries[key] = Entry(value: value, cost: cost)
             let admitted = s.policy.insert(key, cost: cost, evicted: &evicted)
-            for victim in evicted { Self.drop(victim, reason: victim == key ? .rejected : .policy, &s, &out) }
-            if !admitted, let entry = s.entries.removeValue(forKey: key) {
-                s.statistics.evictions += 1
-                out.append((key, entry.value, .rejected))
+            var turnedAway = false
+            for victim in evicted {
+                if victim == key {
+                    // The policy took it in and let it go again at once: it never became an entry.
+                    if !turnedAway {
+                        turnedAway = true
+                        s.statistics.evictions += 1
+                        out.append((key, value, .rejected))
+                    }
+                } else {
+                    drop(victim, reason: .policy, &s, &out)
+                }
             }
-            Self.enforceCountLimit(&s, &out)
+            if admitted && !turnedAway {
+                home.state.withLock { $0.entries[key] = Entry(value: value, discardable: discardable) }
+                s.count += 1
+            } else if !turnedAway {
+                s.statistics.evictions += 1
+                out.append((key, value, .rejected))
+            }
+            enforceCountLimit(&s, &out)
         }
     }
 
     public func removeObject(forKey key: Key) {
-        mutate { s, out in
-            if s.entries[key] != nil { Self.remove(key, reason: .removed, &s, &out) }
-        }
+        mutate { s, out in remove(key, reason: .removed, &s, &out) }
     }
 
     public func removeAllObjects() {
         mutate { s, out in
-            for key in Array(s.entries.keys) { Self.remove(key, reason: .removed, &s, &out) }
+            for shard in shards {
+                let keys = shard.state.withLock { Array($0.entries.keys) }
+                for key in keys { remove(key, reason: .removed, &s, &out) }
+            }
         }
     }
 
@@ -230,12 +400,19 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
         guard valuesAreDiscardable else { return 0 }
         return mutate { s, out in
             var n = 0
-            for (key, entry) in s.entries {
-                guard let d = entry.value as? any DiscardableContent else { continue }
-                let lost = (d as? PurgeableBuffer)?.hasLostPages ?? d.isContentDiscarded
-                if lost {
-                    Self.remove(key, reason: .discarded, &s, &out)
-                    n += 1
+            for shard in shards {
+                // Entries change only under the policy's lock, which this holds: the contents
+                // collected here are still the entries' when they are probed, outside the shard's
+                // lock (mincore is a system call; lookups in the shard go on meanwhile).
+                let contents = shard.state.withLock { shard in
+                    shard.entries.compactMap { key, entry in entry.discardable.map { (key, $0) } }
+                }
+                for (key, content) in contents {
+                    let lost = (content as? PurgeableBuffer)?.hasLostPages ?? content.isContentDiscarded
+                    if lost {
+                        remove(key, reason: .discarded, &s, &out)
+                        n += 1
+                    }
                 }
             }
             return n
@@ -249,9 +426,9 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
         mutate { s, out in
             // totalCost <= 2^60 and the fraction is in 0...1: these conversions cannot trap.
             let targetCost = Int(Double(s.policy.totalCost) * s.shrinkFraction)
-            let targetCount = Int(Double(s.entries.count) * s.shrinkFraction)
-            while s.policy.totalCost > targetCost || s.entries.count > targetCount, let key = s.policy.evictOne() {
-                Self.drop(key, reason: .memoryWarning, &s, &out)
+            let targetCount = Int(Double(s.count) * s.shrinkFraction)
+            while s.policy.totalCost > targetCost || s.count > targetCount, let key = s.policy.evictOne() {
+                drop(key, reason: .memoryWarning, &s, &out)
             }
         }
     }
@@ -261,23 +438,103 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
         purgeDiscardedEntries()
         mutate { s, out in
             guard s.background == .flush else { return }
-            for (key, entry) in s.entries {
-                if let buffer = entry.value as? PurgeableBuffer, buffer.accessCount > 0 { continue }
-                s.policy.remove(key)
-                Self.drop(key, reason: .background, &s, &out)
+            for shard in shards {
+                let idle = shard.state.withLock { shard in
+                    shard.entries.compactMap { key, entry -> Key? in
+                        if let buffer = entry.value as? PurgeableBuffer, buffer.accessCount > 0 { return nil }
+                        return key
+                    }
+                }
+                for key in idle {
+                    s.policy.remove(key)
+                    drop(key, reason: .background, &s, &out)
+                }
             }
         }
     }
 
     // MARK: Internals
 
-    /// Runs `body` under the lock, then calls the handler for what left the cache, unlocked.
+    /// The shard that holds `key`.
+    @inlinable
+    func shard(for key: Key) -> ShardBox {
+        shards[key.hashValue & (Self.shardCount - 1)]
+    }
+
+    /// Tells the policy about a hit, through the calling thread's read buffer (see the type's
+    /// documentation for when a hit is dropped instead).
+    @inlinable
+    func recordHit(_ key: Key) {
+        let mask = readBuffers.count - 1
+        var index = Self.threadSlot() & mask
+        // A buffer another thread holds right now is passed over for the next one.
+        for _ in 0...mask {
+            let buffer = readBuffers[index]
+            let recorded: Bool? = buffer.state.withLockIfAvailable { b in
+                if b.keys.count >= Self.readBufferCapacity {
+                    // Full, and the policy was busy when it filled: try again; if it still is,
+                    // this hit is dropped rather than waited for.
+                    guard replay(&b) else { return true }
+                }
+                b.keys.append(key)
+                if b.keys.count == 1 { buffer.pending.store(true, ordering: .relaxed) }
+                if b.keys.count >= Self.readBufferCapacity { _ = replay(&b) }
+                return true
+            }
+            if recorded != nil { return }
+            index = (index + 1) & mask
+        }
+    }
+
+    /// Replays a full read buffer into the policy if its lock is free; returns whether it did.
+    @inlinable
+    func replay(_ b: inout ReadBuffer) -> Bool {
+        let replayed: Void? = state.withLockIfAvailable { s in
+            for key in b.keys { s.policy.recordHit(key) }
+        }
+        guard replayed != nil else { return false }
+        b.keys.removeAll(keepingCapacity: true)
+        return true
+    }
+
+    /// A number that tells the calling thread from the others running at once (its pthread_t,
+    /// which is the address of its control block, mixed).
+    @inlinable
+    static func threadSlot() -> Int {
+        Int(truncatingIfNeeded: (UInt64(pthread_self()) &* 0x9E37_79B9_7F4A_7C15) >> 40)
+    }
+
+    /// Replays every pending hit into the policy (the policy's lock is held).
+    @inlinable
+    func replayReadBuffers(_ s: inout State) {
+        for buffer in readBuffers where buffer.pending.load(ordering: .relaxed) {
+            buffer.state.withLock { b in
+                for key in b.keys { s.policy.recordHit(key) }
+                b.keys.removeAll(keepingCapacity: true)
+                buffer.pending.store(false, ordering: .relaxed)
+            }
+        }
+    }
+
+    /// A lookup found `key`'s content discarded: removes the entry, if it still holds that content.
+    @usableFromInline
+    func removeDiscarded(_ key: Key, _ content: any DiscardableContent) {
+        mutate { s, out in
+            guard shard(for: key).state.withLock({ $0.entries[key]?.discardable === content }) else { return }
+            remove(key, reason: .discarded, &s, &out)
+        }
+    }
+
+    /// Runs `body` under the policy's lock, after replaying the pending hits, then calls the
+    /// handler for what left the cache, unlocked.
     @inlinable
     func mutate<R>(_ body: (inout State, inout Departed) -> R) -> R {
         var departed: Departed = []
         var handler: (@Sendable (Key, Value, EvictionReason) -> Void)?
         let result = state.withLock { s -> R in
+            replayReadBuffers(&s)
             let r = body(&s, &departed)
+            epoch.wrappingAdd(1, ordering: .relaxed)
             if !departed.isEmpty { handler = s.handler }
             return r
         }
@@ -289,15 +546,16 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
 
     /// Removes `key` from the policy and the entries.
     @inlinable
-    static func remove(_ key: Key, reason: EvictionReason, _ s: inout State, _ out: inout Departed) {
+    func remove(_ key: Key, reason: EvictionReason, _ s: inout State, _ out: inout Departed) {
         s.policy.remove(key)
         drop(key, reason: reason, &s, &out)
     }
 
     /// Removes an entry the policy no longer holds, counting why.
     @inlinable
-    static func drop(_ key: Key, reason: EvictionReason, _ s: inout State, _ out: inout Departed) {
-        guard let entry = s.entries.removeValue(forKey: key) else { return }
+    func drop(_ key: Key, reason: EvictionReason, _ s: inout State, _ out: inout Departed) {
+        guard let entry = shard(for: key).state.withLock({ $0.entries.removeValue(forKey: key) }) else { return }
+        s.count -= 1
         switch reason {
         case .policy, .rejected, .countLimit: s.statistics.evictions += 1
         case .discarded: s.statistics.discards += 1
@@ -309,9 +567,9 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     }
 
     @inlinable
-    static func enforceCountLimit(_ s: inout State, _ out: inout Departed) {
+    func enforceCountLimit(_ s: inout State, _ out: inout Departed) {
         guard s.countLimit > 0 else { return }
-        while s.entries.count > s.countLimit, let key = s.policy.evictOne() {
+        while s.count > s.countLimit, let key = s.policy.evictOne() {
             drop(key, reason: .countLimit, &s, &out)
         }
     }
@@ -350,7 +608,8 @@ extension PurgeableCache where Value == PurgeableBuffer {
         guard let buffer = object(forKey: key) else { return nil }
         guard buffer.beginContentAccess() else {
             mutate { s, out in
-                if s.entries[key]?.value === buffer { Self.remove(key, reason: .discarded, &s, &out) }
+                guard shard(for: key).state.withLock({ $0.entries[key]?.value === buffer }) else { return }
+                remove(key, reason: .discarded, &s, &out)
             }
             return nil
         }
