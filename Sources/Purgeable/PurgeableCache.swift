@@ -122,37 +122,14 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
         @inlinable init() {}
     }
 
-    /// A shard under its own lock. Its hot fields sit at the start of an object padded to more
-    /// than two cache lines, so two shards' locks never share a line.
-    @usableFromInline
-    final class ShardBox: Sendable {
-        @usableFromInline let state = Mutex(Shard())
-        private let padding: (Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-
-        @usableFromInline init() {}
-    }
-
     /// Keys hit since the policy last heard of them, oldest first.
     @usableFromInline
     struct ReadBuffer {
         @usableFromInline var keys: [Key] = []
+        /// Hits dropped while the buffer was full (the policy's lock busy).
+        @usableFromInline var dropped = 0
 
-        @inlinable init() {
-            keys.reserveCapacity(PurgeableCache.readBufferCapacity)
-        }
-    }
-
-    /// A read buffer under its own lock, padded like `ShardBox`. `pending` says whether it may
-    /// hold keys, so that a write does not lock the buffers that are empty.
-    @usableFromInline
-    final class ReadBufferBox: Sendable {
-        @usableFromInline let state = Mutex(ReadBuffer())
-        @usableFromInline let pending = Atomic<Bool>(false)
-        private let padding: (Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-
-        @usableFromInline init() {}
+        @inlinable init() {}
     }
 
     /// What the policy's lock guards: the policy, the limits and settings, and the counters that
@@ -182,8 +159,12 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
 
     /// The policy's lock: every write holds it.
     @usableFromInline let state: Mutex<State>
-    @usableFromInline let shards: [ShardBox]
-    @usableFromInline let readBuffers: [ReadBufferBox]
+    /// The entries, by `shardIndex(for:)`.
+    @usableFromInline let shards: PaddedLocks<Shard>
+    @usableFromInline let readBuffers: PaddedLocks<ReadBuffer>
+    /// Bit i: read buffer i may hold keys (set and cleared with its lock held), so that a write
+    /// does not lock the buffers that are empty.
+    @usableFromInline let pendingReadBuffers = Atomic<UInt64>(0)
     @usableFromInline let evictsDiscarded: Atomic<Bool>
     /// Counts the writes. Between two writes the policy only hears of hits, and the state a hit
     /// leaves in a SIEVE or S3-FIFO policy does not depend on their order and stops changing
@@ -201,7 +182,8 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     /// Hits a read buffer holds before it is replayed into the policy.
     @inlinable static var readBufferCapacity: Int { 64 }
 
-    /// Read buffers: twice the CPUs, rounded up to a power of two, at least 4 and at most 64,
+    /// Read buffers: twice the CPUs, rounded up to a power of two, at least 4 and at most 64 (the
+    /// bits of `pendingReadBuffers`),
     /// so that threads running at once rarely pick the same one.
     private static var readBufferCount: Int {
         let cpus = max(1, min(32, sysconf(Int32(_SC_NPROCESSORS_ONLN))))
@@ -229,8 +211,8 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
             policy: policy.make(capacity: Self.capacity(for: totalCostLimit)), countLimit: max(0, countLimit),
             totalCostLimit: max(0, totalCostLimit),
             background: backgroundBehavior, shrinkFraction: memoryWarningShrinkFraction.isFinite ? min(1, max(0, memoryWarningShrinkFraction)) : 0.5))
-        shards = (0..<Self.shardCount).map { _ in ShardBox() }
-        readBuffers = (0..<Self.readBufferCount).map { _ in ReadBufferBox() }
+        shards = PaddedLocks(count: Self.shardCount) { _ in Shard() }
+        readBuffers = PaddedLocks(count: Self.readBufferCount) { _ in ReadBuffer() }
         evictsDiscarded = Atomic(evictsObjectsWithDiscardedContent)
         hitsThatCount = switch policy {
         case .sieve: 1
@@ -289,8 +271,8 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
             stats.totalCost = s.policy.totalCost
             return stats
         }
-        for shard in shards {
-            let (hits, misses) = shard.state.withLock { ($0.hits, $0.misses) }
+        for i in 0..<shards.count {
+            let (hits, misses) = shards.withLock(i) { ($0.hits, $0.misses) }
             stats.hits += hits
             stats.misses += misses
         }
@@ -301,7 +283,7 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     /// and counts as a miss and a discard.
     @inlinable
     public func object(forKey key: Key) -> Value? {
-        let found = shard(for: key).state.withLock { s -> Lookup in
+        let found = shards.withLock(shardIndex(for: key)) { s -> Lookup in
             guard let index = s.entries.index(forKey: key) else {
                 s.misses += 1
                 return .miss
@@ -342,9 +324,9 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     @inlinable
     public func setObject(_ value: Value, forKey key: Key, cost: Int = 0) {
         let discardable: (any DiscardableContent)? = valuesAreDiscardable ? value as? any DiscardableContent : nil
-        let home = shard(for: key)
+        let home = shardIndex(for: key)
         mutate { s, out in
-            if let old = home.state.withLock({ $0.entries.removeValue(forKey: key) }) {
+            if let old = shards.withLock(home, { $0.entries.removeValue(forKey: key) }) {
                 s.policy.remove(key)
                 s.count -= 1
                 s.statistics.removals += 1
@@ -368,7 +350,7 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
                 }
             }
             if admitted && !turnedAway {
-                home.state.withLock { $0.entries[key] = Entry(value: value, discardable: discardable) }
+                shards.withLock(home) { $0.entries[key] = Entry(value: value, discardable: discardable) }
                 s.count += 1
             } else if !turnedAway {
                 s.statistics.evictions += 1
@@ -384,8 +366,8 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
 
     public func removeAllObjects() {
         mutate { s, out in
-            for shard in shards {
-                let keys = shard.state.withLock { Array($0.entries.keys) }
+            for i in 0..<shards.count {
+                let keys = shards.withLock(i) { Array($0.entries.keys) }
                 for key in keys { remove(key, reason: .removed, &s, &out) }
             }
         }
@@ -400,11 +382,11 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
         guard valuesAreDiscardable else { return 0 }
         return mutate { s, out in
             var n = 0
-            for shard in shards {
+            for i in 0..<shards.count {
                 // Entries change only under the policy's lock, which this holds: the contents
                 // collected here are still the entries' when they are probed, outside the shard's
                 // lock (mincore is a system call; lookups in the shard go on meanwhile).
-                let contents = shard.state.withLock { shard in
+                let contents = shards.withLock(i) { shard in
                     shard.entries.compactMap { key, entry in entry.discardable.map { (key, $0) } }
                 }
                 for (key, content) in contents {
@@ -438,8 +420,8 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
         purgeDiscardedEntries()
         mutate { s, out in
             guard s.background == .flush else { return }
-            for shard in shards {
-                let idle = shard.state.withLock { shard in
+            for i in 0..<shards.count {
+                let idle = shards.withLock(i) { shard in
                     shard.entries.compactMap { key, entry -> Key? in
                         if let buffer = entry.value as? PurgeableBuffer, buffer.accessCount > 0 { return nil }
                         return key
@@ -457,8 +439,8 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
 
     /// The shard that holds `key`.
     @inlinable
-    func shard(for key: Key) -> ShardBox {
-        shards[key.hashValue & (Self.shardCount - 1)]
+    func shardIndex(for key: Key) -> Int {
+        key.hashValue & (Self.shardCount - 1)
     }
 
     /// Tells the policy about a hit, through the calling thread's read buffer (see the type's
@@ -469,15 +451,16 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
         var index = Self.threadSlot() & mask
         // A buffer another thread holds right now is passed over for the next one.
         for _ in 0...mask {
-            let buffer = readBuffers[index]
-            let recorded: Bool? = buffer.state.withLockIfAvailable { b in
+            let recorded: Bool? = readBuffers.withLockIfAvailable(index) { b in
                 if b.keys.count >= Self.readBufferCapacity {
-                    // Full, and the policy was busy when it filled: try again; if it still is,
-                    // this hit is dropped rather than waited for.
-                    guard replay(&b) else { return true }
+                    // Full, and the policy was busy when it filled: this hit is dropped rather
+                    // than waited for. Every 16th dropped hit tries the policy's lock again (not
+                    // every one: that would fight the thread replaying for its cache line).
+                    b.dropped &+= 1
+                    guard b.dropped & 15 == 0, replay(&b) else { return true }
                 }
                 b.keys.append(key)
-                if b.keys.count == 1 { buffer.pending.store(true, ordering: .relaxed) }
+                if b.keys.count == 1 { pendingReadBuffers.bitwiseOr(1 << UInt64(index), ordering: .relaxed) }
                 if b.keys.count >= Self.readBufferCapacity { _ = replay(&b) }
                 return true
             }
@@ -507,11 +490,14 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     /// Replays every pending hit into the policy (the policy's lock is held).
     @inlinable
     func replayReadBuffers(_ s: inout State) {
-        for buffer in readBuffers where buffer.pending.load(ordering: .relaxed) {
-            buffer.state.withLock { b in
+        var pending = pendingReadBuffers.load(ordering: .relaxed)
+        while pending != 0 {
+            let index = pending.trailingZeroBitCount
+            pending &= pending - 1
+            readBuffers.withLock(index) { b in
                 for key in b.keys { s.policy.recordHit(key) }
                 b.keys.removeAll(keepingCapacity: true)
-                buffer.pending.store(false, ordering: .relaxed)
+                pendingReadBuffers.bitwiseAnd(~(1 << UInt64(index)), ordering: .relaxed)
             }
         }
     }
@@ -520,7 +506,7 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     @usableFromInline
     func removeDiscarded(_ key: Key, _ content: any DiscardableContent) {
         mutate { s, out in
-            guard shard(for: key).state.withLock({ $0.entries[key]?.discardable === content }) else { return }
+            guard shards.withLock(shardIndex(for: key), { $0.entries[key]?.discardable === content }) else { return }
             remove(key, reason: .discarded, &s, &out)
         }
     }
@@ -554,7 +540,7 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     /// Removes an entry the policy no longer holds, counting why.
     @inlinable
     func drop(_ key: Key, reason: EvictionReason, _ s: inout State, _ out: inout Departed) {
-        guard let entry = shard(for: key).state.withLock({ $0.entries.removeValue(forKey: key) }) else { return }
+        guard let entry = shards.withLock(shardIndex(for: key), { $0.entries.removeValue(forKey: key) }) else { return }
         s.count -= 1
         switch reason {
         case .policy, .rejected, .countLimit: s.statistics.evictions += 1
@@ -608,7 +594,7 @@ extension PurgeableCache where Value == PurgeableBuffer {
         guard let buffer = object(forKey: key) else { return nil }
         guard buffer.beginContentAccess() else {
             mutate { s, out in
-                guard shard(for: key).state.withLock({ $0.entries[key]?.value === buffer }) else { return }
+                guard shards.withLock(shardIndex(for: key), { $0.entries[key]?.value === buffer }) else { return }
                 remove(key, reason: .discarded, &s, &out)
             }
             return nil
