@@ -19,29 +19,34 @@ import Synchronization
 /// ## Concurrency
 ///
 /// Lookups do not serialise on one lock. The entries live in 64 shards chosen by the key's hash,
-/// each a dictionary under a lock of its own with its own hit and miss counters; a lookup takes
-/// only its shard's lock. The policy (which decides evictions) is a value under a separate lock.
-/// A hit does not touch it: it appends the key to a read buffer (one of several, chosen by the
-/// calling thread, each under its own lock), and a buffer that fills up is replayed into the
-/// policy (`recordHit`, in the order the hits happened) if the policy's lock is free at that
-/// moment, as Caffeine does. Every write (a store, a removal, a change of limits, a memory
-/// warning, entering the background) takes the policy's lock, first replays every pending hit,
-/// and then the shard locks it needs, one at a time (lock order: policy, then one shard or one
-/// read buffer). Whether a value can be discarded is decided once, when it is stored, so a hit
-/// does no dynamic cast.
+/// each a dictionary under a lock of its own (on cache lines of its own) with its own hit and
+/// miss counters; a lookup takes only its shard's lock. The policy, which decides evictions, is a
+/// value under a separate lock. A hit does not take it: it appends the key to a read buffer (one
+/// of several, chosen by the calling thread, each under its own lock), and a buffer that fills
+/// up is replayed into the policy (`recordHit`, in the order the hits happened) if the policy's
+/// lock is free at that moment, as Caffeine does. With SIEVE and S3-FIFO, whose state after hits
+/// does not depend on their order and stops changing after a few hits on an entry (a visited bit;
+/// a frequency capped at 3), a hit that can no longer change it since the last write is not sent
+/// at all: in a run of lookups, a hit on an entry already seen costs one shard lock. Every write
+/// (a store, a removal, a change of limits, a memory warning, entering the background) takes the
+/// policy's lock, first replays every pending hit, and then takes the shard locks it needs, one
+/// at a time (lock order: the policy's, then one shard's or one read buffer's). Whether a value
+/// can be discarded is decided once, when it is stored, so a hit does no dynamic cast.
 ///
 /// What is exact and what is not:
-/// - Exact: the entries, the limits, the eviction handler's calls, and every counter in
-///   `statistics` (hits and misses are summed over the shards when it is read, so a reading taken
-///   while other threads work is a sum of per-shard figures, not one instant).
-/// - Exact within a thread: the hits one thread records reach the policy in the order it made
-///   them, all before the next eviction decision. Single-threaded use therefore evicts exactly as
-///   the policy would with every request applied in order.
-/// - Lossy across threads: a hit is dropped (not recorded in the policy; the value is still
-///   returned and counted) when its thread's buffer is full and another thread holds the policy's
-///   lock, and when every buffer is busy. Hits of different threads reach the policy buffer by
-///   buffer, not in the order they happened. Both only change which entry the policy evicts
-///   next; the policy still keeps to the limits.
+/// - Exact: the entries, the limits, the eviction handler's calls (once per entry that leaves),
+///   and every counter in `statistics`. Hits and misses are counted per shard and summed when
+///   `statistics` is read, so a reading taken while other threads work adds up figures of
+///   slightly different instants.
+/// - Exact within a thread: the hits one thread makes reach the policy in the order it made
+///   them, all before the next eviction decision. Single-threaded use evicts exactly as the policy
+///   would with every request applied in order (the tests check this for every policy).
+/// - Lossy across threads: a hit is not sent to the policy (the value is still returned and
+///   counted) when its thread's buffer is full while another thread holds the policy's lock, or
+///   when every buffer is taken at that instant. Hits of different threads reach the policy buffer
+///   by buffer, not in the order they happened, and a hit that races with a write may be taken
+///   for one the policy already knows. All of this changes only which entry the policy evicts
+///   next, never the limits, the entries or the counters.
 public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     public enum EvictionReason: String, Sendable, Hashable, Codable {
         /// The policy chose it to make room for another entry.
