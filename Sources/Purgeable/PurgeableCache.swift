@@ -101,7 +101,7 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     // tables; hence the @usableFromInline internals.
 
     @usableFromInline
-    struct Entry {
+    struct Entry: Sendable {
         @usableFromInline var value: Value
         /// The value as `DiscardableContent`, found once when it was stored (nil for values
         /// that cannot be discarded), so that a hit asks whether it was discarded without a cast.
@@ -331,33 +331,28 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
         let discardable: (any DiscardableContent)? = valuesAreDiscardable ? value as? any DiscardableContent : nil
         let home = shardIndex(for: key)
         mutate { s, out in
-            if let old = shards.withLock(home, { $0.entries.removeValue(forKey: key) }) {
+            // One visit to the key's shard: the new entry takes the old one's place at once
+            // (lookups find one or the other), and is taken out again in the rare case that the
+            // policy turns it away.
+            let entry = Entry(value: value, discardable: discardable)
+            if let old = shards.withLock(home, { $0.entries.updateValue(entry, forKey: key) }) {
                 s.policy.remove(key)
-                s.count -= 1
                 s.statistics.removals += 1
                 out.append((key, old.value, .replaced))
+            } else {
+                s.count += 1
             }
             let cost = min(max(0, cost), CachePolicies.maximumCapacity)
             var evicted: [Key] = []
             s.statistics.insertions += 1
-            let admitted = s.policy.insert(key, cost: cost, evicted: &evicted)
-            var turnedAway = false
+            var turnedAway = !s.policy.insert(key, cost: cost, evicted: &evicted)
             for victim in evicted {
-                if victim == key {
-                    // The policy took it in and let it go again at once: it never became an entry.
-                    if !turnedAway {
-                        turnedAway = true
-                        s.statistics.evictions += 1
-                        out.append((key, value, .rejected))
-                    }
-                } else {
-                    drop(victim, reason: .policy, &s, &out)
-                }
+                // The key itself among the victims: the policy took it in and let it go again.
+                if victim == key { turnedAway = true } else { drop(victim, reason: .policy, &s, &out) }
             }
-            if admitted && !turnedAway {
-                shards.withLock(home) { $0.entries[key] = Entry(value: value, discardable: discardable) }
-                s.count += 1
-            } else if !turnedAway {
+            if turnedAway {
+                _ = shards.withLock(home) { $0.entries.removeValue(forKey: key) }
+                s.count -= 1
                 s.statistics.evictions += 1
                 out.append((key, value, .rejected))
             }

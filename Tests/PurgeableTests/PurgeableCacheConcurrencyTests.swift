@@ -218,20 +218,18 @@ struct PolicyModel {
             log.append("\(key) replaced")
         }
         var evicted: [Int] = []
-        let admitted = policy.insert(key, cost: cost, evicted: &evicted)
-        var rejected = false
+        var rejected = !policy.insert(key, cost: cost, evicted: &evicted)
         for victim in evicted {
             if victim == key {
-                if !rejected { log.append("\(key) rejected") }
                 rejected = true
             } else if present.remove(victim) != nil {
                 log.append("\(victim) policy")
             }
         }
-        if admitted && !rejected {
-            present.insert(key)
-        } else if !rejected {
+        if rejected {
             log.append("\(key) rejected")
+        } else {
+            present.insert(key)
         }
         while present.count > countLimit, let victim = policy.evictOne() {
             if present.remove(victim) != nil { log.append("\(victim) countLimit") }
