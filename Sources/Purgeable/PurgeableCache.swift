@@ -103,17 +103,13 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     @usableFromInline
     struct Entry: Sendable {
         @usableFromInline var value: Value
-        /// The value as `DiscardableContent`, found once when it was stored (nil for values
-        /// that cannot be discarded), so that a hit asks whether it was discarded without a cast.
-        @usableFromInline var discardable: (any DiscardableContent)?
-        /// The write epoch in which this entry's hits were last sent to the policy, and how many
-        /// (see `hitsThatCount`).
-        @usableFromInline var epoch: Int = -1
-        @usableFromInline var hitsSent: Int = 0
+        /// Which hits the policy has heard of: the write epoch in which this entry's hits were
+        /// last sent, times 4, plus how many were sent in it (at most 3; see `hitsThatCount`).
+        /// -1 (no epoch) until the first hit.
+        @usableFromInline var sent = -1
 
-        @inlinable init(value: Value, discardable: (any DiscardableContent)?) {
+        @inlinable init(value: Value) {
             self.value = value
-            self.discardable = discardable
         }
     }
 
@@ -159,7 +155,7 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
         /// Found; `record`: the policy must hear of this hit.
         case hit(Value, record: Bool)
         case miss
-        case discarded(any DiscardableContent)
+        case discarded(Value)
     }
 
     /// The policy's lock: every write holds it.
@@ -180,7 +176,11 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     /// How many hits on one entry between two writes can change the policy's state (Int.max for
     /// LRU and W-TinyLFU, where every hit reorders).
     @usableFromInline let hitsThatCount: Int
-    @usableFromInline let valuesAreDiscardable = Value.self is any DiscardableContent.Type
+    /// Whether a value's content was discarded, asked through `Value`'s conformance to
+    /// `DiscardableContent`, found once here (nil when `Value` does not conform): a hit asks
+    /// without a dynamic cast.
+    @usableFromInline let contentIsDiscarded: (@Sendable (Value) -> Bool)? = discardedContentCheck()
+    @usableFromInline var valuesAreDiscardable: Bool { contentIsDiscarded != nil }
 
     /// Shards of the entries (a power of two).
     @inlinable static var shardCount: Int { 64 }
@@ -229,6 +229,18 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
 
     deinit {
         events.unregister(ObjectIdentifier(self))
+    }
+
+    private static func discardedContentCheck() -> (@Sendable (Value) -> Bool)? {
+        guard let type = Value.self as? any DiscardableContent.Type else { return nil }
+        return discardedContentCheck(type)
+    }
+
+    private static func discardedContentCheck<D: DiscardableContent>(_: D.Type) -> (@Sendable (Value) -> Bool)? {
+        // D is Value itself (the cast above was of Value.self, not of some value), so this cast
+        // of a function, made once, succeeds.
+        let check: @Sendable (D) -> Bool = { $0.isContentDiscarded }
+        return check as? @Sendable (Value) -> Bool
     }
 
     /// No limit is the policies' largest capacity (2^60 bytes or entries).
@@ -294,18 +306,17 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
                 return .miss
             }
             let entry = s.entries.values[index]
-            if let content = entry.discardable, evictsDiscarded.load(ordering: .relaxed), content.isContentDiscarded {
+            if let isDiscarded = contentIsDiscarded, evictsDiscarded.load(ordering: .relaxed), isDiscarded(entry.value) {
                 s.misses += 1
-                return .discarded(content)
+                return .discarded(entry.value)
             }
             s.hits += 1
             guard hitsThatCount != Int.max else { return .hit(entry.value, record: true) }
-            let now = epoch.load(ordering: .relaxed)
-            if entry.epoch != now {
-                s.entries.values[index].epoch = now
-                s.entries.values[index].hitsSent = 1
-            } else if entry.hitsSent < hitsThatCount {
-                s.entries.values[index].hitsSent += 1
+            let now = epoch.load(ordering: .relaxed) &<< 2
+            if entry.sent & ~3 != now {
+                s.entries.values[index].sent = now | 1
+            } else if entry.sent & 3 < hitsThatCount {
+                s.entries.values[index].sent += 1
             } else {
                 return .hit(entry.value, record: false)
             }
@@ -317,8 +328,8 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
             return value
         case .miss:
             return nil
-        case .discarded(let content):
-            removeDiscarded(key, content)
+        case .discarded(let value):
+            removeDiscarded(key, value)
             return nil
         }
     }
@@ -328,13 +339,12 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     /// everything and still not fit): the handler sees it leave with reason `.rejected`.
     @inlinable
     public func setObject(_ value: Value, forKey key: Key, cost: Int = 0) {
-        let discardable: (any DiscardableContent)? = valuesAreDiscardable ? value as? any DiscardableContent : nil
         let home = shardIndex(for: key)
         mutate { s, out in
             // One visit to the key's shard: the new entry takes the old one's place at once
             // (lookups find one or the other), and is taken out again in the rare case that the
             // policy turns it away.
-            let entry = Entry(value: value, discardable: discardable)
+            let entry = Entry(value: value)
             if let old = shards.withLock(home, { $0.entries.updateValue(entry, forKey: key) }) {
                 s.policy.remove(key)
                 s.statistics.removals += 1
@@ -379,18 +389,16 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     /// (for purgeable buffers, mincore on idle ones). Returns how many were removed.
     @discardableResult
     public func purgeDiscardedEntries() -> Int {
-        guard valuesAreDiscardable else { return 0 }
+        guard let isDiscarded = contentIsDiscarded else { return 0 }
         return mutate { s, out in
             var n = 0
             for i in 0..<shards.count {
                 // Entries change only under the policy's lock, which this holds: the contents
                 // collected here are still the entries' when they are probed, outside the shard's
                 // lock (mincore is a system call; lookups in the shard go on meanwhile).
-                let contents = shards.withLock(i) { shard in
-                    shard.entries.compactMap { key, entry in entry.discardable.map { (key, $0) } }
-                }
-                for (key, content) in contents {
-                    let lost = (content as? PurgeableBuffer)?.hasLostPages ?? content.isContentDiscarded
+                let contents = shards.withLock(i) { shard in shard.entries.map { key, entry in (key, entry.value) } }
+                for (key, value) in contents {
+                    let lost = (value as? PurgeableBuffer)?.hasLostPages ?? isDiscarded(value)
                     if lost {
                         remove(key, reason: .discarded, &s, &out)
                         n += 1
@@ -504,9 +512,10 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
 
     /// A lookup found `key`'s content discarded: removes the entry, if it still holds that content.
     @usableFromInline
-    func removeDiscarded(_ key: Key, _ content: any DiscardableContent) {
+    func removeDiscarded(_ key: Key, _ value: Value) {
         mutate { s, out in
-            guard shards.withLock(shardIndex(for: key), { $0.entries[key]?.discardable === content }) else { return }
+            // Values here are DiscardableContent, hence objects: identity tells them apart.
+            guard shards.withLock(shardIndex(for: key), { $0.entries[key].map { $0.value as AnyObject } === value as AnyObject }) else { return }
             remove(key, reason: .discarded, &s, &out)
         }
     }
