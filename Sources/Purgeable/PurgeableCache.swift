@@ -173,8 +173,9 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     /// Hits beyond those since the last write are not sent to the policy: in a run of hits
     /// without writes, a hit on an entry already seen costs only its shard's lock.
     @usableFromInline let epoch = Atomic<Int>(0)
-    /// How many hits on one entry between two writes can change the policy's state (Int.max for
-    /// LRU and W-TinyLFU, where every hit reorders).
+    /// How many hits on one entry between two writes can change the policy's state: 1 for SIEVE
+    /// (its visited bit), 3 for S3-FIFO (its frequency saturates at 3, in S3FIFOPolicy.recordHit),
+    /// Int.max for LRU and W-TinyLFU, where every hit reorders.
     @usableFromInline let hitsThatCount: Int
     /// Whether a value's content was discarded, asked through `Value`'s conformance to
     /// `DiscardableContent`, found once here (nil when `Value` does not conform): a hit asks
@@ -188,8 +189,7 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     @inlinable static var readBufferCapacity: Int { 64 }
 
     /// Read buffers: twice the CPUs, rounded up to a power of two, at least 4 and at most 64 (the
-    /// bits of `pendingReadBuffers`),
-    /// so that threads running at once rarely pick the same one.
+    /// bits of `pendingReadBuffers`), so that threads running at once rarely pick the same one.
     private static var readBufferCount: Int {
         let cpus = max(1, min(32, sysconf(Int32(_SC_NPROCESSORS_ONLN))))
         var n = 4
