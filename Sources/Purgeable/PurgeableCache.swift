@@ -30,8 +30,9 @@ import Synchronization
 /// at all: in a run of lookups, a hit on an entry already seen costs one shard lock. Every write
 /// (a store, a removal, a change of limits, a memory warning, entering the background) takes the
 /// policy's lock, first replays every pending hit, and then takes the shard locks it needs, one
-/// at a time (lock order: the policy's, then one shard's or one read buffer's). Whether a value
-/// can be discarded is decided once, when it is stored, so a hit does no dynamic cast.
+/// at a time (lock order: the policy's, then one shard's or one read buffer's). Whether values
+/// can be discarded (`Value`'s conformance to `DiscardableContent`) is found once, when the cache
+/// is made, so a hit does no dynamic cast.
 ///
 /// What is exact and what is not:
 /// - Exact: the entries, the limits, the eviction handler's calls (once per entry that leaves),
