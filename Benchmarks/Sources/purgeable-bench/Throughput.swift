@@ -161,8 +161,9 @@ extension Report {
             array with no lock) does \(mops(harness)) M gets a second on one thread, and a `Dictionary` \
             under one `Mutex` \(mops(floor)) M: the harness is \(harness >= 2 * max(floor, HitTargets.oneThread) ? "not" : "close to") \
             the limit of what is measured here. With two threads the harness alone does \
-            \(ByteFormat.fixed(scaling(.harness, .hit), 2))x its one-thread figure: no cache can scale better in \
-            this run, and well below 2x means the machine's CPUs were not both free for the benchmark.
+            \(ByteFormat.fixed(scaling(.harness, .hit), 2))x its one-thread figure, a control: well below 2x \
+            means the machine's two CPUs were not both free while it ran (on a shared machine this varies \
+            from one measurement to the next, so read every ratio with the spreads beside it).
 
             Targets (issue 13): at least \(mops(HitTargets.oneThread)) M hits a second on one thread, and \
             two threads at least \(ByteFormat.fixed(HitTargets.scaling, 1))x one thread.
