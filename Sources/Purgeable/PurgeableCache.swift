@@ -1,4 +1,5 @@
 import CachePolicies
+import Glibc
 import Synchronization
 
 /// A thread-safe cache in the spirit of NSCache, that evicts by a real policy (SIEVE by
@@ -12,8 +13,41 @@ import Synchronization
 ///   was discarded is removed (`evictsObjectsWithDiscardedContent`, on by default) and counted as
 ///   a discard, separately from evictions by the policy or the limits.
 /// - The eviction handler is called for every entry that leaves the cache, with the reason,
-///   never with the cache's lock held: it may call back into the cache.
+///   exactly once, never with any of the cache's locks held: it may call back into the cache.
 /// - Keys only need to be `Hashable`: keys whose hashes collide are told apart by `==`.
+///
+/// ## Concurrency
+///
+/// Lookups do not serialise on one lock. The entries live in 64 shards chosen by the key's hash,
+/// each a dictionary under a lock of its own (on cache lines of its own) with its own hit and
+/// miss counters; a lookup takes only its shard's lock. The policy, which decides evictions, is a
+/// value under a separate lock. A hit does not take it: it appends the key to a read buffer (one
+/// of several, chosen by the calling thread, each under its own lock), and a buffer that fills
+/// up is replayed into the policy (`recordHit`, in the order the hits happened) if the policy's
+/// lock is free at that moment, as Caffeine does. With SIEVE and S3-FIFO, whose state after hits
+/// does not depend on their order and stops changing after a few hits on an entry (a visited bit;
+/// a frequency capped at 3), a hit that can no longer change it since the last write is not sent
+/// at all: in a run of lookups, a hit on an entry already seen costs one shard lock. Every write
+/// (a store, a removal, a change of limits, a memory warning, entering the background) takes the
+/// policy's lock, first replays every pending hit, and then takes the shard locks it needs, one
+/// at a time (lock order: the policy's, then one shard's or one read buffer's). Whether values
+/// can be discarded (`Value`'s conformance to `DiscardableContent`) is found once, when the cache
+/// is made, so a hit does no dynamic cast.
+///
+/// What is exact and what is not:
+/// - Exact: the entries, the limits, the eviction handler's calls (once per entry that leaves),
+///   and every counter in `statistics`. Hits and misses are counted per shard and summed when
+///   `statistics` is read, so a reading taken while other threads work adds up figures of
+///   slightly different instants.
+/// - Exact within a thread: the hits one thread makes reach the policy in the order it made
+///   them, all before the next eviction decision. Single-threaded use evicts exactly as the policy
+///   would with every request applied in order (the tests check this for every policy).
+/// - Lossy across threads: a hit is not sent to the policy (the value is still returned and
+///   counted) when its thread's buffer is full while another thread holds the policy's lock, or
+///   when every buffer is taken at that instant. Hits of different threads reach the policy buffer
+///   by buffer, not in the order they happened, and a hit that races with a write may be taken
+///   for one the policy already knows. All of this changes only which entry the policy evicts
+///   next, never the limits, the entries or the counters.
 public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     public enum EvictionReason: String, Sendable, Hashable, Codable {
         /// The policy chose it to make room for another entry.
@@ -68,23 +102,46 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     // tables; hence the @usableFromInline internals.
 
     @usableFromInline
-    struct Entry {
+    struct Entry: Sendable {
         @usableFromInline var value: Value
-        @usableFromInline var cost: Int
+        /// Which hits the policy has heard of: the write epoch in which this entry's hits were
+        /// last sent, times 4, plus how many were sent in it (at most 3; see `hitsThatCount`).
+        /// -1 (no epoch) until the first hit.
+        @usableFromInline var sent = -1
 
-        @inlinable init(value: Value, cost: Int) {
+        @inlinable init(value: Value) {
             self.value = value
-            self.cost = cost
         }
     }
 
+    /// A share of the entries (by the key's hash), and the lookups that ended there.
+    @usableFromInline
+    struct Shard {
+        @usableFromInline var entries: [Key: Entry] = [:]
+        @usableFromInline var hits = 0
+        @usableFromInline var misses = 0
+
+        @inlinable init() {}
+    }
+
+    /// Keys hit since the policy last heard of them, oldest first.
+    @usableFromInline
+    struct ReadBuffer {
+        @usableFromInline var keys: [Key] = []
+        /// Hits dropped while the buffer was full (the policy's lock busy).
+        @usableFromInline var dropped = 0
+
+        @inlinable init() {}
+    }
+
+    /// What the policy's lock guards: the policy, the limits and settings, and the counters that
+    /// writes keep (hits and misses are counted in the shards).
     @usableFromInline
     struct State {
         @usableFromInline var policy: AnyCachePolicy<Key>
-        @usableFromInline var entries: [Key: Entry] = [:]
+        @usableFromInline var count = 0
         @usableFromInline var countLimit: Int
         @usableFromInline var totalCostLimit: Int
-        @usableFromInline var evictsDiscarded: Bool
         @usableFromInline var background: BackgroundBehavior
         @usableFromInline var shrinkFraction: Double
         @usableFromInline var statistics = Statistics()
@@ -93,8 +150,53 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
 
     @usableFromInline typealias Departed = [(Key, Value, EvictionReason)]
 
+    /// What a lookup found in its shard.
+    @usableFromInline
+    enum Lookup {
+        /// Found; `record`: the policy must hear of this hit.
+        case hit(Value, record: Bool)
+        case miss
+        case discarded(Value)
+    }
+
+    /// The policy's lock: every write holds it.
     @usableFromInline let state: Mutex<State>
-    @usableFromInline let valuesAreDiscardable = Value.self is any DiscardableContent.Type
+    /// The entries, by `shardIndex(for:)`.
+    @usableFromInline let shards: PaddedLocks<Shard>
+    @usableFromInline let readBuffers: PaddedLocks<ReadBuffer>
+    /// Bit i: read buffer i may hold keys (set and cleared with its lock held), so that a write
+    /// does not lock the buffers that are empty.
+    @usableFromInline let pendingReadBuffers = Atomic<UInt64>(0)
+    @usableFromInline let evictsDiscarded: Atomic<Bool>
+    /// Counts the writes. Between two writes the policy only hears of hits, and the state a hit
+    /// leaves in a SIEVE or S3-FIFO policy does not depend on their order and stops changing
+    /// after a few hits on the same entry: a visited bit (one hit), a frequency capped at 3.
+    /// Hits beyond those since the last write are not sent to the policy: in a run of hits
+    /// without writes, a hit on an entry already seen costs only its shard's lock.
+    @usableFromInline let epoch = Atomic<Int>(0)
+    /// How many hits on one entry between two writes can change the policy's state: 1 for SIEVE
+    /// (its visited bit), 3 for S3-FIFO (its frequency saturates at 3, in S3FIFOPolicy.recordHit),
+    /// Int.max for LRU and W-TinyLFU, where every hit reorders.
+    @usableFromInline let hitsThatCount: Int
+    /// Whether a value's content was discarded, asked through `Value`'s conformance to
+    /// `DiscardableContent`, found once here (nil when `Value` does not conform): a hit asks
+    /// without a dynamic cast.
+    @usableFromInline let contentIsDiscarded: (@Sendable (Value) -> Bool)? = discardedContentCheck()
+    @usableFromInline var valuesAreDiscardable: Bool { contentIsDiscarded != nil }
+
+    /// Shards of the entries (a power of two).
+    @inlinable static var shardCount: Int { 64 }
+    /// Hits a read buffer holds before it is replayed into the policy.
+    @inlinable static var readBufferCapacity: Int { 64 }
+
+    /// Read buffers: twice the CPUs, rounded up to a power of two, at least 4 and at most 64 (the
+    /// bits of `pendingReadBuffers`), so that threads running at once rarely pick the same one.
+    private static var readBufferCount: Int {
+        let cpus = max(1, min(32, sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        var n = 4
+        while n < 2 * cpus { n *= 2 }
+        return n
+    }
 
     /// - Parameters:
     ///   - policy: the eviction policy.
@@ -113,13 +215,33 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
         self.events = events
         state = Mutex(State(
             policy: policy.make(capacity: Self.capacity(for: totalCostLimit)), countLimit: max(0, countLimit),
-            totalCostLimit: max(0, totalCostLimit), evictsDiscarded: evictsObjectsWithDiscardedContent,
+            totalCostLimit: max(0, totalCostLimit),
             background: backgroundBehavior, shrinkFraction: memoryWarningShrinkFraction.isFinite ? min(1, max(0, memoryWarningShrinkFraction)) : 0.5))
+        shards = PaddedLocks(count: Self.shardCount) { _ in Shard() }
+        readBuffers = PaddedLocks(count: Self.readBufferCount) { _ in ReadBuffer() }
+        evictsDiscarded = Atomic(evictsObjectsWithDiscardedContent)
+        hitsThatCount = switch policy {
+        case .sieve: 1
+        case .s3fifo: 3
+        case .lru, .tinylfu: Int.max
+        }
         events.register(self)
     }
 
     deinit {
         events.unregister(ObjectIdentifier(self))
+    }
+
+    private static func discardedContentCheck() -> (@Sendable (Value) -> Bool)? {
+        guard let type = Value.self as? any DiscardableContent.Type else { return nil }
+        return discardedContentCheck(type)
+    }
+
+    private static func discardedContentCheck<D: DiscardableContent>(_: D.Type) -> (@Sendable (Value) -> Bool)? {
+        // D is Value itself (the cast above was of Value.self, not of some value), so this cast
+        // of a function, made once, succeeds.
+        let check: @Sendable (D) -> Bool = { $0.isContentDiscarded }
+        return check as? @Sendable (Value) -> Bool
     }
 
     /// No limit is the policies' largest capacity (2^60 bytes or entries).
@@ -129,7 +251,7 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
 
     public var countLimit: Int {
         get { state.withLock { $0.countLimit } }
-        set { mutate { s, out in s.countLimit = max(0, newValue); Self.enforceCountLimit(&s, &out) } }
+        set { mutate { s, out in s.countLimit = max(0, newValue); enforceCountLimit(&s, &out) } }
     }
 
     public var totalCostLimit: Int {
@@ -139,14 +261,14 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
                 s.totalCostLimit = max(0, newValue)
                 var evicted: [Key] = []
                 s.policy.setCapacity(Self.capacity(for: s.totalCostLimit), evicted: &evicted)
-                for key in evicted { Self.drop(key, reason: .policy, &s, &out) }
+                for key in evicted { drop(key, reason: .policy, &s, &out) }
             }
         }
     }
 
     public var evictsObjectsWithDiscardedContent: Bool {
-        get { state.withLock { $0.evictsDiscarded } }
-        set { state.withLock { $0.evictsDiscarded = newValue } }
+        get { evictsDiscarded.load(ordering: .relaxed) }
+        set { evictsDiscarded.store(newValue, ordering: .relaxed) }
     }
 
     public var backgroundBehavior: BackgroundBehavior {
@@ -154,37 +276,62 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
         set { state.withLock { $0.background = newValue } }
     }
 
-    /// Called for every entry that leaves the cache, outside the cache's lock.
+    /// Called for every entry that leaves the cache, outside the cache's locks.
     public func setEvictionHandler(_ handler: (@Sendable (Key, Value, EvictionReason) -> Void)?) {
         state.withLock { $0.handler = handler }
     }
 
+    /// The counters. Hits and misses are summed over the shards as they are read.
     public var statistics: Statistics {
-        state.withLock { s in
+        var stats = state.withLock { s in
             var stats = s.statistics
-            stats.count = s.entries.count
+            stats.count = s.count
             stats.totalCost = s.policy.totalCost
             return stats
         }
+        for i in 0..<shards.count {
+            let (hits, misses) = shards.withLock(i) { ($0.hits, $0.misses) }
+            stats.hits += hits
+            stats.misses += misses
+        }
+        return stats
     }
 
     /// The value for `key`, or nil. An entry whose content is known to be discarded is removed
     /// and counts as a miss and a discard.
     @inlinable
     public func object(forKey key: Key) -> Value? {
-        mutate { s, out in
-            guard let entry = s.entries[key] else {
-                s.statistics.misses += 1
-                return nil
+        let found = shards.withLock(shardIndex(for: key)) { s -> Lookup in
+            guard let index = s.entries.index(forKey: key) else {
+                s.misses += 1
+                return .miss
             }
-            if valuesAreDiscardable, s.evictsDiscarded, let d = entry.value as? any DiscardableContent, d.isContentDiscarded {
-                s.statistics.misses += 1
-                Self.remove(key, reason: .discarded, &s, &out)
-                return nil
+            let entry = s.entries.values[index]
+            if let isDiscarded = contentIsDiscarded, evictsDiscarded.load(ordering: .relaxed), isDiscarded(entry.value) {
+                s.misses += 1
+                return .discarded(entry.value)
             }
-            s.statistics.hits += 1
-            s.policy.recordHit(key)
-            return entry.value
+            s.hits += 1
+            guard hitsThatCount != Int.max else { return .hit(entry.value, record: true) }
+            let now = epoch.load(ordering: .relaxed) &<< 2
+            if entry.sent & ~3 != now {
+                s.entries.values[index].sent = now | 1
+            } else if entry.sent & 3 < hitsThatCount {
+                s.entries.values[index].sent += 1
+            } else {
+                return .hit(entry.value, record: false)
+            }
+            return .hit(entry.value, record: true)
+        }
+        switch found {
+        case .hit(let value, let record):
+            if record { recordHit(key) }
+            return value
+        case .miss:
+            return nil
+        case .discarded(let value):
+            removeDiscarded(key, value)
+            return nil
         }
     }
 
@@ -193,31 +340,47 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     /// everything and still not fit): the handler sees it leave with reason `.rejected`.
     @inlinable
     public func setObject(_ value: Value, forKey key: Key, cost: Int = 0) {
+        let home = shardIndex(for: key)
         mutate { s, out in
-            if s.entries[key] != nil { Self.remove(key, reason: .replaced, &s, &out) }
+            // One visit to the key's shard: the new entry takes the old one's place at once
+            // (lookups find one or the other), and is taken out again in the rare case that the
+            // policy turns it away.
+            let entry = Entry(value: value)
+            if let old = shards.withLock(home, { $0.entries.updateValue(entry, forKey: key) }) {
+                s.policy.remove(key)
+                s.statistics.removals += 1
+                out.append((key, old.value, .replaced))
+            } else {
+                s.count += 1
+            }
             let cost = min(max(0, cost), CachePolicies.maximumCapacity)
             var evicted: [Key] = []
             s.statistics.insertions += 1
-            s.entries[key] = Entry(value: value, cost: cost)
-            let admitted = s.policy.insert(key, cost: cost, evicted: &evicted)
-            for victim in evicted { Self.drop(victim, reason: victim == key ? .rejected : .policy, &s, &out) }
-            if !admitted, let entry = s.entries.removeValue(forKey: key) {
-                s.statistics.evictions += 1
-                out.append((key, entry.value, .rejected))
+            var turnedAway = !s.policy.insert(key, cost: cost, evicted: &evicted)
+            for victim in evicted {
+                // The key itself among the victims: the policy took it in and let it go again.
+                if victim == key { turnedAway = true } else { drop(victim, reason: .policy, &s, &out) }
             }
-            Self.enforceCountLimit(&s, &out)
+            if turnedAway {
+                _ = shards.withLock(home) { $0.entries.removeValue(forKey: key) }
+                s.count -= 1
+                s.statistics.evictions += 1
+                out.append((key, value, .rejected))
+            }
+            enforceCountLimit(&s, &out)
         }
     }
 
     public func removeObject(forKey key: Key) {
-        mutate { s, out in
-            if s.entries[key] != nil { Self.remove(key, reason: .removed, &s, &out) }
-        }
+        mutate { s, out in remove(key, reason: .removed, &s, &out) }
     }
 
     public func removeAllObjects() {
         mutate { s, out in
-            for key in Array(s.entries.keys) { Self.remove(key, reason: .removed, &s, &out) }
+            for i in 0..<shards.count {
+                let keys = shards.withLock(i) { Array($0.entries.keys) }
+                for key in keys { remove(key, reason: .removed, &s, &out) }
+            }
         }
     }
 
@@ -227,15 +390,20 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     /// (for purgeable buffers, mincore on idle ones). Returns how many were removed.
     @discardableResult
     public func purgeDiscardedEntries() -> Int {
-        guard valuesAreDiscardable else { return 0 }
+        guard let isDiscarded = contentIsDiscarded else { return 0 }
         return mutate { s, out in
             var n = 0
-            for (key, entry) in s.entries {
-                guard let d = entry.value as? any DiscardableContent else { continue }
-                let lost = (d as? PurgeableBuffer)?.hasLostPages ?? d.isContentDiscarded
-                if lost {
-                    Self.remove(key, reason: .discarded, &s, &out)
-                    n += 1
+            for i in 0..<shards.count {
+                // Entries change only under the policy's lock, which this holds: the contents
+                // collected here are still the entries' when they are probed, outside the shard's
+                // lock (mincore is a system call; lookups in the shard go on meanwhile).
+                let contents = shards.withLock(i) { shard in shard.entries.map { key, entry in (key, entry.value) } }
+                for (key, value) in contents {
+                    let lost = (value as? PurgeableBuffer)?.hasLostPages ?? isDiscarded(value)
+                    if lost {
+                        remove(key, reason: .discarded, &s, &out)
+                        n += 1
+                    }
                 }
             }
             return n
@@ -249,9 +417,9 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
         mutate { s, out in
             // totalCost <= 2^60 and the fraction is in 0...1: these conversions cannot trap.
             let targetCost = Int(Double(s.policy.totalCost) * s.shrinkFraction)
-            let targetCount = Int(Double(s.entries.count) * s.shrinkFraction)
-            while s.policy.totalCost > targetCost || s.entries.count > targetCount, let key = s.policy.evictOne() {
-                Self.drop(key, reason: .memoryWarning, &s, &out)
+            let targetCount = Int(Double(s.count) * s.shrinkFraction)
+            while s.policy.totalCost > targetCost || s.count > targetCount, let key = s.policy.evictOne() {
+                drop(key, reason: .memoryWarning, &s, &out)
             }
         }
     }
@@ -261,23 +429,108 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
         purgeDiscardedEntries()
         mutate { s, out in
             guard s.background == .flush else { return }
-            for (key, entry) in s.entries {
-                if let buffer = entry.value as? PurgeableBuffer, buffer.accessCount > 0 { continue }
-                s.policy.remove(key)
-                Self.drop(key, reason: .background, &s, &out)
+            for i in 0..<shards.count {
+                let idle = shards.withLock(i) { shard in
+                    shard.entries.compactMap { key, entry -> Key? in
+                        if let buffer = entry.value as? PurgeableBuffer, buffer.accessCount > 0 { return nil }
+                        return key
+                    }
+                }
+                for key in idle {
+                    s.policy.remove(key)
+                    drop(key, reason: .background, &s, &out)
+                }
             }
         }
     }
 
     // MARK: Internals
 
-    /// Runs `body` under the lock, then calls the handler for what left the cache, unlocked.
+    /// The shard that holds `key`.
+    @inlinable
+    func shardIndex(for key: Key) -> Int {
+        key.hashValue & (Self.shardCount - 1)
+    }
+
+    /// Tells the policy about a hit, through the calling thread's read buffer (see the type's
+    /// documentation for when a hit is dropped instead).
+    @inlinable
+    func recordHit(_ key: Key) {
+        let mask = readBuffers.count - 1
+        var index = Self.threadSlot() & mask
+        // A buffer another thread holds right now is passed over for the next one.
+        for _ in 0...mask {
+            let recorded: Bool? = readBuffers.withLockIfAvailable(index) { b in
+                if b.keys.count >= Self.readBufferCapacity {
+                    // Full, and the policy was busy when it filled: this hit is dropped rather
+                    // than waited for. Every 16th dropped hit tries the policy's lock again (not
+                    // every one: that would fight the thread replaying for its cache line).
+                    b.dropped &+= 1
+                    guard b.dropped & 15 == 0, replay(&b) else { return true }
+                }
+                b.keys.append(key)
+                if b.keys.count == 1 { pendingReadBuffers.bitwiseOr(1 << UInt64(index), ordering: .relaxed) }
+                if b.keys.count >= Self.readBufferCapacity { _ = replay(&b) }
+                return true
+            }
+            if recorded != nil { return }
+            index = (index + 1) & mask
+        }
+    }
+
+    /// Replays a full read buffer into the policy if its lock is free; returns whether it did.
+    @inlinable
+    func replay(_ b: inout ReadBuffer) -> Bool {
+        let replayed: Void? = state.withLockIfAvailable { s in
+            for key in b.keys { s.policy.recordHit(key) }
+        }
+        guard replayed != nil else { return false }
+        b.keys.removeAll(keepingCapacity: true)
+        return true
+    }
+
+    /// A number that tells the calling thread from the others running at once (its pthread_t,
+    /// which is the address of its control block, mixed).
+    @inlinable
+    static func threadSlot() -> Int {
+        Int(truncatingIfNeeded: (UInt64(pthread_self()) &* 0x9E37_79B9_7F4A_7C15) >> 40)
+    }
+
+    /// Replays every pending hit into the policy (the policy's lock is held).
+    @inlinable
+    func replayReadBuffers(_ s: inout State) {
+        var pending = pendingReadBuffers.load(ordering: .relaxed)
+        while pending != 0 {
+            let index = pending.trailingZeroBitCount
+            pending &= pending - 1
+            readBuffers.withLock(index) { b in
+                for key in b.keys { s.policy.recordHit(key) }
+                b.keys.removeAll(keepingCapacity: true)
+                pendingReadBuffers.bitwiseAnd(~(1 << UInt64(index)), ordering: .relaxed)
+            }
+        }
+    }
+
+    /// A lookup found `key`'s content discarded: removes the entry, if it still holds that content.
+    @usableFromInline
+    func removeDiscarded(_ key: Key, _ value: Value) {
+        mutate { s, out in
+            // Values here are DiscardableContent, hence objects: identity tells them apart.
+            guard shards.withLock(shardIndex(for: key), { $0.entries[key].map { $0.value as AnyObject } === value as AnyObject }) else { return }
+            remove(key, reason: .discarded, &s, &out)
+        }
+    }
+
+    /// Runs `body` under the policy's lock, after replaying the pending hits, then calls the
+    /// handler for what left the cache, unlocked.
     @inlinable
     func mutate<R>(_ body: (inout State, inout Departed) -> R) -> R {
         var departed: Departed = []
         var handler: (@Sendable (Key, Value, EvictionReason) -> Void)?
         let result = state.withLock { s -> R in
+            replayReadBuffers(&s)
             let r = body(&s, &departed)
+            epoch.wrappingAdd(1, ordering: .relaxed)
             if !departed.isEmpty { handler = s.handler }
             return r
         }
@@ -289,15 +542,16 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
 
     /// Removes `key` from the policy and the entries.
     @inlinable
-    static func remove(_ key: Key, reason: EvictionReason, _ s: inout State, _ out: inout Departed) {
+    func remove(_ key: Key, reason: EvictionReason, _ s: inout State, _ out: inout Departed) {
         s.policy.remove(key)
         drop(key, reason: reason, &s, &out)
     }
 
     /// Removes an entry the policy no longer holds, counting why.
     @inlinable
-    static func drop(_ key: Key, reason: EvictionReason, _ s: inout State, _ out: inout Departed) {
-        guard let entry = s.entries.removeValue(forKey: key) else { return }
+    func drop(_ key: Key, reason: EvictionReason, _ s: inout State, _ out: inout Departed) {
+        guard let entry = shards.withLock(shardIndex(for: key), { $0.entries.removeValue(forKey: key) }) else { return }
+        s.count -= 1
         switch reason {
         case .policy, .rejected, .countLimit: s.statistics.evictions += 1
         case .discarded: s.statistics.discards += 1
@@ -309,9 +563,9 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     }
 
     @inlinable
-    static func enforceCountLimit(_ s: inout State, _ out: inout Departed) {
+    func enforceCountLimit(_ s: inout State, _ out: inout Departed) {
         guard s.countLimit > 0 else { return }
-        while s.entries.count > s.countLimit, let key = s.policy.evictOne() {
+        while s.count > s.countLimit, let key = s.policy.evictOne() {
             drop(key, reason: .countLimit, &s, &out)
         }
     }
@@ -350,7 +604,8 @@ extension PurgeableCache where Value == PurgeableBuffer {
         guard let buffer = object(forKey: key) else { return nil }
         guard buffer.beginContentAccess() else {
             mutate { s, out in
-                if s.entries[key]?.value === buffer { Self.remove(key, reason: .discarded, &s, &out) }
+                guard shards.withLock(shardIndex(for: key), { $0.entries[key]?.value === buffer }) else { return }
+                remove(key, reason: .discarded, &s, &out)
             }
             return nil
         }
