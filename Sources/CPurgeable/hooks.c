@@ -40,11 +40,34 @@ static const char *name_of(unsigned arena) {
     return NULL;
 }
 
+// Two purgeable arenas' mappings side by side would have the same VMA flags (MADV_NOHUGEPAGE)
+// and the kernel would merge them into one VMA, which a report can only name after one arena.
+// So an extent takes the core-dump flag (MADV_DONTDUMP) opposite to that of a neighbouring
+// extent of another arena: two colours suffice for a neighbour on one side (mmap places a new
+// mapping next to the last one); with other arenas on both sides, already of two colours, one
+// merge cannot be avoided. Purgeable memory is a cache the kernel may drop anyway; leaving some
+// of it out of core dumps loses nothing a crash needs. Called with `lock` held.
+static int choose_dontdump(uintptr_t start, uintptr_t end, unsigned arena) {
+    int below = -1, above = -1;
+    for (int i = 0; i < extent_count; i++) {
+        if (extents[i].arena == arena) continue;
+        if (extents[i].end == start) below = extents[i].dontdump;
+        if (extents[i].start == end) above = extents[i].dontdump;
+    }
+    if (below < 0 && above < 0) return 0;
+    if (below < 0) return !above;
+    if (above < 0) return !below;
+    return below == above ? !below : 0;
+}
+
 static void record(void *addr, size_t size, unsigned arena) {
     int tid = (int)syscall(SYS_gettid);
+    uintptr_t start = (uintptr_t)addr, end = start + size;
     pthread_mutex_lock(&lock);
+    int dontdump = choose_dontdump(start, end, arena);
+    (void)madvise(addr, size, dontdump ? MADV_DONTDUMP : MADV_DODUMP);
     if (extent_count < MP_MAX_EXTENTS) {
-        extents[extent_count++] = (mp_extent){ (uintptr_t)addr, (uintptr_t)addr + size, arena, tid, ++serial };
+        extents[extent_count++] = (mp_extent){ start, end, arena, tid, ++serial, dontdump };
     }
     pthread_mutex_unlock(&lock);
     pending_here = 1;

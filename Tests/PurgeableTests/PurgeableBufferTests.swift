@@ -172,6 +172,27 @@ struct PurgeableBufferTests {
         #expect(!(try Mallctl.version()).isEmpty)
     }
 
+    /// Arenas made one after the other map their memory side by side; with the same VMA flags the
+    /// kernel would merge two arenas' mappings into one VMA, which a report can name after only
+    /// one of them. Each buffer must be found in a region named after its own arena.
+    @Test("two arenas' mappings side by side stay apart: each buffer is in a region named after its own arena")
+    func neighbouringArenasStayApart() throws {
+        var buffers: [(name: String, buffer: PurgeableBuffer)] = []
+        for i in 0..<6 {
+            let name = "test-neighbour-\(getpid())-\(i)"
+            let buffer = try PurgeableBuffer(count: 64 * 1024, arena: try PurgeableArena.named(name))
+            _ = try buffer.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: UInt8(i)) }
+            buffers.append((name, buffer))
+        }
+        defer { for (_, b) in buffers { b.discardContentIfPossible() } }
+        let me = try Snapshotter().process(getpid(), options: SnapshotOptions(detail: .regions, tagSource: RegionRegistry()))
+        for (name, buffer) in buffers {
+            let range = try #require(buffer.pageRange)
+            let holder = me.regions.first { UInt($0.start) <= range.lowerBound && range.upperBound <= UInt($0.end) }
+            #expect(holder?.type == .tagged(name), "\(name)'s buffer is in a region of type \(String(describing: holder?.type))")
+        }
+    }
+
     @Test("the arena's regions are published with the call stack that mapped them")
     func registry() throws {
         let arena = try PurgeableArena.named("test-registry")

@@ -27,6 +27,7 @@ typedef struct {
     unsigned arena;
     int tid;           // the thread whose allocation made jemalloc map it
     uint64_t serial;   // increases with every extent mapped, to tell new ones apart
+    int dontdump;      // MADV_DONTDUMP set on it: neighbouring arenas alternate (see hooks.c)
 } mp_extent;
 
 /// Incremented whenever an extent is mapped or unmapped by any hooked arena.
