@@ -46,13 +46,13 @@ private enum AnyJSON: Decodable {
     }
 
     init(from decoder: any Decoder) throws {
-        if let object = try? decoder.container(keyedBy: Key.self) {
+        if let object = try Self.ifOfType({ try decoder.container(keyedBy: Key.self) }) {
             // Sorted, so that "the first" is the same in every process.
             let keys = object.allKeys.sorted { $0.stringValue < $1.stringValue }
             self = .object(try keys.map { ($0.stringValue, try object.decode(AnyJSON.self, forKey: $0)) })
             return
         }
-        if var list = try? decoder.unkeyedContainer() {
+        if var list = try Self.ifOfType({ try decoder.unkeyedContainer() }) {
             var items: [AnyJSON] = []
             while !list.isAtEnd { items.append(try list.decode(AnyJSON.self)) }
             self = .array(items)
@@ -61,13 +61,23 @@ private enum AnyJSON: Decodable {
         let single = try decoder.singleValueContainer()
         if single.decodeNil() {
             self = .null
-        } else if (try? single.decode(Bool.self)) != nil {
+        } else if try Self.ifOfType({ try single.decode(Bool.self) }) != nil {
             self = .bool
-        } else if let d = try? single.decode(Double.self) {
+        } else if let d = try Self.ifOfType({ try single.decode(Double.self) }) {
             self = .number(d)
         } else {
             _ = try single.decode(String.self)
             self = .string
+        }
+    }
+
+    /// What `body` decodes, or nil when the value is of another JSON type (`typeMismatch`: the
+    /// next shape is tried); any other error is thrown.
+    private static func ifOfType<T>(_ body: () throws -> T) throws -> T? {
+        do {
+            return try body()
+        } catch DecodingError.typeMismatch {
+            return nil
         }
     }
 
