@@ -83,10 +83,7 @@ enum StableHash {
 
     /// The SplitMix64 finalizer of `x` plus a fixed seed: every input bit affects every output bit.
     @inlinable static func mix(_ x: UInt64) -> UInt64 {
-        var z = x &+ seed
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
+        SplitMix64.finalize(x &+ seed)
     }
 
     /// Bytes: the same fixed-seed hash that gives text keys of trace files their ids
