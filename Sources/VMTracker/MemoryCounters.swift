@@ -63,6 +63,15 @@ public struct MemoryCounters: Sendable, Hashable, Codable {
     ///   private ones are added explicitly.
     public var footprint: UInt64 { privateDirty.saturatingAdd(privateHugetlb).saturatingAdd(swap) }
 
+    /// Unique set size: the resident pages this process alone maps, what it would give back if
+    /// it exited (smem's USS, with private hugetlb pages added as in `footprint`).
+    ///
+    ///     uss = Private_Clean + Private_Dirty + Private_Hugetlb
+    ///
+    /// Unlike `footprint` it counts private clean pages (they are resident, though droppable)
+    /// and not swapped ones (they are not resident).
+    public var uss: UInt64 { privateClean.saturatingAdd(privateDirty).saturatingAdd(privateHugetlb) }
+
     // MARK: Arithmetic
 
     /// Adds every counter of `other`, saturating at UInt64.max: sums of kernel counters cannot
