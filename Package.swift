@@ -152,6 +152,7 @@ let package = Package(
                 "LifecycleProtocol",
                 "Scenarios",
                 "Jetsam",
+                "Pressure",
                 "CMemoryPressure",
                 "MemHogClient",
                 "RegionTags",
