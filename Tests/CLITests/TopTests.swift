@@ -1,0 +1,205 @@
+import FoundationEssentials
+import Glibc
+import LinuxSystem
+import MemHogClient
+import Testing
+import TestSupport
+import VMTracker
+
+/// `top` as operators live in it (sorting, filters, refreshing, the machine header, --bytes),
+/// the new columns of `vm`, `diff --fail-on-growth` and `--version`: the real binary on real
+/// processes (mempressure-hog).
+@Suite("mempressure top, vm columns, diff --fail-on-growth, --version")
+struct TopTests {
+    func decodeTop(_ text: String) throws -> TopReport {
+        try JSONDecoder().decode(TopReport.self, from: Data(text.utf8))
+    }
+
+    /// The hogs' apps only: `--match` keeps the machine's other processes out of the assertions.
+    static let hogs = ["--match", "mempressure-hog", "--group-by", "process"]
+
+    @Test("--sort orders the rows by the column; --match keeps only apps whose name matches")
+    func sortAndMatch() async throws {
+        try await Hog.with(["--dirty", "2m"]) { small in
+            try await Hog.with(["--dirty", "12m"]) { large in
+                let byDirty = try await runMempressure(["top", "--json", "--sort", "dirty"] + Self.hogs)
+                #expect(byDirty.status == 0, "\(byDirty.standardError)")
+                let report = try decodeTop(byDirty.standardOutput)
+                #expect(report.sortedBy == "dirty")
+                #expect(report.apps.allSatisfy { $0.name == "mempressure-hog" })
+                let order = report.apps.compactMap(\.pid).filter { $0 == small.pid || $0 == large.pid }
+                #expect(order == [large.pid, small.pid])
+                let dirty = report.apps.map(\.totals.dirtyBytes)
+                #expect(dirty == dirty.sorted(by: >))
+
+                let byPID = try decodeTop(try await runMempressure(["top", "--json", "--sort", "pid"] + Self.hogs).standardOutput)
+                let pids = byPID.apps.compactMap(\.pid)
+                #expect(pids == pids.sorted())
+                #expect(Set(pids).isSuperset(of: [small.pid, large.pid]))
+
+                // The text table in the same order: the larger hog's row comes first.
+                let text = try await runMempressure(["top", "--sort", "dirty"] + Self.hogs)
+                let rows = text.standardOutput.split(separator: "\n")
+                let largeRow = try #require(rows.firstIndex { $0.hasPrefix("\(large.pid) ") || $0.contains(" \(large.pid)  mempressure-hog") })
+                let smallRow = try #require(rows.firstIndex { $0.hasPrefix("\(small.pid) ") || $0.contains(" \(small.pid)  mempressure-hog") })
+                #expect(largeRow < smallRow)
+
+                let none = try decodeTop(try await runMempressure(["top", "--json", "--match", "no-such-app-*"]).standardOutput)
+                #expect(none.apps.isEmpty)
+                #expect(none.notes.first == "no app matches --match 'no-such-app-*'")
+            }
+        }
+    }
+
+    @Test("--user: the processes of a user (by name or UID); a UID nobody runs is empty with a note; an unknown name is an error")
+    func user() async throws {
+        try await Hog.with(["--dirty", "1m"]) { hog in
+            let uid = getuid()
+            let name = try #require(getpwuid(uid).map { String(cString: $0.pointee.pw_name) })
+            for user in [name, "\(uid)"] {
+                let r = try await runMempressure(["top", "--json", "--user", user] + Self.hogs)
+                #expect(r.status == 0, "\(r.standardError)")
+                let report = try decodeTop(r.standardOutput)
+                #expect(report.apps.contains { $0.pid == hog.pid }, "--user \(user)")
+                #expect(report.filter?.uid == uid)
+            }
+            // A UID no process runs as (the tests' own UID plus a large offset).
+            let unused = try await runMempressure(["top", "--user", "\(uid &+ 4_000_000)"])
+            #expect(unused.status == 0, "\(unused.standardError)")
+            #expect(unused.standardOutput.contains("note: no app matches --user \(uid &+ 4_000_000)\n"))
+            #expect(!unused.standardOutput.contains("mempressure-hog"))
+
+            let unknown = try await runMempressure(["top", "--user", "no-such-user-i12"])
+            #expect(unknown.status == 1)
+            #expect(unknown.standardError == "mempressure: --user no-such-user-i12: no such user (give a user name or a numeric UID)\n")
+            #expect(unknown.standardOutput.isEmpty)
+        }
+    }
+
+    @Test("--interval with --count 2, not on a terminal: two tables, or two JSON lines")
+    func interval() async throws {
+        try await Hog.with(["--dirty", "1m"]) { hog in
+            let text = try await runMempressure(["top", "--interval", "0.05", "--count", "2"] + Self.hogs)
+            #expect(text.status == 0, "\(text.standardError)")
+            let headers = text.standardOutput.split(separator: "\n").filter { $0.contains("  memory: total ") }
+            #expect(headers.count == 2)
+            #expect(text.standardOutput.split(separator: "\n").filter { $0.hasPrefix("total footprint ") }.count == 2)
+            #expect(!text.standardOutput.contains("\u{1b}"), "no terminal control sequences into a pipe")
+
+            let json = try await runMempressure(["top", "--interval", "0.05", "--count", "2", "--json"] + Self.hogs)
+            #expect(json.status == 0, "\(json.standardError)")
+            let lines = json.standardOutput.split(separator: "\n")
+            #expect(lines.count == 2)
+            let reports = try lines.map { try decodeTop(String($0)) }
+            #expect(reports.allSatisfy { $0.apps.contains { $0.pid == hog.pid } })
+            #expect(reports[0].capturedAt <= reports[1].capturedAt)
+
+            let usage = try await runMempressure(["top", "--count", "2"])
+            #expect(usage.status == 64)
+            #expect(usage.standardError.contains("--count counts the refreshes of --interval"))
+        }
+    }
+
+    @Test("the machine header: MemTotal as /proc/meminfo has it, swap and PSI")
+    func header() async throws {
+        let r = try await runMempressure(["top", "--json", "--limit", "1"])
+        #expect(r.status == 0, "\(r.standardError)")
+        let machine = try #require(try decodeTop(r.standardOutput).machine)
+        let meminfo = try ProcFS.readBytes("/proc/meminfo").withUnsafeBytes { MemInfo.parse($0) }
+        #expect(machine.memTotalBytes == meminfo.totalBytes)
+        #expect(machine.memAvailableBytes != nil)
+        #expect(machine.swapTotalBytes == meminfo.swapTotalBytes)
+        if access("/proc/pressure/memory", R_OK) == 0 {
+            #expect(machine.psi != nil)
+        } else {
+            #expect(machine.notes.contains { $0.hasPrefix("PSI unavailable") })
+        }
+        let text = try await runMempressure(["top", "--limit", "1"])
+        let first = try #require(text.standardOutput.split(separator: "\n").first)
+        #expect(first.contains("  memory: total "))
+        #expect(text.standardOutput.contains("PSI memory: some avg10 ") || text.standardOutput.contains("PSI unavailable"))
+    }
+
+    @Test("--bytes: the text table's byte counts are integers")
+    func bytes() async throws {
+        try await Hog.with(["--dirty", "8m"]) { hog in
+            let r = try await runMempressure(["top", "--bytes", "--sort", "pid"] + Self.hogs)
+            #expect(r.status == 0, "\(r.standardError)")
+            let row = try #require(r.standardOutput.split(separator: "\n").first { $0.split(separator: " ").first == "\(hog.pid)" })
+            let cells = row.split(separator: " ")
+            #expect(cells[1] == "mempressure-hog")
+            // Procs, Footprint, Dirty, Clean, Purgeable, Swapped, Resident, PSS, USS, SwapPss, THP, Locked.
+            let numbers = cells.dropFirst(2).map { UInt64($0) }
+            #expect(numbers.count == 12)
+            #expect(numbers.allSatisfy { $0 != nil }, "\(row)")
+            #expect((numbers[1] ?? 0) >= 8 << 20)
+            #expect(!r.standardOutput.contains("MiB"))
+        }
+    }
+
+    @Test("vm --json carries USS, SwapPss, THP and Locked for a process, in totals and by type")
+    func vmColumns() async throws {
+        try await Hog.with(["--dirty", "4m"]) { hog in
+            let r = try await runMempressure(["vm", "\(hog.pid)", "--only", "--json"])
+            #expect(r.status == 0, "\(r.standardError)")
+            let report = try JSONDecoder().decode(VMReport.self, from: Data(r.standardOutput.utf8))
+            let uss = try #require(report.totals.ussBytes)
+            #expect(uss >= 4 << 20)
+            #expect(report.totals.swapPssBytes != nil)
+            #expect(report.totals.thpBytes != nil)
+            #expect(report.totals.lockedBytes != nil)
+            #expect(report.types.allSatisfy { $0.ussBytes != nil && $0.lockedBytes != nil })
+            let text = try await runMempressure(["vm", "\(hog.pid)", "--only"])
+            #expect(text.standardOutput.split(separator: "\n")[2].hasPrefix("uss "))
+            #expect(text.standardOutput.contains("SwapPss"))
+        }
+    }
+
+    @Test("diff --fail-on-growth: status 1 and the growth by type when the footprint grew more, 0 otherwise, 2 on unreadable reports")
+    func failOnGrowth() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        try await Hog.session(["--dirty", "1m"]) { hog in
+            let before = try await runMempressure(["vm", "\(hog.pid)", "--only", "--json"])
+            try writeText(before.standardOutput, to: "\(dir.path)/before.json")
+            _ = try await hog.send("grow-heap \(8 << 20)")
+            let after = try await runMempressure(["vm", "\(hog.pid)", "--only", "--json"])
+            try writeText(after.standardOutput, to: "\(dir.path)/after.json")
+        }
+        let (a, b) = ("\(dir.path)/before.json", "\(dir.path)/after.json")
+        let grew = try await runMempressure(["diff", a, b, "--fail-on-growth", "1m"])
+        #expect(grew.status == 1, "\(grew.standardError)")
+        let line = try #require(grew.standardOutput.split(separator: "\n").last)
+        #expect(line.hasPrefix("footprint grew by "))
+        #expect(line.contains("more than the 1.00 MiB (1048576 bytes) allowed: heap +"))
+
+        let within = try await runMempressure(["diff", a, b, "--fail-on-growth", "1g"])
+        #expect(within.status == 0, "\(within.standardError)")
+        #expect(within.standardOutput.contains("within the 1.00 GiB (1073741824 bytes) allowed"))
+        let shrank = try await runMempressure(["diff", b, a, "--fail-on-growth", "0"])
+        #expect(shrank.status == 0, "\(shrank.standardError)")
+
+        let json = try await runMempressure(["diff", a, b, "--fail-on-growth", "1m", "--json"])
+        #expect(json.status == 1)
+        let check = try #require(try JSONDecoder().decode(ReportDiff.self, from: Data(json.standardOutput.utf8)).growthCheck)
+        #expect(check.exceeded)
+        #expect(check.limitBytes == 1 << 20)
+        #expect(check.footprintGrowthBytes >= 8 << 20)
+        #expect(check.grownTypes.first?.type == "heap")
+
+        let plain = try await runMempressure(["diff", a, b])
+        #expect(plain.status == 0, "without the flag, growth is no failure")
+        let missing = try await runMempressure(["diff", "\(dir.path)/nonexistent.json", b, "--fail-on-growth", "1m"])
+        #expect(missing.status == 2)
+        #expect(missing.standardError.hasPrefix("mempressure: \(dir.path)/nonexistent.json: ENOENT"))
+        let badLimit = try await runMempressure(["diff", a, b, "--fail-on-growth", "lots"])
+        #expect(badLimit.status == 64)
+    }
+
+    @Test("--version prints the version")
+    func version() async throws {
+        let r = try await runMempressure(["--version"])
+        #expect(r.status == 0)
+        #expect(r.standardOutput == "0.12.0\n")
+    }
+}
