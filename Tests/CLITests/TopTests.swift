@@ -196,6 +196,83 @@ struct TopTests {
         #expect(badLimit.status == 64)
     }
 
+    @Test("--interval on a terminal: redrawn on the alternate screen, cut to the terminal's height; SIGINT and SIGTERM restore the screen, status 0", arguments: [SIGINT, SIGTERM])
+    func liveTerminal(_ signal: Int32) throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        // A pseudo-terminal of 8 rows: the table of every app on the machine does not fit.
+        // (posix_openpt and friends are not visible to Swift: /dev/ptmx and the two ioctls they
+        // wrap, TIOCSPTLCK and TIOCGPTN, whose _IOW/_IOR macros Swift cannot import either.)
+        let master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC)
+        try #require(master >= 0, "open /dev/ptmx: errno \(errno)")
+        defer { close(master) }
+        var unlock: CInt = 0
+        var number: CUnsignedInt = 0
+        try #require(ioctl(master, 0x4004_5431 /* TIOCSPTLCK */, &unlock) == 0, "TIOCSPTLCK: errno \(errno)")
+        try #require(ioctl(master, 0x8004_5430 /* TIOCGPTN */, &number) == 0, "TIOCGPTN: errno \(errno)")
+        let name = "/dev/pts/\(number)"
+        var size = winsize(ws_row: 8, ws_col: 250, ws_xpixel: 0, ws_ypixel: 0)
+        try #require(ioctl(master, UInt(TIOCSWINSZ), &size) == 0)
+
+        let executable = buildDirectory + "/mempressure"
+        let arguments = [executable, "top", "--interval", "0.05"]
+        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { for p in argv { free(p) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, name, O_WRONLY | O_NOCTTY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "\(dir.path)/stderr", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        var pid: pid_t = 0
+        // Not the test runner's blocked signals: the command runs as it would from a shell.
+        let rc = withShellSignals { posix_spawn(&pid, executable, &actions, $0, argv, environ) }
+        try #require(rc == 0, "posix_spawn: errno \(rc)")
+        let child = try ProcessHandle(pid: pid)
+        var reaped = false
+        defer {
+            if !reaped {
+                do {
+                    try child.signal(SIGKILL)
+                    _ = try child.wait(for: WEXITED)
+                } catch {
+                    Issue.record("could not end mempressure top (pid \(pid)): \(error)")
+                }
+            }
+        }
+
+        // Everything the terminal received, read until the first draw is complete (its last
+        // line says what did not fit), then after the signal until the terminal closes.
+        var screen: [UInt8] = []
+        let cut = Array("more lines (a taller terminal, or --limit)".utf8)
+        func readTerminal(until done: ([UInt8]) -> Bool) -> Bool {
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            while !done(screen) {
+                var ready = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
+                guard retryOnInterrupt({ poll(&ready, 1, 60_000) }) == 1 else { return false }
+                let n = read(master, &chunk, chunk.count)
+                guard n > 0 else { return false }  // EIO: every writer of the terminal is gone
+                screen += chunk[0..<n]
+            }
+            return true
+        }
+        try #require(readTerminal { $0.firstRange(of: cut) != nil }, "no complete draw: \(String(decoding: screen, as: UTF8.self))")
+        try child.signal(signal)
+        _ = readTerminal { _ in false }
+        var exited = pollfd(fd: child.descriptor, events: Int16(POLLIN), revents: 0)
+        try #require(retryOnInterrupt({ poll(&exited, 1, 60_000) }) == 1, "still running after the signal")
+        let info = try child.wait(for: WEXITED)
+        reaped = true
+        #expect(info.si_code == CLD_EXITED && info._sifields._sigchld.si_status == 0, "code \(info.si_code), status \(info._sifields._sigchld.si_status)")
+        #expect(try Fixtures.bytes("\(dir.path)/stderr").isEmpty)
+        let text = String(decoding: screen, as: UTF8.self)
+        #expect(text.hasPrefix("\u{1b}[?1049h\u{1b}[?25l\u{1b}[H"), "the alternate screen, the cursor hidden, drawn from the top")
+        #expect(text.hasSuffix("\u{1b}[?25h\u{1b}[?1049l"), "the screen and the cursor given back")
+        // Cut to 8 rows: at most 7 lines of the report and the line saying how many did not fit.
+        let firstDraw = try #require(text.split(separator: "\u{1b}[J").first)
+        #expect(firstDraw.split(separator: "\n").count <= 8)
+    }
+
     @Test("--version prints the version")
     func version() async throws {
         let r = try await runMempressure(["--version"])
