@@ -71,7 +71,7 @@ public enum TopSortKey: String, Sendable, CaseIterable, Codable {
 }
 
 /// Which apps `mempressure top` shows.
-public struct TopFilter: Sendable, Hashable, Codable {
+public struct TopFilter: Sendable, Hashable, Codable, CustomStringConvertible {
     /// A shell pattern (fnmatch(3): `*`, `?`, `[...]`) the app's name must match, as
     /// `--match` does for the other commands.
     public var namePattern: String?
