@@ -137,9 +137,11 @@ struct TopTests {
         }
     }
 
-    @Test("vm --json carries USS, SwapPss, THP and Locked for a process, in totals and by type")
+    @Test("vm --json carries USS, SwapPss, THP and Locked for a process, in totals and by type; Locked counts mlocked pages")
     func vmColumns() async throws {
-        try await Hog.with(["--dirty", "4m"]) { hog in
+        try await Hog.session(["--dirty", "4m"]) { hog in
+            // 64 KiB: within the smallest RLIMIT_MEMLOCK a distribution sets.
+            _ = try await hog.send("lock 65536")
             let r = try await runMempressure(["vm", "\(hog.pid)", "--only", "--json"])
             #expect(r.status == 0, "\(r.standardError)")
             let report = try JSONDecoder().decode(VMReport.self, from: Data(r.standardOutput.utf8))
@@ -147,7 +149,9 @@ struct TopTests {
             #expect(uss >= 4 << 20)
             #expect(report.totals.swapPssBytes != nil)
             #expect(report.totals.thpBytes != nil)
-            #expect(report.totals.lockedBytes != nil)
+            #expect(try #require(report.totals.lockedBytes) >= 65536)
+            let top = try decodeTop(try await runMempressure(["top", "--json", "--sort", "locked"] + Self.hogs).standardOutput)
+            #expect(try #require(top.apps.first { $0.pid == hog.pid }?.totals.lockedBytes) >= 65536)
             #expect(report.types.allSatisfy { $0.ussBytes != nil && $0.lockedBytes != nil })
             let text = try await runMempressure(["vm", "\(hog.pid)", "--only"])
             #expect(text.standardOutput.split(separator: "\n")[2].hasPrefix("uss "))
