@@ -201,19 +201,29 @@ final class LiveScreen: Sendable {
     init() { Self.writeControl("\u{1b}[?1049h\u{1b}[?25l") }
 
     /// Draws `text` from the top left, clearing what the previous draw left, cut to the
-    /// terminal's height (the last line then says how many were left out).
+    /// terminal's height (the last line then says how many were left out) and width (a line
+    /// that wrapped would push the table down and scroll the screen).
     func draw(_ text: String) {
-        var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         if lines.last?.isEmpty == true { lines.removeLast() }
         var size = winsize()
-        if ioctl(1, UInt(TIOCGWINSZ), &size) == 0, size.ws_row > 1, lines.count > Int(size.ws_row) {
+        let known = ioctl(1, UInt(TIOCGWINSZ), &size) == 0
+        if known, size.ws_row > 1, lines.count > Int(size.ws_row) {
             let keep = Int(size.ws_row) - 1
             let hidden = lines.count - keep
             lines = Array(lines.prefix(keep)) + ["... \(hidden) more lines (a taller terminal, or --limit)"]
         }
+        if known, size.ws_col > 0 {
+            // Counted in scalars of the printable text, one column each (a wide character in a
+            // process name may still wrap; the table is cut well short of that in practice).
+            let columns = Int(size.ws_col)
+            lines = lines.map { printableText($0, keepingLineBreaks: false) }.map { line in
+                line.unicodeScalars.count > columns ? String(String.UnicodeScalarView(line.unicodeScalars.prefix(columns))) : line
+            }
+        }
         Self.writeControl("\u{1b}[H")
         for (i, line) in lines.enumerated() {
-            output(String(line))
+            output(line)
             Self.writeControl(i == lines.count - 1 ? "\u{1b}[K" : "\u{1b}[K\n")
         }
         Self.writeControl("\u{1b}[J")

@@ -204,7 +204,8 @@ struct TopTests {
     func liveTerminal(_ signal: Int32) throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        // A pseudo-terminal of 8 rows: the table of every app on the machine does not fit.
+        // A pseudo-terminal of 8 rows and 60 columns: the table of every app on the machine fits
+        // neither way.
         // (posix_openpt and friends are not visible to Swift: /dev/ptmx and the two ioctls they
         // wrap, TIOCSPTLCK and TIOCGPTN, whose _IOW/_IOR macros Swift cannot import either.)
         let master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC)
@@ -215,7 +216,7 @@ struct TopTests {
         try #require(ioctl(master, 0x4004_5431 /* TIOCSPTLCK */, &unlock) == 0, "TIOCSPTLCK: errno \(errno)")
         try #require(ioctl(master, 0x8004_5430 /* TIOCGPTN */, &number) == 0, "TIOCGPTN: errno \(errno)")
         let name = "/dev/pts/\(number)"
-        var size = winsize(ws_row: 8, ws_col: 250, ws_xpixel: 0, ws_ypixel: 0)
+        var size = winsize(ws_row: 8, ws_col: 60, ws_xpixel: 0, ws_ypixel: 0)
         try #require(ioctl(master, UInt(TIOCSWINSZ), &size) == 0)
 
         let executable = buildDirectory + "/mempressure"
@@ -274,7 +275,13 @@ struct TopTests {
         #expect(text.hasSuffix("\u{1b}[?25h\u{1b}[?1049l"), "the screen and the cursor given back")
         // Cut to 8 rows: at most 7 lines of the report and the line saying how many did not fit.
         let firstDraw = try #require(text.split(separator: "\u{1b}[J").first)
-        #expect(firstDraw.split(separator: "\n").count <= 8)
+        // Lines by scalars: the terminal turned each newline into CR LF, one Character to Swift.
+        let drawn = firstDraw.unicodeScalars.split(separator: "\n").map { String(String.UnicodeScalarView($0)) }
+        #expect(drawn.count == 8, "7 lines of the report and the line saying what did not fit")
+        // Cut to 60 columns: no line wraps.
+        let widths = drawn.map { $0.replacing("\u{1b}[K", with: "").replacing("\r", with: "").replacing("\u{1b}[?1049h\u{1b}[?25l\u{1b}[H", with: "").unicodeScalars.count }
+        #expect(widths.allSatisfy { $0 <= 60 }, "\(widths)")
+        #expect(widths.contains(60), "the table is wider than 60 columns: some line was cut at 60")
     }
 
     @Test("--version prints the version")
