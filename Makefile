@@ -4,6 +4,8 @@
 #   make bench  runs the benchmarks and rewrites Reports/
 #   make bench-micro  runs the micro-benchmarks (package-benchmark) and prints their figures
 #   make fuzz   builds the libFuzzer targets (Tests/Fuzz) and runs each for FUZZ_SECONDS (60)
+#   make docs   builds the libraries' DocC documentation into .build/docs and lists DocC's warnings
+#   make man    writes the man page of mempressure to .build/man/mempressure.1
 
 SWIFT ?= swift
 # Debian packages the build and the tests need (pkg-config finds jemalloc and libunwind).
@@ -20,7 +22,7 @@ BENCH_APT_PACKAGES := smem procps earlyoom nohang util-linux gnuplot-nox redis-s
 
 export PATH := /opt/swift/usr/bin:$(PATH)
 
-.PHONY: deps bench-deps bench-packages build demo test fuzz bench bench-quick bench-micro reports fixtures clean
+.PHONY: deps bench-deps bench-packages build demo test fuzz bench bench-quick bench-micro reports fixtures docs man clean
 
 define install_missing
 	@if command -v dpkg >/dev/null 2>&1; then \
@@ -126,6 +128,31 @@ reports: bench-deps
 fixtures:
 	$(SWIFT) build
 	Tests/TestSupport/Fixtures/capture.sh .build/debug
+
+# The libraries' DocC catalogs (Sources/<Module>/<Module>.docc), built by swift-docc-plugin into
+# one combined archive, .build/docs/MemoryPressure.doccarchive (a static site: serve the folder and
+# open /documentation/vmtracker, ...). DocC's own warnings (broken symbol links, undocumented
+# parameters) are listed at the end with their count; SwiftPM's warnings about packages are not.
+DOC_TARGETS := VMTracker Purgeable CachePolicies MappedFiles Pressure AppLifecycle Jetsam
+docs: deps
+	@mkdir -p .build/docs
+	@log=.build/docs/docc.log; \
+	$(SWIFT) package --allow-writing-to-directory .build/docs generate-documentation \
+	  $(addprefix --target ,$(DOC_TARGETS)) --enable-experimental-combined-documentation \
+	  --output-path .build/docs/MemoryPressure.doccarchive >$$log 2>&1 || { cat $$log; echo "make docs: failed (log: $$log)" >&2; exit 1; }; \
+	awk '/^warning: / && !/^warning: .[^ ]*.: / { print; getline; print }' $$log > .build/docs/warnings.txt; \
+	cat .build/docs/warnings.txt; \
+	echo "DocC warnings: $$(grep -c '^warning: ' .build/docs/warnings.txt) (listed in .build/docs/warnings.txt; full log $$log)"; \
+	echo "documentation: .build/docs/MemoryPressure.doccarchive"
+
+# The man page, from the command's own definition (swift-argument-parser's generate-manual
+# plugin), every subcommand in one page: view it with `man -l .build/man/mempressure.1`. A blank
+# line in a command's discussion becomes a paragraph break (.Pp): mdoc warns on empty lines.
+man: deps
+	$(SWIFT) package plugin generate-manual --configuration debug
+	@mkdir -p .build/man
+	sed 's/^$$/.Pp/' .build/plugins/GenerateManual/outputs/mempressure/mempressure.1 > .build/man/mempressure.1
+	@echo "man page: .build/man/mempressure.1"
 
 clean:
 	rm -rf .build Benchmarks/.build Benchmarks/.build-micro Tests/Fuzz/.build

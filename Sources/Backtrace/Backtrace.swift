@@ -2,16 +2,16 @@ import CBacktrace
 import Glibc
 
 /// One frame of a call stack, symbolized.
-public struct StackFrame: Sendable, Hashable, Codable, CustomStringConvertible {
-    public var address: UInt
+package struct StackFrame: Sendable, Hashable, Codable, CustomStringConvertible {
+    package var address: UInt
     /// The function, demangled when it is a Swift symbol; nil when unknown.
-    public var symbol: String?
+    package var symbol: String?
     /// Bytes from the start of the function.
-    public var offset: UInt
+    package var offset: UInt
     /// The executable or shared library holding the frame.
-    public var object: String?
+    package var object: String?
 
-    public init(address: UInt, symbol: String?, offset: UInt, object: String?) {
+    package init(address: UInt, symbol: String?, offset: UInt, object: String?) {
         self.address = address
         self.symbol = symbol
         self.offset = offset
@@ -19,7 +19,7 @@ public struct StackFrame: Sendable, Hashable, Codable, CustomStringConvertible {
     }
 
     /// "MyApp.load(image:) + 0x2c (MyApp)" or "0x7f3a... (libfoo.so)".
-    public var description: String {
+    package var description: String {
         let where_ = object.map { " (" + ($0.split(separator: "/").last.map(String.init) ?? $0) + ")" } ?? ""
         if let symbol { return "\(symbol) + 0x\(String(offset, radix: 16))\(where_)" }
         return "0x\(String(address, radix: 16))\(where_)"
@@ -27,10 +27,10 @@ public struct StackFrame: Sendable, Hashable, Codable, CustomStringConvertible {
 }
 
 /// Call stacks of the calling thread, walked with libunwind.
-public enum Backtrace {
+package enum Backtrace {
     /// The calling thread's stack, innermost first, without `capture`'s own frames and the
     /// `skip` frames above it.
-    public static func capture(skip: Int = 0, maxFrames: Int = 48) -> [StackFrame] {
+    package static func capture(skip: Int = 0, maxFrames: Int = 48) -> [StackFrame] {
         var frames = [mp_frame](repeating: mp_frame(), count: max(1, maxFrames))
         let n = frames.withUnsafeMutableBufferPointer { mp_capture_stack($0.baseAddress, Int32($0.count), Int32(skip + 1)) }
         guard n > 0 else { return [] }
@@ -38,7 +38,7 @@ public enum Backtrace {
     }
 
     /// Prepares `captureThread` (installs a handler for `signal`); call once, early.
-    public static func installThreadCapture(signal: Int32) -> Bool {
+    package static func installThreadCapture(signal: Int32) -> Bool {
         mp_thread_stack_install(signal) == 0
     }
 
@@ -46,7 +46,7 @@ public enum Backtrace {
     /// code it was running first; nil if it did not answer within `timeout` seconds (a thread
     /// that blocks `signal`, like libdispatch's workers, never answers) or if another capture is
     /// under way. Each capture is numbered: a late answer to an abandoned one is discarded.
-    public static func captureThread(tid: Int32, signal: Int32, timeout: Double = 1, maxFrames: Int = 48) -> [StackFrame]? {
+    package static func captureThread(tid: Int32, signal: Int32, timeout: Double = 1, maxFrames: Int = 48) -> [StackFrame]? {
         var frames = [mp_frame](repeating: mp_frame(), count: max(1, maxFrames))
         let n = frames.withUnsafeMutableBufferPointer {
             mp_thread_stack_capture(tid, signal, $0.baseAddress, Int32($0.count), Int32(timeout * 1000))
@@ -63,7 +63,7 @@ public enum Backtrace {
 
     /// The readable form of a Swift symbol ("$s4main3fooyyF" -> "main.foo() -> ()"); other
     /// symbols are returned as they are.
-    public static func demangle(_ symbol: String) -> String {
+    static func demangle(_ symbol: String) -> String {
         guard symbol.hasPrefix("$s") || symbol.hasPrefix("_T") || symbol.hasPrefix("$S") else { return symbol }
         return symbol.withCString { cName in
             guard let out = _swift_demangle(cName, strlen(cName), nil, nil, 0) else { return symbol }

@@ -52,6 +52,7 @@ extension CachePolicy {
     }
 }
 
+/// Limits every policy shares.
 public enum CachePolicies {
     /// The largest capacity a policy takes (larger ones are lowered to it): costs and their sums
     /// stay far from Int.max, so no arithmetic on them can trap.

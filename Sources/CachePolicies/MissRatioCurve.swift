@@ -8,27 +8,27 @@
 /// the clock reaches the tree's size the live times are renumbered 0..<distinct in order (an
 /// O(d log d) step every d requests or more), so memory is O(distinct keys), not O(requests),
 /// and a request costs O(log d) amortised. Deterministic: nothing depends on hash order.
-public struct StackDistanceCounter: Sendable {
+package struct StackDistanceCounter: Sendable {
     private var lastAccess: [Int: Int] = [:]
     private var tree: [Int32]
     private var clock = 0
     /// `histogram[d]`: requests at stack distance d (d ≥ 1); index 0 is unused.
-    public private(set) var histogram: [Int] = [0]
+    package private(set) var histogram: [Int] = [0]
     /// Requests for a key never requested before (misses at every capacity).
-    public private(set) var coldMisses = 0
+    package private(set) var coldMisses = 0
     /// Requests counted.
-    public private(set) var requests = 0
+    package private(set) var requests = 0
 
-    public init() {
+    package init() {
         tree = [Int32](repeating: 0, count: 1024)
     }
 
     /// Distinct keys seen.
-    public var distinctKeys: Int { lastAccess.count }
+    package var distinctKeys: Int { lastAccess.count }
 
     /// Counts one request for `key`; returns its stack distance, or nil for a first request.
     @discardableResult
-    public mutating func access(_ key: Int) -> Int? {
+    package mutating func access(_ key: Int) -> Int? {
         requests += 1
         if clock == tree.count { compact() }
         let now = clock
@@ -50,12 +50,12 @@ public struct StackDistanceCounter: Sendable {
     }
 
     /// Requests that would hit an LRU cache of `capacity` objects.
-    public func hits(capacity: Int) -> Int {
+    package func hits(capacity: Int) -> Int {
         hits(capacities: [capacity])[0]
     }
 
     /// `hits(capacity:)` at each of `capacities` (in any order), in one sweep of the histogram.
-    public func hits(capacities: [Int]) -> [Int] {
+    package func hits(capacities: [Int]) -> [Int] {
         let order = capacities.indices.sorted { capacities[$0] < capacities[$1] }
         var out = [Int](repeating: 0, count: capacities.count)
         var d = 0, sum = 0

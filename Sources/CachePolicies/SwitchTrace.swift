@@ -33,6 +33,8 @@ public struct SwitchTrace: Sendable, Hashable {
     }
 }
 
+/// Generated app-switching traces (which app the user brings to the foreground next), reproducible
+/// from their seed: the input of the multi-app switching replay.
 public enum SwitchTraceGenerator {
     /// Switches drawn independently from a Zipf distribution over `apps`: the app of popularity
     /// rank k (1-based, the order of `apps`) is drawn with probability proportional to

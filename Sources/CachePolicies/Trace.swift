@@ -72,6 +72,8 @@ public enum SizeModel: Sendable, Hashable {
     }
 }
 
+/// Generated request traces, reproducible from their seed, collected in memory (for traces too
+/// long for that, stream a `ZipfRequestSource` instead).
 public enum TraceGenerator {
     /// The most requests a generated trace holds (100 M: 1.6 GB of requests in memory); more are
     /// not generated (the CLI refuses them). Streamed (`ZipfRequestSource`), a trace of this

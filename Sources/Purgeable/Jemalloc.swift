@@ -28,8 +28,8 @@ public struct MallctlError: Error, Sendable, Hashable, CustomStringConvertible {
 
 /// Typed access to jemalloc's `mallctl` namespace. Every failure throws a `MallctlError`
 /// naming the ctl.
-public enum Mallctl {
-    public static func read<T: BitwiseCopyable>(_ name: String, as type: T.Type = T.self) throws(MallctlError) -> T {
+package enum Mallctl {
+    package static func read<T: BitwiseCopyable>(_ name: String, as type: T.Type = T.self) throws(MallctlError) -> T {
         var value = unsafe_zeroed(T.self)
         var size = MemoryLayout<T>.size
         let rc = withUnsafeMutablePointer(to: &value) { mallctl(name, $0, &size, nil, 0) }
@@ -38,20 +38,20 @@ public enum Mallctl {
         return value
     }
 
-    public static func write<T: BitwiseCopyable>(_ name: String, _ value: T) throws(MallctlError) {
+    package static func write<T: BitwiseCopyable>(_ name: String, _ value: T) throws(MallctlError) {
         var v = value
         let rc = withUnsafeMutablePointer(to: &v) { mallctl(name, nil, nil, $0, MemoryLayout<T>.size) }
         guard rc == 0 else { throw MallctlError(ctl: name, code: rc) }
     }
 
     /// Runs a ctl that takes no value (`arena.<i>.purge`).
-    public static func run(_ name: String) throws(MallctlError) {
+    package static func run(_ name: String) throws(MallctlError) {
         let rc = mallctl(name, nil, nil, nil, 0)
         guard rc == 0 else { throw MallctlError(ctl: name, code: rc) }
     }
 
     /// Refreshes the statistics snapshot (`epoch`), so `stats.*` reads are current.
-    public static func refreshStatistics() throws(MallctlError) {
+    package static func refreshStatistics() throws(MallctlError) {
         var current: UInt64 = 0
         var next: UInt64 = 1
         var size = MemoryLayout<UInt64>.size
@@ -60,7 +60,7 @@ public enum Mallctl {
     }
 
     /// The jemalloc version string.
-    public static func version() throws(MallctlError) -> String {
+    package static func version() throws(MallctlError) -> String {
         let p: UnsafePointer<CChar>? = try read("version")
         return p.map { String(cString: $0) } ?? "?"
     }

@@ -133,7 +133,7 @@ public final class PurgeableArena: Sendable {
 
     /// `adviseIdleBuffers()` on every arena of the process.
     @discardableResult
-    public static func adviseIdleBuffersEverywhere() -> Int {
+    package static func adviseIdleBuffersEverywhere() -> Int {
         allArenas().values.reduce(0) { $0 + $1.adviseIdleBuffers() }
     }
 
@@ -215,13 +215,13 @@ public final class PurgeableArena: Sendable {
     }
 
     /// The address ranges this arena has mapped.
-    public var extents: [Range<UInt>] {
+    package var extents: [Range<UInt>] {
         RegionPublisher.liveExtents().filter { $0.arena == index }.map { UInt($0.start)..<UInt($0.end) }
     }
 
     /// Whether the kernel accepted PR_SET_VMA_ANON_NAME for this process's arenas (nil: no
     /// arena has mapped memory yet). Without it, regions are attributed through the registry.
-    public static var kernelNamesRegions: Bool? {
+    package static var kernelNamesRegions: Bool? {
         switch mp_anon_names_supported() {
         case 1: true
         case 0: false
@@ -314,5 +314,5 @@ extension PurgeableArena {
     static func allArenas() -> [String: PurgeableArena] { arenas.withLock { $0 } }
 
     /// Why the last attempt to publish this process's purgeable regions failed, if it did.
-    public static var registryError: String? { RegionPublisher.shared.lastError }
+    package static var registryError: String? { RegionPublisher.shared.lastError }
 }

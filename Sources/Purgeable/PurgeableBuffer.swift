@@ -198,7 +198,7 @@ public final class PurgeableBuffer: DiscardableContent, Sendable {
 
     /// The address range of the buffer's pages (nil when empty or discarded): for tools, tests
     /// and demonstrations that make the kernel reclaim particular buffers.
-    public var pageRange: Range<UInt>? {
+    package var pageRange: Range<UInt>? {
         state.withLock { s in
             guard let storage = s.storage else { return nil }
             let start = UInt(bitPattern: storage.base)
@@ -210,7 +210,7 @@ public final class PurgeableBuffer: DiscardableContent, Sendable {
     /// advised page that is not resident was discarded). Does not disturb the pages and takes
     /// no access: a cache uses it to count discards early. A false answer can be overtaken by the
     /// kernel at any moment; only `beginContentAccess()` decides.
-    public var hasLostPages: Bool {
+    package var hasLostPages: Bool {
         state.withLock { s in
             if s.discarded { return true }
             guard s.advised, let storage = s.storage else { return false }

@@ -124,7 +124,10 @@ public struct JetsamConfiguration: Sendable, Hashable, Codable {
     }
 }
 
+/// Why `JetsamConfiguration.validate()` refused a configuration: a value out of its range, or a
+/// ranking policy that is not valid. The reason names the field.
 public struct JetsamConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What is wrong, naming the field ("targetAvailableShare must be between 0 and 1").
     public var reason: String
     public init(_ reason: String) { self.reason = reason }
     public var description: String { "jetsam: \(reason)" }

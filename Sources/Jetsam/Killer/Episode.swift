@@ -117,7 +117,7 @@ public struct JetsamEpisode: Sendable, Hashable, Codable {
     /// have done without (together with the later kills found unneeded) was not needed. Sets
     /// `needed` of every `vm-pageshortage` victim from `memoryAfter` and the target (a
     /// per-process-limit kill is needed by its limit, whatever memory says).
-    public mutating func markNeeded() {
+    package mutating func markNeeded() {
         guard let after = memoryAfter else { return }
         var spare = after.availableBytes &- min(after.availableBytes, targetAvailableBytes)
         for i in victims.indices.reversed() where victims[i].reason == KillReason.vmPageShortage.rawValue {

@@ -16,8 +16,8 @@ import VMTracker
 ///   CLOCK_BOOTTIME), so the least-recently-used orders (xnu, lmkd, lru) take the oldest first.
 ///   The relaunch cost is unknown: the cost policy uses its prior for every app.
 /// - Two apps with the same name are told apart by their PID ("bash (pid 812)").
-public enum LiveMachine {
-    public static func snapshots(_ machine: MachineSnapshot, foreground: Int32? = nil) -> [JetsamAppSnapshot] {
+package enum LiveMachine {
+    package static func snapshots(_ machine: MachineSnapshot, foreground: Int32? = nil) -> [JetsamAppSnapshot] {
         var stopped: [Int32: Bool] = [:]
         var started: [Int32: UInt64] = [:]
         for p in machine.processes {
@@ -58,34 +58,34 @@ public enum LiveMachine {
 
 /// What `mempressure jetsam --dry-run --json` prints (formatVersion 1; fields may be added,
 /// never renamed): the apps in kill order, rank 1 first.
-public struct DryRunReport: Sendable, Hashable, Codable {
-    public var formatVersion = 1
-    public var policy: String
-    public var highMemoryBytes: UInt64
-    public var budgetBytes: UInt64
-    public var apps: [App]
+package struct DryRunReport: Sendable, Hashable, Codable {
+    package var formatVersion = 1
+    package var policy: String
+    package var highMemoryBytes: UInt64
+    package var budgetBytes: UInt64
+    package var apps: [App]
     /// Apps not ranked (protected, ...), with why.
-    public var spared: [SparedApp]
+    package var spared: [SparedApp]
 
-    public struct App: Sendable, Hashable, Codable {
-        public var rank: Int
-        public var pid: Int32
-        public var name: String
-        public var state: LifecycleState
-        public var band: String
-        public var footprintBytes: UInt64
-        public var purgeableBytes: UInt64
-        public var explanation: String
+    package struct App: Sendable, Hashable, Codable {
+        package var rank: Int
+        package var pid: Int32
+        package var name: String
+        package var state: LifecycleState
+        package var band: String
+        package var footprintBytes: UInt64
+        package var purgeableBytes: UInt64
+        package var explanation: String
     }
 
-    public struct SparedApp: Sendable, Hashable, Codable {
-        public var pid: Int32
-        public var name: String
-        public var reason: String
-        public var explanation: String
+    package struct SparedApp: Sendable, Hashable, Codable {
+        package var pid: Int32
+        package var name: String
+        package var reason: String
+        package var explanation: String
     }
 
-    public init(_ ranking: Ranking, budgetBytes: UInt64) {
+    package init(_ ranking: Ranking, budgetBytes: UInt64) {
         policy = ranking.policy.name.rawValue
         highMemoryBytes = ranking.highMemoryBytes
         self.budgetBytes = budgetBytes
@@ -97,7 +97,7 @@ public struct DryRunReport: Sendable, Hashable, Codable {
     }
 
     /// A table, then each app's explanation.
-    public func renderText(limit: Int? = nil) -> String {
+    package func renderText(limit: Int? = nil) -> String {
         var t = TextTable([
             .init("Rank"), .init("PID"), .init("App", .left), .init("State", .left), .init("Band", .left),
             .init("Footprint"), .init("Purgeable"),
