@@ -107,15 +107,16 @@ struct HTTPResponse: Sendable {
 /// Sends `request` (raw bytes) to 127.0.0.1:`port` and reads the answer until the server
 /// closes; on a thread of its own (blocking sockets, never on the test's executor). nil when the
 /// connection is refused or cut without an answer.
-func exchange(port: Int, _ request: [UInt8]) async -> [UInt8]? {
+/// `halfClose`: shut our side down after the request (for requests the server may wait on).
+func exchange(port: Int, _ request: [UInt8], halfClose: Bool = false) async -> [UInt8]? {
     await withCheckedContinuation { (continuation: CheckedContinuation<[UInt8]?, Never>) in
         TestThread.detached {
-            continuation.resume(returning: blockingExchange(port: port, request))
+            continuation.resume(returning: blockingExchange(port: port, request, halfClose: halfClose))
         }
     }
 }
 
-private func blockingExchange(port: Int, _ request: [UInt8]) -> [UInt8]? {
+private func blockingExchange(port: Int, _ request: [UInt8], halfClose: Bool) -> [UInt8]? {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
@@ -132,6 +133,7 @@ private func blockingExchange(port: Int, _ request: [UInt8]) -> [UInt8]? {
     } catch {
         return nil
     }
+    if halfClose { shutdown(fd, Int32(SHUT_WR)) }
     var answer: [UInt8] = []
     var chunk = [UInt8](repeating: 0, count: 65536)
     while true {

@@ -93,7 +93,12 @@ private let prometheusInstalled = installed("prometheus") && installed("promtool
         defer { child.stop() }
         // Quotes, a backslash, a newline, bytes that are not UTF-8, and what looks like our escape.
         let name: [UInt8] = [0x71, 0x22, 0x5c, 0x0a, 0xff, 0xfe, 0x5c, 0x78, 0x66, 0x66, 0x22]
-        try writeBytes(name, to: "/proc/\(child.pid)/comm")
+        // Written in place (open, write): /proc/PID/comm cannot be created or truncated.
+        let fd = open("/proc/\(child.pid)/comm", O_WRONLY | O_CLOEXEC)
+        try #require(fd >= 0, "open /proc/\(child.pid)/comm: errno \(errno)")
+        let written = name.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        try #require(written == name.count, "write /proc/\(child.pid)/comm: errno \(errno)")
         var comm = try ProcFS.readBytes("/proc/\(child.pid)/comm")
         if comm.last == 0x0a { comm.removeLast() }
         try #require(comm == name, "the kernel kept \(comm) as the name")

@@ -78,7 +78,7 @@ private func withExporter<R: Sendable>(
                 Array("GET /metrics HTTP/1.1\r\nHost: x\r\n".utf8),  // cut short
             ]
             for request in garbage {
-                _ = await exchange(port: port, request)  // whatever it answers, if anything
+                _ = await exchange(port: port, request, halfClose: true)  // whatever it answers, if anything
                 let after = try await get(port: port, "/metrics")
                 #expect(after.status == 200)
             }
