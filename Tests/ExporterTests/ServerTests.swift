@@ -151,4 +151,32 @@ private func withExporter<R: Sendable>(
         func stable(_ s: String) -> [Substring] { s.split(separator: "\n").filter { !$0.hasPrefix("mempressure_scrape_duration_seconds ") } }
         #expect(stable(text) == stable(again))
     }
+
+    /// The v2 layout captured for `top --group-by cgroup` (Fixtures/cgroup-v2): apps and
+    /// cgroups carry the unit, pod and container their paths name, and the cgroups' own figures.
+    @Test func cgroupIdentitiesAndFiguresOnAV2Layout() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let fixtures = Fixtures.directory + "/cgroup-v2"
+        let proc = dir.path + "/proc"
+        try ProcFS.makeDirectory(proc)
+        for pid in try ProcFS(root: fixtures + "/proc").pids() { try copyTree("\(fixtures)/proc/\(pid)", to: "\(proc)/\(pid)") }
+        try writeText("MemTotal:       1000 kB\nMemAvailable:    900 kB\n", to: proc + "/meminfo")
+        var options = CollectorOptions()
+        options.procRoot = proc
+        options.cgroupRoot = fixtures + "/cgroup"
+        options.grouping = .cgroup
+        let text = String(decoding: try Collector(options: options).scrape(format: .prometheus), as: UTF8.self)
+        let nginx = #"cgroup="/system.slice/nginx.service",unit="nginx.service""#
+        #expect(text.contains("mempressure_cgroup_memory_usage_bytes{\(nginx)} 8388608\n"))
+        #expect(!text.contains("mempressure_cgroup_memory_limit_bytes{\(nginx)}"))  // max: unlimited
+        #expect(text.contains("mempressure_cgroup_oom_kills_total{\(nginx)} 0\n"))
+        #expect(text.contains("mempressure_cgroup_memory_stat_bytes{\(nginx),kind=\"anon\"} 4194304\n"))
+        #expect(text.contains("mempressure_cgroup_memory_stat_bytes{\(nginx),kind=\"file\"} 3145728\n"))
+        let apps = samples(of: "mempressure_app_footprint_bytes", in: text)
+        #expect(apps.contains { $0.labels.hasSuffix(nginx) && $0.labels.hasPrefix("app=\"nginx.service\"") })
+        #expect(apps.contains {
+            $0.labels.contains(#"pod="9c1f6a5e-2b4d-4e8a-a6f1-3d2c8b7e5f10",container="5b0c4a1e9f7d3c2b8a6e4d1f0c9b8a7e6d5c4b3a2f1e0d9c8b7a6f5e4d3c2b1a""#)
+        })
+    }
 }
