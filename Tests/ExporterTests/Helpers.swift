@@ -9,16 +9,26 @@ final class Child: @unchecked Sendable {
     let pid: pid_t
     /// The read end of its standard error, when asked for.
     let standardError: CInt?
+    /// The write end of its standard input, when asked for (closed by `stop()`).
+    let standardInput: CInt?
     private var reaped = false
 
     /// Starts `path` with `arguments`; standard output (and standard error unless
     /// `pipeStandardError`) go to `logFile`, or /dev/null.
-    init(_ path: String, _ arguments: [String], logFile: String? = nil, pipeStandardError: Bool = false) throws {
+    init(_ path: String, _ arguments: [String], logFile: String? = nil, pipeStandardError: Bool = false, pipeStandardInput: Bool = false) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         let log = logFile ?? "/dev/null"
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        var input: [CInt] = [-1, -1]
+        if pipeStandardInput {
+            guard pipe(&input) == 0 else { throw TestFailure("pipe: errno \(errno)") }
+            _ = fcntl(input[0], F_SETFD, FD_CLOEXEC)
+            _ = fcntl(input[1], F_SETFD, FD_CLOEXEC)
+            posix_spawn_file_actions_adddup2(&actions, input[0], 0)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        }
         posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         var ends: [CInt] = [-1, -1]
         if pipeStandardError {
@@ -34,12 +44,15 @@ final class Child: @unchecked Sendable {
         var pid: pid_t = 0
         let rc = withShellSignals { attributes in posix_spawn(&pid, path, &actions, attributes, argv, environ) }
         if pipeStandardError { close(ends[1]) }
+        if pipeStandardInput { close(input[0]) }
         guard rc == 0 else {
             if pipeStandardError { close(ends[0]) }
+            if pipeStandardInput { close(input[1]) }
             throw TestFailure("cannot start \(path): errno \(rc)")
         }
         self.pid = pid
         standardError = pipeStandardError ? ends[0] : nil
+        standardInput = pipeStandardInput ? input[1] : nil
     }
 
     /// Reads its standard error until a line containing `marker`, or its end; returns that line.
@@ -70,6 +83,7 @@ final class Child: @unchecked Sendable {
         _ = retryOnInterrupt { waitpid(pid, &status, 0) }
         reaped = true
         if let fd = standardError { close(fd) }
+        if let fd = standardInput { close(fd) }
         return status
     }
 }
