@@ -120,6 +120,35 @@ private let prometheusInstalled = installed("prometheus") && installed("promtool
         #expect(Exposition.bytes(fromLabelText: label) == name)
     }
 
+    @Test func stopsOnSIGTERMAndSaysWhyItCannotListen() async throws {
+        let exporter = try ExporterProcess()
+        defer { exporter.stop() }
+        let ok = try await get(port: exporter.port, "/metrics")
+        #expect(ok.status == 200)
+        // Another exporter on the same port, and one on a host that does not resolve.
+        let inUse = try await runMempressure(["export", "--listen", "127.0.0.1:\(exporter.port)"])
+        #expect(inUse.status == 1)
+        #expect(inUse.standardError.hasPrefix("mempressure: cannot listen on 127.0.0.1:\(exporter.port): "))
+        #expect(inUse.standardError.contains("in use"))
+        #expect(inUse.standardError.split(separator: "\n").count == 1)
+        let unknown = try await runMempressure(["export", "--listen", "no-such-host.invalid:9464"])
+        #expect(unknown.status == 1)
+        #expect(unknown.standardError.hasPrefix("mempressure: cannot listen on 'no-such-host.invalid': "))
+        let bad = try await runMempressure(["export", "--listen", "9464"])
+        #expect(bad.status != 0)
+        #expect(bad.standardError.contains("expected HOST:PORT"))
+        // Graceful shutdown: SIGTERM ends it with status 0.
+        let status = exporter.child.stop(SIGTERM)
+        #expect(status & 0x7f == 0 && (status >> 8) & 0xff == 0, "wait status \(status)")
+    }
+
+    @Test func topPrintsTheExpositionOnce() async throws {
+        let r = try await runMempressure(["top", "--format", "openmetrics"])
+        #expect(r.status == 0)
+        #expect(r.standardOutput.hasSuffix("\n# EOF\n"))
+        #expect(r.standardOutput.contains("mempressure_app_footprint_bytes{app=\"mempressure\""))
+    }
+
     @Test func processesExitingDuringScrapesNeverFailAScrape() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
