@@ -81,6 +81,10 @@ struct Top: AsyncParsableCommand {
             process's cgroup is its memory controller's on cgroup v1, including on a machine that \
             mounts both v1 and v2 (where the v1 memory controller holds the limits), and the \
             unified hierarchy's on v2.
+
+            --format openmetrics prints the exporter's metrics once (as `mempressure export` \
+            serves them), for node_exporter's textfile collector: write them to a file ending in \
+            .prom in its --collector.textfile.directory, through a temporary file and a rename.
             """
     )
 
@@ -114,6 +118,9 @@ struct Top: AsyncParsableCommand {
     @Flag(name: .long, help: "Read full smaps of every process instead of smaps_rollup.")
     var full = false
 
+    @Option(name: .customLong("format"), help: "openmetrics: print the exporter's metrics once (for node_exporter's textfile collector).")
+    var outputFormat: TopFormat?
+
     func validate() throws {
         if let limit, limit <= 0 { throw ValidationError("--limit must be positive") }
         if let interval { try checkSeconds(interval, "--interval") }
@@ -122,10 +129,12 @@ struct Top: AsyncParsableCommand {
             if interval == nil { throw ValidationError("--count counts the refreshes of --interval: give --interval too") }
         }
         if bytes && (format.json || format.csv) { throw ValidationError("--bytes is for the text table: --json and --csv always print bytes") }
+        if outputFormat != nil && (format.json || format.csv || interval != nil) { throw ValidationError("--format openmetrics prints the exposition once: not with --json, --csv or --interval") }
     }
 
     func run() async throws {
         do {
+            if outputFormat == .openmetrics { return try printExposition(grouping: grouping, source: source) }
             let uid = try user.map(userID)
             let snapshot = TopSnapshot(
                 snapshotter: source.snapshotter, procRoot: source.procRoot, cgroupRoot: source.cgroupRoot,
