@@ -28,7 +28,10 @@ final class Bench: ProgramBench {
     let killSwitch: KillSwitch
     private var scratch: String?
     private var population: Population?
+    /// The exporters running now.
     private var exporters: [RunningExporter] = []
+    /// Those that crashed (exited by themselves), already reaped.
+    private var crashed: [RunningExporter] = []
 
     init(settings: Settings, killSwitch: KillSwitch) {
         self.settings = settings
@@ -56,17 +59,9 @@ final class Bench: ProgramBench {
             log("export-bench", "allocation counter checked on a plain Swift program (\(check.allocator)): \(check.rawAllocated.requestedBytes) bytes asked, \(check.rawAllocated.allocatedBytes) usable counted, \(check.rawFreed.freedBytes) freed")
         }
 
-        try startExporters(in: dir, shim: shim)
-        let handles = exporters.map { $0.process.handle }
-        killSwitch.arm {
-            for h in handles {
-                do {
-                    try h.signal(SIGKILL)
-                } catch {
-                    // ESRCH: it has exited already.
-                }
-            }
-        }
+        var ids = settings.exporters
+        if ids.contains(.mempressure) { ids.append(.mempressureCounted) }
+        for id in ids { try startExporter(id, in: dir, shim: shim) }
         var versions: [ExporterVersion] = []
         for e in exporters where e.id != .mempressureCounted { versions.append(ExporterVersion(exporter: e.id, version: version(of: e.id))) }
 
@@ -77,27 +72,33 @@ final class Bench: ProgramBench {
         for extra in settings.populations {
             progress.doing("starting \(extra) processes")
             try population!.grow(to: extra)
+            // An exporter that crashed at the previous size is started again.
+            for id in ids where !exporters.contains(where: { $0.id == id }) { try startExporter(id, in: dir, shim: shim) }
             let atStart = try ProcFS().pids().count
+            var samples: [ExporterID: [ScrapeSample]] = [:]
+            var crashes: [Crash] = []
             // The warm-up scrape of each: discarded (it also gives the first allocation reading).
             for e in exporters {
-                let (_, exposition) = try scrape(e)
+                guard let (_, exposition) = try scrapeOrCrash(e, round: 0, into: &crashes) else { continue }
                 if e.id == .node && collectors.isEmpty { collectors = exposition.collectors.map { Collector(name: $0.name, succeeded: $0.succeeded) } }
             }
-            var samples = [[ScrapeSample]](repeating: [], count: exporters.count)
-            for round in 0..<settings.rounds {
+            for round in 1...settings.rounds {
                 try Task.checkCancellation()
-                progress.doing("\(extra) processes: round \(round + 1) of \(settings.rounds)")
-                for k in 0..<exporters.count {
-                    let i = (k + round) % exporters.count
-                    samples[i].append(try scrape(exporters[i]).0)
+                progress.doing("\(extra) processes: round \(round) of \(settings.rounds)")
+                let order = exporters
+                for k in 0..<order.count {
+                    let e = order[(k + round) % order.count]
+                    guard exporters.contains(where: { $0 === e }) else { continue }
+                    if let (sample, _) = try scrapeOrCrash(e, round: round, into: &crashes) { samples[e.id, default: []].append(sample) }
                 }
                 progress.step()
             }
             var runs: [ExporterRun] = []
-            for (i, e) in exporters.enumerated() {
-                runs.append(ExporterRun(exporter: e.id, samples: samples[i], residentBytesAfter: try e.residentBytes()))
+            for id in ids {
+                let resident = try exporters.first { $0.id == id }.map { try $0.residentBytes() }
+                runs.append(ExporterRun(exporter: id, samples: samples[id] ?? [], residentBytesAfter: resident))
             }
-            populations.append(PopulationRun(extraProcesses: extra, processesAtStart: atStart, processesAtEnd: try ProcFS().pids().count, runs: runs))
+            populations.append(PopulationRun(extraProcesses: extra, processesAtStart: atStart, processesAtEnd: try ProcFS().pids().count, runs: runs, crashes: crashes))
         }
 
         var leak: LeakCheck?
@@ -114,8 +115,9 @@ final class Bench: ProgramBench {
     }
 
     func cleanup() {
-        for e in exporters { e.process.kill() }
+        for e in exporters + crashed { e.process.kill() }
         exporters = []
+        crashed = []
         population?.kill()
         population = nil
         if let scratch { removeTree(scratch) }
@@ -134,37 +136,74 @@ final class Bench: ProgramBench {
 
     // MARK: The exporters
 
-    private func startExporters(in dir: String, shim: String) throws {
-        var ids = settings.exporters
-        if ids.contains(.mempressure) { ids.append(.mempressureCounted) }
-        for id in ids {
-            try Task.checkCancellation()
-            let port = try freeLoopbackPort()
-            let listen = "127.0.0.1:\(port)"
-            var counters: AllocCounterFile?
-            let argv: [String]
-            switch id {
-            case .node:
-                argv = [settings.nodeExporter, "--web.listen-address=\(listen)"]
-            case .process:
-                let config = "\(dir)/process-exporter.yml"
-                try writeText(processExporterConfig, to: config)
-                argv = [settings.processExporter, "-web.listen-address", listen, "-config.path", config]
-            case .mempressure:
-                argv = [settings.mempressure, "export", "--listen", listen]
-            case .mempressureCounted:
-                let file = try AllocCounterFile(creating: "\(dir)/mempressure.counters")
-                counters = file
-                argv = countedArgv([settings.mempressure, "export", "--listen", listen], shim: shim, counters: file)
+    /// Starts `id` on a free loopback port and waits until it serves /metrics; arms the kill
+    /// switch to kill every exporter now running.
+    private func startExporter(_ id: ExporterID, in dir: String, shim: String) throws {
+        try Task.checkCancellation()
+        let port = try freeLoopbackPort()
+        let listen = "127.0.0.1:\(port)"
+        var counters: AllocCounterFile?
+        let argv: [String]
+        switch id {
+        case .node:
+            argv = [settings.nodeExporter, "--web.listen-address=\(listen)"]
+        case .process:
+            let config = "\(dir)/process-exporter.yml"
+            try writeText(processExporterConfig, to: config)
+            argv = [settings.processExporter, "-web.listen-address", listen, "-config.path", config]
+        case .mempressure:
+            argv = [settings.mempressure, "export", "--listen", listen]
+        case .mempressureCounted:
+            let path = "\(dir)/mempressure.counters"
+            unlink(path)  // a previous instance's, if it crashed
+            let file = try AllocCounterFile(creating: path)
+            counters = file
+            argv = countedArgv([settings.mempressure, "export", "--listen", listen], shim: shim, counters: file)
+        }
+        let process = try ChildProcess(name: id.label, tool: "export-bench", argv: argv, logPath: "\(dir)/\(id.rawValue).log")
+        let exporter = RunningExporter(id: id, port: port, process: process, counters: counters)
+        exporters.append(exporter)  // from here on the cleanup kills it
+        let handles = exporters.map { $0.process.handle }
+        killSwitch.arm {
+            for h in handles {
+                do {
+                    try h.signal(SIGKILL)
+                } catch {
+                    // ESRCH: it has exited already.
+                }
             }
-            let process = try ChildProcess(name: id.label, tool: "export-bench", argv: argv, logPath: "\(dir)/\(id.rawValue).log")
-            let exporter = RunningExporter(id: id, port: port, process: process, counters: counters)
-            exporters.append(exporter)  // from here on the cleanup kills it
-            try exporter.waitUntilServing(timeout: 60)
-            if let counters, counters.countingPID != process.pid {
-                throw BenchError("the allocation counter is not counting in \(id.label) (pid \(process.pid); the counter file names \(counters.countingPID.map(String.init) ?? "no process")); its log:\n\(process.logTail())")
+        }
+        try exporter.waitUntilServing(timeout: 60)
+        if let counters, counters.countingPID != process.pid {
+            throw BenchError("the allocation counter is not counting in \(id.label) (pid \(process.pid); the counter file names \(counters.countingPID.map(String.init) ?? "no process")); its log:\n\(process.logTail())")
+        }
+        log("export-bench", "\(id.label) listening on \(listen) (pid \(process.pid))")
+    }
+
+    /// Scrapes `e`; if it fails because the exporter exited (crashed), records that in
+    /// `crashes`, takes it out of the running exporters and returns nil. Any other failure is
+    /// thrown.
+    private func scrapeOrCrash(_ e: RunningExporter, round: Int, into crashes: inout [Crash]) throws -> (ScrapeSample, Exposition)? {
+        do {
+            return try scrape(e)
+        } catch let failure {
+            guard !Task.isCancelled else { throw failure }
+            // A crash closes the connection as the process dies: give it a moment to be seen
+            // exited. If it has not, the failure is not a crash.
+            do {
+                try e.process.waitForExit(timeout: 2, "after a failed scrape")
+            } catch {
+                throw failure
             }
-            log("export-bench", "\(id.label) listening on \(listen) (pid \(process.pid))")
+            let tail = e.process.logTail(lines: 200)
+            let lines = tail.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+            let cause = lines.first { $0.hasPrefix("panic:") || $0.hasPrefix("fatal error:") || $0.contains("Fatal error") } ?? lines.last ?? "no log"
+            let crash = Crash(exporter: e.id, round: round, exit: e.process.exitStatus.map(describe) ?? "?", cause: String(cause))
+            log("export-bench", "\(e.id.label) crashed (\(crash.exit)) at round \(round): \(crash.cause)")
+            crashes.append(crash)
+            exporters.removeAll { $0 === e }
+            crashed.append(e)
+            return nil
         }
     }
 
@@ -190,12 +229,13 @@ final class Bench: ProgramBench {
     /// exposition's size and series, and the bytes it allocated since its previous scrape.
     private func scrape(_ e: RunningExporter) throws -> (ScrapeSample, Exposition) {
         let cpuBefore = try e.cpuTicks()
+        try Task.checkCancellation()
         let response: HTTPResponse
         do {
             response = try httpGet(port: e.port, accept: textFormat, timeout: settings.timeout)
         } catch {
             try e.process.checkAlive("during a scrape")
-            throw BenchError("scraping \(e.id.label) on 127.0.0.1:\(e.port): \(error)")
+            throw BenchError("scraping \(e.id.label) on 127.0.0.1:\(e.port): \(error); the end of its log (\(e.process.logPath)):\n\(e.process.logTail())")
         }
         let counts = e.counters?.read()
         let cpuAfter = try e.cpuTicks()
@@ -229,12 +269,15 @@ final class Bench: ProgramBench {
         let residentBefore = try e.residentBytes()
         var net: [Int64] = []
         var series: [Int] = []
+        let before = Set(try ProcFS().pids())
+        var appeared = Set<Int32>()
         for i in 0..<settings.leakScrapes {
             try Task.checkCancellation()
             progress.doing("leak check: scrape \(i + 1) of \(settings.leakScrapes)")
             let (sample, _) = try scrape(e)
             net.append(e.lastCounts!.since(start).netBytes)
             series.append(sample.series)
+            for pid in try ProcFS().pids() where !before.contains(pid) { appeared.insert(pid) }
             progress.step()
         }
         let total = e.lastCounts!.since(start)
@@ -242,6 +285,6 @@ final class Bench: ProgramBench {
             extraProcesses: settings.populations.last ?? 0, scrapes: settings.leakScrapes, netBytesAfter: net,
             allocatedBytes: total.allocatedBytes, freedBytes: total.freedBytes, allocations: total.allocations, frees: total.frees,
             residentBytesBefore: residentBefore, residentBytesAfter: try e.residentBytes(),
-            seriesMin: series.min() ?? 0, seriesMax: series.max() ?? 0)
+            seriesMin: series.min() ?? 0, seriesMax: series.max() ?? 0, processesAtStart: before.count, processesAppeared: appeared.count)
     }
 }

@@ -28,8 +28,8 @@ struct ScrapeSample: Codable, Sendable {
 struct ExporterRun: Codable, Sendable {
     var exporter: ExporterID
     var samples: [ScrapeSample]
-    /// VmRSS after the rounds.
-    var residentBytesAfter: UInt64
+    /// VmRSS after the rounds (nil: it had crashed).
+    var residentBytesAfter: UInt64?
 
     var latencyMs: Percentiles { Percentiles(samples.map { $0.seconds * 1000 }) }
     var allocated: Percentiles? {
@@ -50,8 +50,22 @@ struct PopulationRun: Codable, Sendable {
     var processesAtStart: Int
     var processesAtEnd: Int
     var runs: [ExporterRun]
+    /// Exporters that exited by themselves during the warm-up (round 0) or the rounds.
+    var crashes: [Crash]
 
-    func run(_ id: ExporterID) -> ExporterRun? { runs.first { $0.exporter == id } }
+    /// The figures of `id`, if it has any.
+    func run(_ id: ExporterID) -> ExporterRun? { runs.first { $0.exporter == id && !$0.samples.isEmpty } }
+}
+
+/// An exporter that exited by itself while the benchmark scraped it.
+struct Crash: Codable, Sendable {
+    var exporter: ExporterID
+    /// 0: the warm-up scrape.
+    var round: Int
+    /// "with status N" or "on signal N".
+    var exit: String
+    /// The line of its log that says why (a Go panic's first line), else its last line.
+    var cause: String
 }
 
 struct LeakCheck: Codable, Sendable {
@@ -68,6 +82,10 @@ struct LeakCheck: Codable, Sendable {
     /// The exposition's series over the scrapes (other work on the machine comes and goes).
     var seriesMin: Int
     var seriesMax: Int
+    /// Processes on the machine before the first scrape, and processes seen (listing /proc
+    /// after each scrape) that were not there then: the churn of other work.
+    var processesAtStart: Int
+    var processesAppeared: Int
 }
 
 struct ExporterVersion: Codable, Sendable {
@@ -123,7 +141,7 @@ struct ExporterReport: RenderedReport, Sendable {
         var md = "## What is measured\n\n"
         md += "The benchmark starts every exporter itself on a loopback port and adds \(populations.map { String($0.extraProcesses) }.joined(separator: ", then ")) processes of its own to the machine (`population-worker`, a small C program holding 64 to 256 KiB of dirty heap, run under 40 names, `xbench-00` to `xbench-39`, so that grouping by name has work). At each size it scrapes every exporter once and discards that scrape, then runs \(rounds) rounds in which each exporter is scraped once, the order rotating from round to round. A scrape is `GET /metrics` over a new loopback connection (`Accept: \(textFormat)`, the text format all of them serve), timed by the client from before connect to the last byte.\n\n"
         md += "| exporter | version | what it reports | allocated bytes per scrape |\n|---|---|---|---|\n"
-        for id in ExporterID.allCases where populations.first?.run(id) != nil {
+        for id in ExporterID.allCases where populations.contains(where: { $0.runs.contains { $0.exporter == id } }) {
             let v = versions.first { $0.exporter == id || (id == .mempressureCounted && $0.exporter == .mempressure) }?.version ?? "unknown"
             md += "| \(id.label) | \(v.replacingOccurrences(of: "|", with: "\\|")) | \(description(of: id)) | \(id.allocationSource) |\n"
         }
@@ -159,14 +177,21 @@ struct ExporterReport: RenderedReport, Sendable {
         md += "| exporter | median ms | p90 ms | p99 ms | min–max ms | allocated per scrape (median, p90) | CPU ms per scrape | series | exposition | RSS after |\n"
         md += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
         for r in p.runs.sorted(by: { order($0.exporter) < order($1.exporter) }) {
+            guard !r.samples.isEmpty else {
+                md += "| \(r.exporter.label) | crashed, no scrape measured |" + String(repeating: " |", count: 8) + "\n"
+                continue
+            }
             let l = r.latencyMs
             let allocated = r.allocated.map { "\(ByteFormat.human(UInt64($0.p50))) (\(ByteFormat.human(UInt64($0.p90))))" } ?? "–"
-            md += "| \(r.exporter.label) | \(ms(l.p50)) | \(ms(l.p90)) | \(ms(l.p99)) | \(ms(l.min))–\(ms(l.max)) | \(allocated) | \(ByteFormat.fixed(r.cpuMsPerScrape(ticksPerSecond: clockTicksPerSecond), 1)) | \(Int(r.series.p50)) | \(ByteFormat.human(UInt64(r.bytes.p50))) | \(ByteFormat.human(r.residentBytesAfter)) |\n"
+            md += "| \(r.exporter.label) | \(ms(l.p50)) | \(ms(l.p90)) | \(ms(l.p99)) | \(ms(l.min))–\(ms(l.max)) | \(allocated) | \(ByteFormat.fixed(r.cpuMsPerScrape(ticksPerSecond: clockTicksPerSecond), 1)) | \(Int(r.series.p50)) | \(ByteFormat.human(UInt64(r.bytes.p50))) | \(r.residentBytesAfter.map(ByteFormat.human) ?? "crashed") |\n"
         }
         md += "\n"
+        for c in p.crashes {
+            md += "**\(c.exporter.label) crashed** (exited \(c.exit)) \(c.round == 0 ? "at its warm-up scrape" : "in round \(c.round)")\(p.run(c.exporter).map { "; the table has its \($0.samples.count) scrapes before that" } ?? ""): `\(c.cause.replacingOccurrences(of: "`", with: "'"))`. It is started again at the next size.\n\n"
+        }
         if let node = p.run(.node) {
             var lines: [String] = []
-            for r in p.runs where r.exporter != .node {
+            for r in p.runs where r.exporter != .node && !r.samples.isEmpty {
                 var s = "\(r.exporter.label) / node_exporter: latency \(ratioText(r.latencyMs.p50 / node.latencyMs.p50))x (median), \(ratioText(r.latencyMs.p90 / node.latencyMs.p90))x (p90)"
                 if let a = r.allocated, let b = node.allocated, b.p50 > 0 { s += "; allocated per scrape \(ratioText(a.p50 / b.p50))x (median)" }
                 let nodeCPU = node.cpuMsPerScrape(ticksPerSecond: clockTicksPerSecond)
@@ -193,18 +218,19 @@ struct ExporterReport: RenderedReport, Sendable {
             return md + "Not measured: `mempressure export` was not among the exporters of this run.\n\n"
         }
         let l = ours.latencyMs
+        let cpu = "; its CPU time was \(ByteFormat.fixed(ours.cpuMsPerScrape(ticksPerSecond: clockTicksPerSecond), 1)) ms per scrape (user + system, mean), on a machine whose load average was \(machine.loadAverageAtStart) at the start of the run and \(machine.loadAverageAtEnd ?? "?") at its end (2 CPUs), so part of the wall time is waiting for a CPU"
         let machineCount = "\(p.extraProcesses) processes added, \(p.processesAtStart)–\(p.processesAtEnd) on the machine"
         if p.extraProcesses < Self.targetProcesses {
-            md += "Not measured at \(Self.targetProcesses) processes: the largest population of this run was \(machineCount). "
+            return md + "Not measured at \(Self.targetProcesses) processes: the largest population of this run was \(machineCount), where `mempressure export` took \(ms(l.p50)) ms at the median and \(ms(l.p99)) ms at p99 (\(l.count) scrapes).\n\n"
         }
         if l.max < Self.targetMs {
-            md += "**Met**, every scrape: at \(machineCount), `mempressure export` took \(ms(l.p50)) ms at the median, \(ms(l.p99)) ms at p99 and \(ms(l.max)) ms at most (\(l.count) scrapes).\n\n"
+            md += "**Met**, every scrape: at \(machineCount), `mempressure export` took \(ms(l.p50)) ms at the median, \(ms(l.p99)) ms at p99 and \(ms(l.max)) ms at most (\(l.count) scrapes)\(cpu).\n\n"
         } else if l.p99 < Self.targetMs {
-            md += "**Met** at the median and p99: at \(machineCount), `mempressure export` took \(ms(l.p50)) ms at the median and \(ms(l.p99)) ms at p99; its slowest scrape took \(ms(l.max)) ms (\(l.count) scrapes).\n\n"
+            md += "**Met** at the median and p99: at \(machineCount), `mempressure export` took \(ms(l.p50)) ms at the median and \(ms(l.p99)) ms at p99; its slowest scrape took \(ms(l.max)) ms (\(l.count) scrapes)\(cpu).\n\n"
         } else if l.p50 < Self.targetMs {
-            md += "**Met at the median only**: at \(machineCount), `mempressure export` took \(ms(l.p50)) ms at the median but \(ms(l.p90)) ms at p90 and \(ms(l.p99)) ms at p99 (\(l.count) scrapes).\n\n"
+            md += "**Met at the median only**: at \(machineCount), `mempressure export` took \(ms(l.p50)) ms at the median but \(ms(l.p90)) ms at p90 and \(ms(l.p99)) ms at p99 (\(l.count) scrapes)\(cpu).\n\n"
         } else {
-            md += "**Not met**: at \(machineCount), `mempressure export` took \(ms(l.p50)) ms at the median (p90 \(ms(l.p90)), p99 \(ms(l.p99)); \(l.count) scrapes).\n\n"
+            md += "**Not met**: at \(machineCount), `mempressure export` took \(ms(l.p50)) ms at the median (p90 \(ms(l.p90)), p99 \(ms(l.p99)); \(l.count) scrapes)\(cpu).\n\n"
         }
         return md
     }
@@ -230,7 +256,7 @@ struct ExporterReport: RenderedReport, Sendable {
             md += "; from scrape 10 to scrape \(n) it changed by \(ByteFormat.signed(settled))"
             md += settled <= 0 ? " (**flat: no growth once warm**)" : " (\(ByteFormat.signed(settled / Int64(n - 10))) a scrape: **it grows**)"
         }
-        md += ". Its RSS went from \(ByteFormat.human(leak.residentBytesBefore)) to \(ByteFormat.human(leak.residentBytesAfter)). The exposition had \(leak.seriesMin) to \(leak.seriesMax) series over these scrapes (other processes on the machine come and go; a larger exposition can leave a larger buffer kept for the next).\n\n"
+        md += ". Its RSS went from \(ByteFormat.human(leak.residentBytesBefore)) to \(ByteFormat.human(leak.residentBytesAfter)). The exposition had \(leak.seriesMin) to \(leak.seriesMax) series over these scrapes: other work on the machine started and ended processes meanwhile (\(leak.processesAtStart) processes before the first scrape; \(leak.processesAppeared) others appeared during the check, seen by listing /proc after each scrape; shorter-lived ones are not counted). A heap that grows with that churn, while the benchmark's own processes stay, points at state kept per process that is not dropped when the process goes.\n\n"
         return md
     }
 
@@ -268,7 +294,9 @@ struct ExporterReport: RenderedReport, Sendable {
                 let l = r.latencyMs
                 low = min(low, l.min)
                 high = max(high, l.p99)
-                return [.int(pop.extraProcesses), .number(l.p50), .number(l.min), .number(l.p99)]
+                // Each exporter a little to the side of the others, so that their bars do not hide each other.
+                let x = Double(pop.extraProcesses) + (Double(order(id)) - 1.5) * 10
+                return [.number(x), .number(l.p50), .number(l.min), .number(l.p99)]
             }
             guard !rows.isEmpty else { continue }
             let block = "e\(order(id))"
@@ -284,7 +312,7 @@ struct ExporterReport: RenderedReport, Sendable {
         p.command("set ytics nomirror")
         p.command("set xlabel 'processes added to the machine'")
         p.command("set ylabel 'milliseconds (log scale)'")
-        p.command("set key outside right top vertical")
+        p.command("set key inside top left vertical opaque box lc rgb '#cccccc'")
         plots.append("\(Self.targetMs) with lines dt 2 lw 1.5 lc rgb '#c03030' title '\(Int(Self.targetMs)) ms target'")
         p.command("plot " + plots.joined(separator: ", \\\n     "))
         return p
