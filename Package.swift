@@ -167,6 +167,7 @@ let package = Package(
                 "LifecycleProtocol",
                 "Scenarios",
                 "Jetsam",
+                "Pressure",
                 "CMemoryPressure",
                 "MemHogClient",
                 "RegionTags",
