@@ -281,10 +281,21 @@ final class Bench: ProgramBench {
             progress.step()
         }
         let total = e.lastCounts!.since(start)
+        let residentAfter = try e.residentBytes()
+        // The control: as many requests of the index page, which collects nothing (the server's
+        // own path: connection, request, response).
+        let controlStart = e.counters!.read()
+        var controlNet: [Int64] = []
+        for _ in 0..<settings.leakScrapes {
+            try Task.checkCancellation()
+            let response = try httpGet(port: e.port, path: "/", accept: "text/html", timeout: settings.timeout)
+            guard response.status < 500 else { throw BenchError("\(e.id.label) answered GET / with status \(response.status)") }
+            controlNet.append(e.counters!.read().since(controlStart).netBytes)
+        }
         return LeakCheck(
             extraProcesses: settings.populations.last ?? 0, scrapes: settings.leakScrapes, netBytesAfter: net,
             allocatedBytes: total.allocatedBytes, freedBytes: total.freedBytes, allocations: total.allocations, frees: total.frees,
-            residentBytesBefore: residentBefore, residentBytesAfter: try e.residentBytes(),
+            residentBytesBefore: residentBefore, residentBytesAfter: residentAfter, indexNetBytesAfter: controlNet,
             seriesMin: series.min() ?? 0, seriesMax: series.max() ?? 0, processesAtStart: before.count, processesAppeared: appeared.count)
     }
 }

@@ -79,6 +79,9 @@ struct LeakCheck: Codable, Sendable {
     var frees: UInt64
     var residentBytesBefore: UInt64
     var residentBytesAfter: UInt64
+    /// The control, after the scrapes: as many requests of `GET /` (the index page: the server's
+    /// path without a collection), and the live heap's change after each.
+    var indexNetBytesAfter: [Int64]
     /// The exposition's series over the scrapes (other work on the machine comes and goes).
     var seriesMin: Int
     var seriesMax: Int
@@ -242,11 +245,13 @@ struct ExporterReport: RenderedReport, Sendable {
         }
         let n = leak.netBytesAfter.count
         md += "\(leak.scrapes) consecutive scrapes of `mempressure export` with the allocation counter loaded, at \(leak.extraProcesses) processes added, after the rounds above and one more warm-up scrape. The live heap's change (bytes allocated minus bytes freed, usable sizes) from just before the first scrape to just after scrape N:\n\n"
-        md += "| after scrape | live heap change |\n|---:|---:|\n"
+        let control = leak.indexNetBytesAfter
+        md += "| after request | live heap change, GET /metrics | control: GET / (no collection) |\n|---:|---:|---:|\n"
         var marks = [1, 10, 50, 100, 150, 200, n].filter { $0 <= n }
         marks = Array(Set(marks)).sorted()
-        for m in marks { md += "| \(m) | \(ByteFormat.signed(leak.netBytesAfter[m - 1])) |\n" }
+        for m in marks { md += "| \(m) | \(ByteFormat.signed(leak.netBytesAfter[m - 1])) | \(m <= control.count ? ByteFormat.signed(control[m - 1]) : "–") |\n" }
         md += "\n"
+        md += "The control runs after the scrapes, on the same process: the same number of requests of the index page, which collects nothing, so its column is what the server's own path (connection, request, response) leaves behind.\n\n"
         let perScrape = Double(leak.allocatedBytes) / Double(n)
         md += "Over the \(n) scrapes it allocated \(ByteFormat.human(leak.allocatedBytes)) in \(leak.allocations) blocks (\(ByteFormat.human(UInt64(perScrape))) per scrape) and freed \(ByteFormat.human(leak.freedBytes)) in \(leak.frees) blocks. "
         let final = leak.netBytesAfter[n - 1]
@@ -255,8 +260,17 @@ struct ExporterReport: RenderedReport, Sendable {
             let settled = final - leak.netBytesAfter[9]
             md += "; from scrape 10 to scrape \(n) it changed by \(ByteFormat.signed(settled))"
             md += settled <= 0 ? " (**flat: no growth once warm**)" : " (\(ByteFormat.signed(settled / Int64(n - 10))) a scrape: **it grows**)"
+            if control.count == n {
+                let controlSettled = control[n - 1] - control[9]
+                md += ". The control's requests of `GET /` changed it by \(ByteFormat.signed(controlSettled)) over the same span"
+                if settled > 0 && controlSettled > 0 {
+                    md += controlSettled * 2 >= settled
+                        ? ": at least half as much without any collection, so the growth is in the server's path (connection, request, response), not in the collection"
+                        : ": less than half as much, so most of the growth comes with the collection"
+                }
+            }
         }
-        md += ". Its RSS went from \(ByteFormat.human(leak.residentBytesBefore)) to \(ByteFormat.human(leak.residentBytesAfter)). The exposition had \(leak.seriesMin) to \(leak.seriesMax) series over these scrapes: other work on the machine started and ended processes meanwhile (\(leak.processesAtStart) processes before the first scrape; \(leak.processesAppeared) others appeared during the check, seen by listing /proc after each scrape; shorter-lived ones are not counted). A heap that grows with that churn, while the benchmark's own processes stay, points at state kept per process that is not dropped when the process goes.\n\n"
+        md += ". Its RSS went from \(ByteFormat.human(leak.residentBytesBefore)) to \(ByteFormat.human(leak.residentBytesAfter)). The exposition had \(leak.seriesMin) to \(leak.seriesMax) series over these scrapes: other work on the machine started and ended processes meanwhile (\(leak.processesAtStart) processes before the first scrape; \(leak.processesAppeared) others appeared during the check, seen by listing /proc after each scrape; shorter-lived ones are not counted).\n\n"
         return md
     }
 
