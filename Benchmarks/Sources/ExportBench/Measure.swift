@@ -216,8 +216,11 @@ final class Bench: ProgramBench {
         }
         do {
             let (status, text) = try runCollecting(arguments)
-            guard status == 0, let first = text.split(separator: "\n").first else { return "unknown (\(arguments.joined(separator: " ")) ended with status \(status))" }
-            return String(first)
+            if status == 0, let first = text.split(separator: "\n").first { return String(first) }
+            guard id == .mempressure || id == .mempressureCounted else { return "unknown (\(arguments.joined(separator: " ")) ended with status \(status))" }
+            // A build without --version: the repository's commit (the benchmark runs from it).
+            let (gitStatus, commit) = try runCollecting(["git", "rev-parse", "--short", "HEAD"])
+            return gitStatus == 0 ? "this repository at commit \(commit) (its build has no --version)" : "unknown (no --version, and git rev-parse: \(commit))"
         } catch {
             return "unknown (\(error))"
         }
