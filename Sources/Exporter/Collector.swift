@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 import LinuxSystem
 import Metrics
@@ -170,18 +171,22 @@ public final class Collector: Sendable {
         }
         for error in machine.skipped { skipped.add(error) }
         let processes = machine.processes  // ascending by PID
-        func process(_ pid: Int32) -> ProcessSnapshot? {
+        func processIndex(_ pid: Int32) -> Int {
             var low = 0, high = processes.count
             while low < high {
                 let mid = (low + high) / 2
                 if processes[mid].pid < pid { low = mid + 1 } else { high = mid }
             }
-            return low < processes.count && processes[low].pid == pid ? processes[low] : nil
+            return low
         }
+        func process(_ pid: Int32) -> ProcessSnapshot? {
+            let i = processIndex(pid)
+            return i < processes.count && processes[i].pid == pid ? processes[i] : nil
+        }
+        let ios = readIO(processes.map(\.pid), proc: snapshotter.proc) + [nil]  // [count]: not found
         // Sorted by key: the order of the series does not depend on footprints changing.
         let apps = machine.apps(grouping: options.grouping).sorted { $0.key < $1.key }
 
-        var buffer = ReadBuffer(capacity: 4096)
         var identities = Identities()
         var labels: [LabelSet] = []
         var activity: [Activity] = []
@@ -213,17 +218,12 @@ public final class Collector: Sendable {
                 a.systemTicks &+= p.stat.systemTicks
                 a.minorFaults &+= p.stat.minorFaults
                 a.majorFaults &+= p.stat.majorFaults
-                do throws(ProcError) {
-                    let dir = try snapshotter.proc.open(pid)
-                    try dir.read("io", into: &buffer)
-                    let io = buffer.withBytes { ProcessIO.parse($0) }
+                // nil: io needs ptrace access, or the process exited since the snapshot (its
+                // memory is in this scrape, its I/O is not): the app's I/O is what can be read.
+                if let io = ios[processIndex(pid)] {
                     a.readBytes &+= io.readBytes
                     a.writeBytes &+= io.writeBytes
                     a.ioReadable = true
-                } catch .permissionDenied {
-                    continue  // io needs ptrace access: the app's I/O is what can be read
-                } catch {
-                    continue  // exited since the snapshot: its memory is in this scrape, its I/O is not
                 }
             }
             activity.append(a)
@@ -286,6 +286,38 @@ public final class Collector: Sendable {
             byPath[path] = identity
             return identity
         }
+    }
+
+    /// `/proc/PID/io` of each of `pids`, in their order (nil where it cannot be read), read by
+    /// `options.workers` threads as the snapshot's files are.
+    private func readIO(_ pids: [Int32], proc: ProcFS) -> [ProcessIO?] {
+        let next = Atomic<Int>(0)
+        let results = Mutex<[(Int, ProcessIO)]>([])
+        let body: @Sendable (Int) -> Void = { _ in
+            var buffer = ReadBuffer(capacity: 4096)
+            var found: [(Int, ProcessIO)] = []
+            while true {
+                let i = next.wrappingAdd(1, ordering: .relaxed).oldValue
+                guard i < pids.count else { break }
+                do throws(ProcError) {
+                    let dir = try proc.open(pids[i])
+                    try dir.read("io", into: &buffer)
+                    found.append((i, buffer.withBytes { ProcessIO.parse($0) }))
+                } catch {
+                    continue  // permission denied (io needs ptrace access) or exited: no I/O figures
+                }
+            }
+            results.withLock { $0.append(contentsOf: found) }
+        }
+        let workers = max(1, min(options.workers, pids.count))
+        if workers == 1 {
+            body(0)
+        } else {
+            DispatchQueue.concurrentPerform(iterations: workers, execute: body)
+        }
+        var ios = [ProcessIO?](repeating: nil, count: pids.count)
+        for (i, io) in results.withLock({ $0 }) { ios[i] = io }
+        return ios
     }
 
     /// Per region type of the apps opted in: full smaps of their processes, summed by type.

@@ -52,6 +52,9 @@ private func withExporter<R: Sendable>(
             #expect(text.text.contains("# TYPE mempressure_app_cpu_seconds_total counter\n"))
             #expect(text.text.contains("# HELP test_widgets Widgets \"made\" here.\n# TYPE test_widgets counter\ntest_widgets{kind=\"round\"} 3\n"))
             #expect(!text.text.contains("# EOF"))
+            // Our own process: its /proc/PID/io is readable, so its app has both directions.
+            let io = samples(of: "mempressure_app_io_bytes_total", in: text.text).filter { $0.labels.contains("pid=\"\(getpid())\"") }
+            #expect(io.map { $0.labels.hasSuffix("direction=\"read\"") } == [true, false])
 
             let om = try await get(port: port, "/metrics", accept: "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5")
             #expect(om.status == 200)
