@@ -24,7 +24,7 @@ struct ExportBench: AsyncParsableCommand {
     @Option(help: "Where the report goes.") var output = "../Reports"
     @Option(help: "Directory holding the release build of mempressure.") var build = "../.build/release"
     @Option(help: "Processes to add to the machine, one population after another, comma-separated.") var populations = "100,400,1000"
-    @Option(help: "Rounds per population, each scraping every exporter once (default 40; 8 with --quick).") var rounds: Int?
+    @Option(help: "Rounds per population, each scraping every exporter once (default 100; 8 with --quick).") var rounds: Int?
     @Option(name: .customLong("leak-scrapes"), help: "Consecutive scrapes of the counted mempressure export for the leak check (default 200; 40 with --quick; 0 skips it).") var leakScrapes: Int?
     @Option(help: "The exporters to measure, comma-separated: node_exporter, process-exporter, mempressure (which adds its counted instance).") var exporters = "node_exporter,process-exporter,mempressure"
     @Option(name: .customLong("node-exporter"), help: "node_exporter's executable.") var nodeExporter = "/usr/bin/prometheus-node-exporter"
@@ -102,7 +102,7 @@ struct ExportBench: AsyncParsableCommand {
         }
         raiseFileLimit()
         let settings = Settings(
-            populations: try populationSizes(), rounds: rounds ?? (quick ? 8 : 40), leakScrapes: leakScrapes ?? (quick ? 40 : 200),
+            populations: try populationSizes(), rounds: rounds ?? (quick ? 8 : 100), leakScrapes: leakScrapes ?? (quick ? 40 : 200),
             exporters: ids, mempressure: mempressure, nodeExporter: nodeExporter, processExporter: processExporter,
             scratch: scratch, timeout: timeout, quick: quick, command: regeneratingCommand("export-bench"))
 
