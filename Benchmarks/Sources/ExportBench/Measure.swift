@@ -1,8 +1,8 @@
-// The measurement: the exporters started once; for each population (the benchmark's own
-// processes added to the machine: 100, then 400, then 1000), one warm-up scrape of each
-// (discarded), then rounds in which each exporter is scraped once, the order rotating from round
-// to round so that none always follows another; then the leak check, consecutive scrapes of the
-// counted `mempressure export` at the largest population. Everything it started is killed and
+// The measurement: for each population (the benchmark's own processes added to the machine:
+// 100, then 400, then 1000), the exporters started at the first (one that crashed, again at the
+// next), one warm-up scrape of each (discarded), then rounds in which each exporter is scraped
+// once, the order rotating from round to round so that none always follows another; then the
+// leak check, consecutive scrapes of the counted `mempressure export` at the largest population. Everything it started is killed and
 // reaped, and its scratch directory removed, however the run ends.
 
 import BenchSupport
@@ -32,6 +32,8 @@ final class Bench: ProgramBench {
     private var exporters: [RunningExporter] = []
     /// Those that crashed (exited by themselves), already reaped.
     private var crashed: [RunningExporter] = []
+    /// Crashes while starting (at their first GET /metrics), not yet given to a population.
+    private var startCrashes: [Crash] = []
 
     init(settings: Settings, killSwitch: KillSwitch) {
         self.settings = settings
@@ -61,9 +63,8 @@ final class Bench: ProgramBench {
 
         var ids = settings.exporters
         if ids.contains(.mempressure) { ids.append(.mempressureCounted) }
-        for id in ids { try startExporter(id, in: dir, shim: shim) }
         var versions: [ExporterVersion] = []
-        for e in exporters where e.id != .mempressureCounted { versions.append(ExporterVersion(exporter: e.id, version: version(of: e.id))) }
+        for id in ids where id != .mempressureCounted { versions.append(ExporterVersion(exporter: id, version: version(of: id))) }
 
         population = try Population(worker: worker, links: "\(dir)/bin", logPath: "\(dir)/population.log")
         let progress = Progress("export-bench", total: settings.populations.count * settings.rounds + settings.leakScrapes)
@@ -72,11 +73,14 @@ final class Bench: ProgramBench {
         for extra in settings.populations {
             progress.doing("starting \(extra) processes")
             try population!.grow(to: extra)
-            // An exporter that crashed at the previous size is started again.
+            // Every exporter is started at the first size; one that crashed is started again at
+            // the next.
             for id in ids where !exporters.contains(where: { $0.id == id }) { try startExporter(id, in: dir, shim: shim) }
             let atStart = try ProcFS().pids().count
             var samples: [ExporterID: [ScrapeSample]] = [:]
-            var crashes: [Crash] = []
+            // Those that crashed as they were started, for this size.
+            var crashes = startCrashes
+            startCrashes = []
             // The warm-up scrape of each: discarded (it also gives the first allocation reading).
             for e in exporters {
                 guard let (_, exposition) = try scrapeOrCrash(e, round: 0, into: &crashes) else { continue }
@@ -173,7 +177,13 @@ final class Bench: ProgramBench {
                 }
             }
         }
-        try exporter.waitUntilServing(timeout: 60)
+        do {
+            try exporter.waitUntilServing(timeout: 60)
+        } catch let failure {
+            guard !Task.isCancelled, let crash = crash(of: exporter, round: -1, failure: failure) else { throw failure }
+            startCrashes.append(crash)
+            return
+        }
         if let counters, counters.countingPID != process.pid {
             throw BenchError("the allocation counter is not counting in \(id.label) (pid \(process.pid); the counter file names \(counters.countingPID.map(String.init) ?? "no process")); its log:\n\(process.logTail())")
         }
@@ -187,24 +197,28 @@ final class Bench: ProgramBench {
         do {
             return try scrape(e)
         } catch let failure {
-            guard !Task.isCancelled else { throw failure }
-            // A crash closes the connection as the process dies: give it a moment to be seen
-            // exited. If it has not, the failure is not a crash.
-            do {
-                try e.process.waitForExit(timeout: 2, "after a failed scrape")
-            } catch {
-                throw failure
-            }
-            let tail = e.process.logTail(lines: 200)
-            let lines = tail.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
-            let cause = lines.first { $0.hasPrefix("panic:") || $0.hasPrefix("fatal error:") || $0.contains("Fatal error") } ?? lines.last ?? "no log"
-            let crash = Crash(exporter: e.id, round: round, exit: e.process.exitStatus.map(describe) ?? "?", cause: String(cause))
-            log("export-bench", "\(e.id.label) crashed (\(crash.exit)) at round \(round): \(crash.cause)")
+            guard !Task.isCancelled, let crash = crash(of: e, round: round, failure: failure) else { throw failure }
             crashes.append(crash)
-            exporters.removeAll { $0 === e }
-            crashed.append(e)
             return nil
         }
+    }
+
+    /// If `e` has exited by itself (within 2 s of `failure`: a crash closes the connection as
+    /// the process dies), the crash, with the line of its log that says why; `e` is then out of
+    /// the running exporters. Nil if it is still running: the failure is not a crash.
+    private func crash(of e: RunningExporter, round: Int, failure: any Error) -> Crash? {
+        do {
+            try e.process.waitForExit(timeout: 2, "after a failed scrape")
+        } catch {
+            return nil
+        }
+        let lines = e.process.logTail(lines: 200).split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        let cause = lines.first { $0.hasPrefix("panic:") || $0.hasPrefix("fatal error:") || $0.contains("Fatal error") } ?? lines.last ?? "no log"
+        let crash = Crash(exporter: e.id, round: round, exit: e.process.exitStatus.map(describe) ?? "?", cause: String(cause))
+        log("export-bench", "\(e.id.label) crashed (\(crash.exit)) \(round < 0 ? "as it started" : "at round \(round)"): \(crash.cause) (the scrape failed with: \(failure))")
+        exporters.removeAll { $0 === e }
+        crashed.append(e)
+        return crash
     }
 
     private func version(of id: ExporterID) -> String {

@@ -60,7 +60,7 @@ struct PopulationRun: Codable, Sendable {
 /// An exporter that exited by itself while the benchmark scraped it.
 struct Crash: Codable, Sendable {
     var exporter: ExporterID
-    /// 0: the warm-up scrape.
+    /// 0: the warm-up scrape; -1: its first GET /metrics, as it was started.
     var round: Int
     /// "with status N" or "on signal N".
     var exit: String
@@ -190,7 +190,7 @@ struct ExporterReport: RenderedReport, Sendable {
         }
         md += "\n"
         for c in p.crashes {
-            md += "**\(c.exporter.label) crashed** (exited \(c.exit)) \(c.round == 0 ? "at its warm-up scrape" : "in round \(c.round)")\(p.run(c.exporter).map { "; the table has its \($0.samples.count) scrapes before that" } ?? ""): `\(c.cause.replacingOccurrences(of: "`", with: "'"))`. It is started again at the next size.\n\n"
+            md += "**\(c.exporter.label) crashed** (exited \(c.exit)) \(c.round < 0 ? "as it was started, at its first GET /metrics" : c.round == 0 ? "at its warm-up scrape" : "in round \(c.round)")\(p.run(c.exporter).map { "; the table has its \($0.samples.count) scrapes before that" } ?? ""): `\(c.cause.replacingOccurrences(of: "`", with: "'"))`.\(p.extraProcesses == populations.last?.extraProcesses ? "" : " It is started again at the next size.")\n\n"
         }
         if let node = p.run(.node) {
             var lines: [String] = []
