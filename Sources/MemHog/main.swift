@@ -12,6 +12,7 @@
 //   spawn            start a child hog holding one dirty page    -> "child PID"
 //   end-children     close the children's input and reap them    -> "ended N"
 //   grow-heap BYTES  extend the brk heap by BYTES and write them  -> "heap START END"
+//   lock BYTES       map BYTES more, write and mlock them         -> "locked START END"
 //
 // --zombie starts a child that exits at once and is never reaped, so it stays a zombie.
 // --purgeable-cache fills a PurgeableCache named "hog" (arena "purgeable cache: hog") with
@@ -375,6 +376,22 @@ while let command = readLine0() {
         }
         memset(p, 0x3c, n)
         say("heap \(UInt(bitPattern: start)) \(UInt(bitPattern: p) + UInt(n))")
+    case "lock":
+        guard words.count == 2, let bytes = Int(words[1]), bytes > 0 else {
+            say("error lock takes a byte count")
+            continue
+        }
+        let n = pages(bytes)
+        guard let p = mmap(nil, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), p != MAP_FAILED else {
+            say("error mmap: \(String(cString: strerror(errno)))")
+            continue
+        }
+        memset(p, 0x4c, n)
+        guard mlock(p, n) == 0 else {
+            say("error mlock: \(String(cString: strerror(errno)))")
+            continue
+        }
+        say("locked \(UInt(bitPattern: p)) \(UInt(bitPattern: p) + UInt(n))")
     default:
         say("error unknown command '\(command)'")
     }

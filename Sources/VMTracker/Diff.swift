@@ -80,6 +80,37 @@ public struct ReportDiff: Codable, Sendable, Hashable {
     /// Nil when either report was taken without `--regions`.
     public var regions: [RegionChange]?
     public var notes: [String]
+    /// The verdict of `diff --fail-on-growth` (absent without it): see `checkGrowth`.
+    public var growthCheck: GrowthCheck?
+
+    /// Whether the footprint grew by more than a limit, and by which region types.
+    public struct GrowthCheck: Codable, Sendable, Hashable {
+        /// The most the footprint may grow (`--fail-on-growth BYTES`).
+        public var limitBytes: UInt64
+        /// How much it grew (negative: it shrank): `totals.footprintBytes`.
+        public var footprintGrowthBytes: Int64
+        /// Growth above `limitBytes`: `diff` exits with status 1.
+        public var exceeded: Bool
+        /// The region types whose footprint grew, largest growth first.
+        public var grownTypes: [TypeGrowth]
+
+        public struct TypeGrowth: Codable, Sendable, Hashable {
+            public var type: String
+            public var footprintBytes: Int64
+        }
+    }
+
+    /// Sets `growthCheck` against `limitBytes`: exceeded when the footprint grew by strictly
+    /// more than it.
+    public mutating func checkGrowth(limitBytes: UInt64) {
+        let growth = totals.footprintBytes
+        let grown = types.filter { $0.delta.footprintBytes > 0 }
+            .sorted { ($1.delta.footprintBytes, $0.type) < ($0.delta.footprintBytes, $1.type) }
+            .map { GrowthCheck.TypeGrowth(type: $0.type, footprintBytes: $0.delta.footprintBytes) }
+        growthCheck = GrowthCheck(
+            limitBytes: limitBytes, footprintGrowthBytes: growth, exceeded: growth > 0 && UInt64(growth) > limitBytes,
+            grownTypes: grown)
+    }
 
     public struct Side: Codable, Sendable, Hashable {
         public var pid: Int32

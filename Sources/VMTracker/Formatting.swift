@@ -75,3 +75,11 @@ public enum CSV {
         fields.map(field).joined(separator: ",") + "\n"
     }
 }
+
+extension ByteFormat {
+    /// A byte count the kernel may not report: `human(bytes)`, or "n/a" when it is unknown
+    /// (never "0 B", which would claim a measurement).
+    public static func human(orUnknown bytes: UInt64?) -> String {
+        bytes.map { human($0) } ?? "n/a"
+    }
+}

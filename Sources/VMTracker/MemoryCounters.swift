@@ -28,8 +28,27 @@ public struct MemoryCounters: Sendable, Hashable, Codable {
     public var swap: UInt64 = 0
     public var swapPss: UInt64 = 0
     public var locked: UInt64 = 0
+    /// Which of the fields that not every kernel prints were printed (`SwapPss` since Linux 4.3,
+    /// `ShmemPmdMapped` 4.8, `FilePmdMapped` 5.4, ...): such a field left at 0 because the kernel
+    /// did not print it is unknown, not zero, and the quantities below built on it are nil.
+    /// A sum knows a field when any of its parts did (one kernel prints the same fields for every
+    /// region and process).
+    public var reported: ReportedFields = []
 
     public init() {}
+
+    /// Fields of smaps that a kernel may not print (see `reported`).
+    public struct ReportedFields: OptionSet, Sendable, Hashable, Codable {
+        public let rawValue: UInt8
+        public init(rawValue: UInt8) { self.rawValue = rawValue }
+        public static let swapPss = ReportedFields(rawValue: 1 << 0)
+        public static let locked = ReportedFields(rawValue: 1 << 1)
+        public static let anonHugePages = ReportedFields(rawValue: 1 << 2)
+        public static let shmemPmdMapped = ReportedFields(rawValue: 1 << 3)
+        public static let filePmdMapped = ReportedFields(rawValue: 1 << 4)
+        /// The three parts of `thp`.
+        public static let transparentHugePages: ReportedFields = [.anonHugePages, .shmemPmdMapped, .filePmdMapped]
+    }
 
     // MARK: The project's quantities (../shared/design.md), defined once.
 
@@ -72,6 +91,25 @@ public struct MemoryCounters: Sendable, Hashable, Codable {
     /// and not swapped ones (they are not resident).
     public var uss: UInt64 { privateClean.saturatingAdd(privateDirty).saturatingAdd(privateHugetlb) }
 
+    /// The proportional share of swapped pages (`SwapPss`): swapped pages shared by several
+    /// processes (after fork) divided among them, as `pss` divides resident ones. Nil when the
+    /// kernel does not print it (before Linux 4.3).
+    public var swapPssIfReported: UInt64? { reported.contains(.swapPss) ? swapPss : nil }
+
+    /// Memory mapped with transparent huge pages:
+    ///
+    ///     thp = AnonHugePages + ShmemPmdMapped + FilePmdMapped
+    ///
+    /// (anonymous THPs, shmem/tmpfs huge pages and file pages mapped by a PMD). Hugetlb pages are
+    /// not transparent and are not counted. Nil unless the kernel printed all three fields.
+    public var thp: UInt64? {
+        guard reported.isSuperset(of: .transparentHugePages) else { return nil }
+        return anonHugePages.saturatingAdd(shmemPmdMapped).saturatingAdd(filePmdMapped)
+    }
+
+    /// Pages locked in memory (`Locked`: mlock, VM_LOCKED mappings), or nil when not printed.
+    public var lockedIfReported: UInt64? { reported.contains(.locked) ? locked : nil }
+
     // MARK: Arithmetic
 
     /// Adds every counter of `other`, saturating at UInt64.max: sums of kernel counters cannot
@@ -100,6 +138,7 @@ public struct MemoryCounters: Sendable, Hashable, Codable {
         lhs.swap = lhs.swap.saturatingAdd(rhs.swap)
         lhs.swapPss = lhs.swapPss.saturatingAdd(rhs.swapPss)
         lhs.locked = lhs.locked.saturatingAdd(rhs.locked)
+        lhs.reported.formUnion(rhs.reported)
     }
 
     public static func + (lhs: MemoryCounters, rhs: MemoryCounters) -> MemoryCounters {
@@ -133,6 +172,13 @@ public struct Totals: Sendable, Hashable, Codable {
     public var purgeableBytes: UInt64
     public var swappedBytes: UInt64
     public var footprintBytes: UInt64
+    /// `MemoryCounters.uss`. Optional only so that reports written before it existed still read.
+    public var ussBytes: UInt64?
+    /// `SwapPss`, THP (`MemoryCounters.thp`) and `Locked`: absent when the kernel does not print
+    /// the fields they come from (unknown, not 0).
+    public var swapPssBytes: UInt64?
+    public var thpBytes: UInt64?
+    public var lockedBytes: UInt64?
 
     public init(_ c: MemoryCounters) {
         virtualBytes = c.virtual
@@ -143,6 +189,10 @@ public struct Totals: Sendable, Hashable, Codable {
         purgeableBytes = c.purgeable
         swappedBytes = c.swapped
         footprintBytes = c.footprint
+        ussBytes = c.uss
+        swapPssBytes = c.swapPssIfReported
+        thpBytes = c.thp
+        lockedBytes = c.lockedIfReported
     }
 
     public init(

@@ -9,12 +9,15 @@ extension VMReport {
         out += "footprint \(ByteFormat.human(totals.footprintBytes))   dirty \(ByteFormat.human(totals.dirtyBytes))"
         out += "   clean \(ByteFormat.human(totals.cleanBytes))   purgeable \(ByteFormat.human(totals.purgeableBytes))"
         out += "   swapped \(ByteFormat.human(totals.swappedBytes))   resident \(ByteFormat.human(totals.residentBytes))"
-        out += "   virtual \(ByteFormat.human(totals.virtualBytes))\n\n"
+        out += "   virtual \(ByteFormat.human(totals.virtualBytes))\n"
+        out += "uss \(ByteFormat.human(orUnknown: totals.ussBytes))   swapPss \(ByteFormat.human(orUnknown: totals.swapPssBytes))"
+        out += "   thp \(ByteFormat.human(orUnknown: totals.thpBytes))   locked \(ByteFormat.human(orUnknown: totals.lockedBytes))\n\n"
 
         var table = TextTable([
             .init("% of Res."), .init("Type", .left), .init("# Regs"), .init("Path", .left), .init("Resident"),
             .init("Virtual Size"), .init("Res. %"), .init("Protections", .left), .init("% All Dirty"),
-            .init("Dirty Size"), .init("Swapped"), .init("Purgeable"), .init("Footprint"),
+            .init("Dirty Size"), .init("Swapped"), .init("Purgeable"), .init("Footprint"), .init("USS"), .init("SwapPss"),
+            .init("THP"), .init("Locked"),
         ])
         // Saturating: a report read back from JSON may claim any counts.
         let regionTotal = types.reduce(0) { sum, row in
@@ -26,7 +29,9 @@ extension VMReport {
             ByteFormat.human(totals.residentBytes), ByteFormat.human(totals.virtualBytes),
             ByteFormat.percent(totals.residentBytes, of: totals.virtualBytes), "", ByteFormat.percent(totals.dirtyBytes, of: totals.dirtyBytes),
             ByteFormat.human(totals.dirtyBytes), ByteFormat.human(totals.swappedBytes), ByteFormat.human(totals.purgeableBytes),
-            ByteFormat.human(totals.footprintBytes),
+            ByteFormat.human(totals.footprintBytes), ByteFormat.human(orUnknown: totals.ussBytes),
+            ByteFormat.human(orUnknown: totals.swapPssBytes), ByteFormat.human(orUnknown: totals.thpBytes),
+            ByteFormat.human(orUnknown: totals.lockedBytes),
         ])
         for t in types {
             let path = t.path.map { fullPaths ? $0 : Self.shortPath($0) } ?? (t.regionCount > 1 && t.type != "anonymous" ? "< multiple >" : "")
@@ -36,6 +41,8 @@ extension VMReport {
                 ByteFormat.percent(t.residentBytes, of: t.virtualBytes), t.protections ?? "< multiple >",
                 ByteFormat.percent(t.dirtyBytes, of: totals.dirtyBytes), ByteFormat.human(t.dirtyBytes),
                 ByteFormat.human(t.swappedBytes), ByteFormat.human(t.purgeableBytes), ByteFormat.human(t.footprintBytes),
+                ByteFormat.human(orUnknown: t.ussBytes), ByteFormat.human(orUnknown: t.swapPssBytes),
+                ByteFormat.human(orUnknown: t.thpBytes), ByteFormat.human(orUnknown: t.lockedBytes),
             ])
         }
         out += table.render()
@@ -44,13 +51,14 @@ extension VMReport {
             out += "\nProcesses\n"
             var p = TextTable([
                 .init("PID"), .init("PPID"), .init("Name", .left), .init("State", .left), .init("Footprint"),
-                .init("Dirty"), .init("Purgeable"), .init("Swapped"), .init("Resident"),
+                .init("Dirty"), .init("Purgeable"), .init("Swapped"), .init("Resident"), .init("USS"),
             ])
             for row in processes {
                 p.append([
                     "\(row.pid)", "\(row.ppid)", row.name, row.state, ByteFormat.human(row.totals.footprintBytes),
                     ByteFormat.human(row.totals.dirtyBytes), ByteFormat.human(row.totals.purgeableBytes),
                     ByteFormat.human(row.totals.swappedBytes), ByteFormat.human(row.totals.residentBytes),
+                    ByteFormat.human(orUnknown: row.totals.ussBytes),
                 ])
             }
             out += p.render()
@@ -109,13 +117,14 @@ extension VMReport {
         }
         var out = CSV.line([
             "type", "regionCount", "path", "protections", "virtualBytes", "residentBytes", "pssBytes", "dirtyBytes",
-            "cleanBytes", "purgeableBytes", "swappedBytes", "footprintBytes",
+            "cleanBytes", "purgeableBytes", "swappedBytes", "footprintBytes", "ussBytes", "swapPssBytes", "thpBytes", "lockedBytes",
         ])
+        func optional(_ value: UInt64?) -> String { value.map { "\($0)" } ?? "" }
         for t in types {
             out += CSV.line([
                 t.type, "\(t.regionCount)", t.path ?? "", t.protections ?? "", "\(t.virtualBytes)", "\(t.residentBytes)",
                 "\(t.pssBytes)", "\(t.dirtyBytes)", "\(t.cleanBytes)", "\(t.purgeableBytes)", "\(t.swappedBytes)",
-                "\(t.footprintBytes)",
+                "\(t.footprintBytes)", optional(t.ussBytes), optional(t.swapPssBytes), optional(t.thpBytes), optional(t.lockedBytes),
             ])
         }
         return out
@@ -134,7 +143,15 @@ public struct TopReport: Codable, Sendable, Hashable {
     public var formatVersion = Self.currentFormatVersion
     public var capturedAt: Timestamp
     public var grouping: String
+    /// The column the apps are sorted by (`TopSortKey`); absent in reports written before it.
+    public var sortedBy: String?
+    /// The filters the apps passed (`--match`, `--user`); absent when none was given.
+    public var filter: TopFilter?
+    /// The machine's memory and PSI (the header of the text table).
+    public var machine: MachineMemory?
     public var apps: [App]
+    /// The sum over every app that passed the filters (all processes without filters), not
+    /// only over the `--limit` shown.
     public var totals: Totals
     public var notes: [String]
 
@@ -181,79 +198,125 @@ public struct TopReport: Codable, Sendable, Hashable {
         }
     }
 
-    public init(_ machine: MachineSnapshot, grouping: AppGrouping, limit: Int? = nil) {
+    /// The apps of `machine`: processes of `filter.uid` only, grouped, the apps whose name
+    /// matches `filter.namePattern`, in `sort` order, the first `limit` of them.
+    public init(
+        _ machine: MachineSnapshot, grouping: AppGrouping, limit: Int? = nil, sort: TopSortKey = .footprint,
+        filter: TopFilter = TopFilter(), memory: MachineMemory? = nil
+    ) {
         capturedAt = machine.capturedAt
         self.grouping = grouping.rawValue
-        let summaries = machine.apps(grouping: grouping)
-        apps = summaries.prefix(limit ?? summaries.count).map {
-            App(pid: $0.rootPID, name: $0.name, key: $0.key, processCount: $0.pids.count, pids: $0.pids, totals: Totals($0.totals), cgroup: $0.cgroup)
+        sortedBy = sort.rawValue
+        self.filter = filter.isEmpty ? nil : filter
+        self.machine = memory
+        var source = machine
+        if let uid = filter.uid {
+            source.processes = machine.processes.filter { $0.status?.uid == uid }
         }
-        totals = Totals(MemoryCounters.sum(machine.processes.lazy.map(\.totals)))
+        let summaries = source.apps(grouping: grouping).filter { filter.matches(name: $0.name) }
+        let all = sort.sorted(summaries.map {
+            App(pid: $0.rootPID, name: $0.name, key: $0.key, processCount: $0.pids.count, pids: $0.pids, totals: Totals($0.totals), cgroup: $0.cgroup)
+        })
+        apps = Array(all.prefix(limit ?? all.count))
+        totals = Totals(MemoryCounters.sum(summaries.lazy.map(\.totals)))
         notes = machine.skipNotes
-        if let limit, summaries.count > limit {
-            notes.insert("showing the \(limit) largest of \(summaries.count) apps", at: 0)
+        if let limit, all.count > limit {
+            notes.insert("showing the first \(limit) of \(all.count) apps by \(sort.rawValue)", at: 0)
+        }
+        if all.isEmpty && !filter.isEmpty {
+            notes.insert("no app matches \(filter.description)", at: 0)
         }
     }
 
-    public func renderText() -> String {
-        if grouping == "cgroup" { return renderCgroupText() }
+    /// The text table under its header; `exactBytes` prints byte counts as integers (for sort
+    /// and awk) instead of human units. A quantity the kernel does not report shows as "n/a".
+    public func renderText(exactBytes: Bool = false) -> String {
+        func bytes(_ value: UInt64?) -> String {
+            guard let value else { return "n/a" }
+            return exactBytes ? "\(value)" : ByteFormat.human(value)
+        }
+        var out = machine.map { Self.renderHeader($0, at: capturedAt, exactBytes: exactBytes) + "\n" } ?? ""
+        if grouping == "cgroup" { return out + renderCgroupText(bytes) }
         var table = TextTable([
             .init("PID"), .init("App", .left),
-            .init("Procs"), .init("Footprint"), .init("Dirty"), .init("Purgeable"), .init("Swapped"), .init("Resident"), .init("PSS"),
+            .init("Procs"), .init("Footprint"), .init("Dirty"), .init("Clean"), .init("Purgeable"), .init("Swapped"),
+            .init("Resident"), .init("PSS"), .init("USS"), .init("SwapPss"), .init("THP"), .init("Locked"),
         ])
         for app in apps {
+            let t = app.totals
             table.append([
                 app.pid.map(String.init) ?? "-", app.name,
-                "\(app.processCount)", ByteFormat.human(app.totals.footprintBytes), ByteFormat.human(app.totals.dirtyBytes),
-                ByteFormat.human(app.totals.purgeableBytes), ByteFormat.human(app.totals.swappedBytes),
-                ByteFormat.human(app.totals.residentBytes), ByteFormat.human(app.totals.pssBytes),
+                "\(app.processCount)", bytes(t.footprintBytes), bytes(t.dirtyBytes), bytes(t.cleanBytes),
+                bytes(t.purgeableBytes), bytes(t.swappedBytes), bytes(t.residentBytes), bytes(t.pssBytes),
+                bytes(t.ussBytes), bytes(t.swapPssBytes), bytes(t.thpBytes), bytes(t.lockedBytes),
             ])
         }
-        var out = table.render()
-        out += "total footprint \(ByteFormat.human(totals.footprintBytes)), dirty \(ByteFormat.human(totals.dirtyBytes)), "
-        out += "purgeable \(ByteFormat.human(totals.purgeableBytes)), swapped \(ByteFormat.human(totals.swappedBytes)), "
-        out += "PSS \(ByteFormat.human(totals.pssBytes))\n"
+        out += table.render()
+        out += "total footprint \(bytes(totals.footprintBytes)), dirty \(bytes(totals.dirtyBytes)), "
+        out += "purgeable \(bytes(totals.purgeableBytes)), swapped \(bytes(totals.swappedBytes)), "
+        out += "PSS \(bytes(totals.pssBytes)), USS \(bytes(totals.ussBytes))\n"
         for n in notes { out += "note: \(n)\n" }
         return out
     }
 
     /// The table of `--group-by cgroup`: each cgroup's name and unit, the sum over its processes,
     /// then the cgroup's own usage, limit and OOM kills, and its path last (the longest column).
-    func renderCgroupText() -> String {
+    func renderCgroupText(_ bytes: (UInt64?) -> String) -> String {
         var table = TextTable([
-            .init("App", .left), .init("Unit", .left), .init("Procs"), .init("Footprint"), .init("Dirty"), .init("Purgeable"),
-            .init("Swapped"), .init("Resident"), .init("PSS"), .init("Usage"), .init("Limit"), .init("OOM kills"), .init("Cgroup", .left),
+            .init("App", .left), .init("Unit", .left), .init("Procs"), .init("Footprint"), .init("Dirty"), .init("Clean"), .init("Purgeable"),
+            .init("Swapped"), .init("Resident"), .init("PSS"), .init("USS"), .init("Usage"), .init("Limit"), .init("OOM kills"), .init("Cgroup", .left),
         ])
         for app in apps {
             let own = app.cgroupMemory
             table.append([
-                app.name, app.cgroup?.shortUnit ?? "-", "\(app.processCount)", ByteFormat.human(app.totals.footprintBytes),
-                ByteFormat.human(app.totals.dirtyBytes), ByteFormat.human(app.totals.purgeableBytes),
-                ByteFormat.human(app.totals.swappedBytes), ByteFormat.human(app.totals.residentBytes), ByteFormat.human(app.totals.pssBytes),
-                own.map { ByteFormat.human($0.usageBytes) } ?? "-", own.map { $0.limitBytes.map(ByteFormat.human) ?? "none" } ?? "-",
+                app.name, app.cgroup?.shortUnit ?? "-", "\(app.processCount)", bytes(app.totals.footprintBytes),
+                bytes(app.totals.dirtyBytes), bytes(app.totals.cleanBytes), bytes(app.totals.purgeableBytes),
+                bytes(app.totals.swappedBytes), bytes(app.totals.residentBytes), bytes(app.totals.pssBytes), bytes(app.totals.ussBytes),
+                own.map { bytes($0.usageBytes) } ?? "-", own.map { $0.limitBytes.map { bytes($0) } ?? "none" } ?? "-",
                 own?.oomKills.map(String.init) ?? "-", app.key,
             ])
         }
         var out = table.render()
-        out += "total footprint \(ByteFormat.human(totals.footprintBytes)), dirty \(ByteFormat.human(totals.dirtyBytes)), "
-        out += "purgeable \(ByteFormat.human(totals.purgeableBytes)), swapped \(ByteFormat.human(totals.swappedBytes)), "
-        out += "PSS \(ByteFormat.human(totals.pssBytes))\n"
+        out += "total footprint \(bytes(totals.footprintBytes)), dirty \(bytes(totals.dirtyBytes)), "
+        out += "purgeable \(bytes(totals.purgeableBytes)), swapped \(bytes(totals.swappedBytes)), "
+        out += "PSS \(bytes(totals.pssBytes)), USS \(bytes(totals.ussBytes))\n"
         for n in notes { out += "note: \(n)\n" }
+        return out
+    }
+
+    /// The lines above the table: the time, the machine's memory and swap, and PSI.
+    static func renderHeader(_ m: MachineMemory, at time: Timestamp, exactBytes: Bool) -> String {
+        func bytes(_ value: UInt64?) -> String {
+            guard let value else { return "n/a" }
+            return exactBytes ? "\(value)" : ByteFormat.human(value)
+        }
+        var out = "\(time)  memory: total \(bytes(m.memTotalBytes)), available \(bytes(m.memAvailableBytes))"
+        out += "  swap: total \(bytes(m.swapTotalBytes)), free \(bytes(m.swapFreeBytes))\n"
+        if let psi = m.psi {
+            out += "PSI memory: some avg10 \(ByteFormat.fixed(psi.some.avg10, 2))%"
+            if let full = psi.full { out += ", full avg10 \(ByteFormat.fixed(full.avg10, 2))%" }
+            out += "; stalled some \(ByteFormat.fixed(Double(psi.some.totalMicroseconds) / 1e6, 3)) s"
+            if let full = psi.full { out += ", full \(ByteFormat.fixed(Double(full.totalMicroseconds) / 1e6, 3)) s" }
+            out += " in total\n"
+        }
+        for n in m.notes { out += "\(n)\n" }
         return out
     }
 
     public func renderCSV() -> String {
         // Grouped by cgroup, the cgroup's fields follow (empty where unknown).
         let cgroupColumns = grouping == "cgroup"
+        func optional(_ value: UInt64?) -> String { value.map { "\($0)" } ?? "" }
         var out = CSV.line([
             "pid", "name", "key", "processCount", "footprintBytes", "dirtyBytes", "purgeableBytes", "swappedBytes",
-            "residentBytes", "pssBytes", "cleanBytes", "virtualBytes",
+            "residentBytes", "pssBytes", "cleanBytes", "virtualBytes", "ussBytes", "swapPssBytes", "thpBytes", "lockedBytes",
         ] + (cgroupColumns ? Self.cgroupCSVColumns : []))
         for a in apps {
             out += CSV.line([
                 a.pid.map(String.init) ?? "", a.name, a.key, "\(a.processCount)", "\(a.totals.footprintBytes)",
                 "\(a.totals.dirtyBytes)", "\(a.totals.purgeableBytes)", "\(a.totals.swappedBytes)", "\(a.totals.residentBytes)",
-                "\(a.totals.pssBytes)", "\(a.totals.cleanBytes)", "\(a.totals.virtualBytes)",
+                "\(a.totals.pssBytes)", "\(a.totals.cleanBytes)", "\(a.totals.virtualBytes)", optional(a.totals.ussBytes),
+                optional(a.totals.swapPssBytes), optional(a.totals.thpBytes), optional(a.totals.lockedBytes),
             ] + (cgroupColumns ? a.cgroupCSVFields : []))
         }
         return out
@@ -330,7 +393,27 @@ extension ReportDiff {
             }
         }
         for n in notes { out += "note: \(n)\n" }
+        if let check = growthCheck { out += check.renderLine() + "\n" }
         return out
+    }
+}
+
+extension ReportDiff.GrowthCheck {
+    /// "footprint grew by 12.00 MiB (12582912 bytes), more than the 10.00 MiB allowed: heap
+    /// +8.00 MiB, anonymous +4.00 MiB", or that it stayed within the limit.
+    public func renderLine() -> String {
+        let limit = "\(ByteFormat.human(limitBytes)) (\(limitBytes) bytes)"
+        var line: String
+        if footprintGrowthBytes > 0 {
+            line = "footprint grew by \(ByteFormat.human(UInt64(footprintGrowthBytes))) (\(footprintGrowthBytes) bytes), "
+            line += exceeded ? "more than the \(limit) allowed" : "within the \(limit) allowed"
+        } else {
+            line = "footprint did not grow (\(ByteFormat.signed(footprintGrowthBytes))), within the \(limit) allowed"
+        }
+        if !grownTypes.isEmpty {
+            line += ": " + grownTypes.map { "\($0.type) \(ByteFormat.signed($0.footprintBytes))" }.joined(separator: ", ")
+        }
+        return line
     }
 }
 

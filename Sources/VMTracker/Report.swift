@@ -34,6 +34,13 @@ public struct VMReport: Codable, Sendable, Hashable {
         public var cleanBytes: UInt64
         public var pssBytes: UInt64
         public var footprintBytes: UInt64
+        /// USS, SwapPss, THP and Locked of the type's regions (as in `Totals`: the last three are
+        /// absent where the kernel does not print them; all four in reports written before they
+        /// existed).
+        public var ussBytes: UInt64?
+        public var swapPssBytes: UInt64?
+        public var thpBytes: UInt64?
+        public var lockedBytes: UInt64?
         /// The one path all regions of this type share, or nil when they have several.
         public var path: String?
         /// "rw-/rwx" (current/maximum) when all regions agree, else nil.
@@ -183,12 +190,17 @@ extension VMReport {
         scope = app.processes.count == 1 && app.rootPID != nil ? "process" : "app"
         self.totals = Totals(totals)
         types = TypeSummary.summarize(allRegions.lazy.map { $0.1 }, sort: sort).map { s in
-            TypeRow(
+            var row = TypeRow(
                 type: s.type.name, regionCount: s.regionCount, virtualBytes: s.counters.virtual,
                 residentBytes: s.counters.resident, dirtyBytes: s.counters.dirty, swappedBytes: s.counters.swapped,
                 purgeableBytes: s.counters.purgeable, cleanBytes: s.counters.clean, pssBytes: s.counters.pss,
                 footprintBytes: s.counters.footprint, path: s.multiplePaths ? nil : s.path?.description,
                 protections: s.multipleProtections ? nil : s.protections)
+            row.ussBytes = s.counters.uss
+            row.swapPssBytes = s.counters.swapPssIfReported
+            row.thpBytes = s.counters.thp
+            row.lockedBytes = s.counters.lockedIfReported
+            return row
         }
         processes = app.processes.map { p in
             ProcessRow(pid: p.pid, ppid: p.stat.ppid, name: p.name, state: p.stat.stateLetter, totals: Totals(p.totals))

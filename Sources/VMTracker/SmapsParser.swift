@@ -296,14 +296,24 @@ private struct Parser {
         case .anonymous: region.counters.anonymous = scaled
         case .ksm: region.counters.ksm = scaled
         case .lazyFree: region.counters.lazyFree = scaled
-        case .anonHugePages: region.counters.anonHugePages = scaled
-        case .shmemPmdMapped: region.counters.shmemPmdMapped = scaled
-        case .filePmdMapped: region.counters.filePmdMapped = scaled
+        case .anonHugePages:
+            region.counters.anonHugePages = scaled
+            region.counters.reported.insert(.anonHugePages)
+        case .shmemPmdMapped:
+            region.counters.shmemPmdMapped = scaled
+            region.counters.reported.insert(.shmemPmdMapped)
+        case .filePmdMapped:
+            region.counters.filePmdMapped = scaled
+            region.counters.reported.insert(.filePmdMapped)
         case .sharedHugetlb: region.counters.sharedHugetlb = scaled
         case .privateHugetlb: region.counters.privateHugetlb = scaled
         case .swap: region.counters.swap = scaled
-        case .swapPss: region.counters.swapPss = scaled
-        case .locked: region.counters.locked = scaled
+        case .swapPss:
+            region.counters.swapPss = scaled
+            region.counters.reported.insert(.swapPss)
+        case .locked:
+            region.counters.locked = scaled
+            region.counters.reported.insert(.locked)
         case .thpEligible: region.thpEligible = value != 0
         case .protectionKey: region.protectionKey = value
         case .vmFlags: break

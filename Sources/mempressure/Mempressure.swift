@@ -14,6 +14,7 @@ struct Mempressure: AsyncParsableCommand {
             (backing store), purgeable (MADV_FREE), swapped, mapped files and shared memory, read \
             from /proc. Byte counts in --json and --csv output are integers in bytes.
             """,
+        version: mempressureVersion,
         subcommands: [VM.self, Top.self, Watch.self, Diff.self, Check.self, Cache.self, Load.self, Run.self, Supervise.self, Apps.self, AppCommand.self, JetsamCommand.self, Demo.self, Export.self]
     )
 
@@ -23,6 +24,9 @@ struct Mempressure: AsyncParsableCommand {
         await main(nil)
     }
 }
+
+/// What `mempressure --version` prints: the one place the version is written.
+let mempressureVersion = "0.12.0"
 
 /// Where to read /proc and cgroups from (hidden: for golden fixtures).
 struct SourceOptions: ParsableArguments {
@@ -89,6 +93,7 @@ struct FormatOptions: ParsableArguments {
 }
 
 extension SortKey: ExpressibleByArgument {}
+extension TopSortKey: ExpressibleByArgument {}
 extension AppGrouping: ExpressibleByArgument {}
 
 /// Prints a one-line error naming what went wrong and exits with status 1.

@@ -73,7 +73,8 @@ struct CgroupTopTests {
         let text = try await runMempressure(args)
         #expect(text.status == 0, "\(text.standardError)")
         let lines = text.standardOutput.split(separator: "\n")
-        let header = try #require(lines.first)
+        // The machine header comes first, then the table's column titles.
+        let header = try #require(lines.first { $0.hasPrefix("App ") })
         for title in ["App", "Unit", "Usage", "Limit", "OOM kills", "Cgroup"] { #expect(header.contains(title), "\(header)") }
         let podLine = try #require(lines.first { $0.hasPrefix("pod/\(Self.podUID)/5b0c4a1e9f7d ") })
         #expect(podLine.contains("cri-containerd-5b0c4a1e9f7d….scope"))

@@ -59,6 +59,7 @@ private let prometheusInstalled = installed("prometheus") && installed("promtool
             // Equal to what `vm --json` reports, within what changed between the two reads.
             #expect(value >= min(before, after) && value <= max(before, after), "Prometheus: \(value), vm --json before: \(before), after: \(after)")
             #expect(value >= 24 << 20)
+            print("hog \(hog.pid) footprint: Prometheus \(value), vm --json before \(before), after \(after)")
         }
     }
 
