@@ -259,7 +259,15 @@ struct ExporterReport: RenderedReport, Sendable {
         if n > 10 {
             let settled = final - leak.netBytesAfter[9]
             md += "; from scrape 10 to scrape \(n) it changed by \(ByteFormat.signed(settled))"
-            md += settled <= 0 ? " (**flat: no growth once warm**)" : " (\(ByteFormat.signed(settled / Int64(n - 10))) a scrape: **it grows**)"
+            // A scrape that kept one block would add at least the smallest block (16 bytes) a
+            // scrape.
+            if settled <= 0 {
+                md += " (**flat: no growth once warm**)"
+            } else if settled < 16 * Int64(n - 10) {
+                md += " (**flat**: less than one smallest, 16-byte, block a scrape, so no scrape keeps a block)"
+            } else {
+                md += " (\(ByteFormat.signed(settled / Int64(n - 10))) a scrape: **it grows**)"
+            }
             if control.count == n {
                 let controlSettled = control[n - 1] - control[9]
                 md += ". The control's requests of `GET /` changed it by \(ByteFormat.signed(controlSettled)) over the same span"
@@ -290,6 +298,9 @@ struct ExporterReport: RenderedReport, Sendable {
         md += "- The Go exporters' allocation figure is their runtime's own counter (`go_memstats_alloc_bytes_total`), read from each scrape's exposition: the delta between consecutive scrapes is everything that runtime allocated in the interval, the scrape's work and the runtime's own; Go frees by garbage collection, so no live-heap figure comparable to ours is taken for them. Ours counts malloc's blocks in the same interval (from the end of one scrape to the end of the next).\n"
         md += "- Every exporter was running through the whole run; between its own scrapes it was idle while the others were scraped. The rounds are interleaved, so all exporters share the same conditions; other work on this 2-CPU machine (builds and tests of other branches) runs beside them and shows in the p90 and p99.\n"
         md += "- The counted instance's latency, beside the plain one's, is the counter's own cost (an atomic add per allocation and free, into a shared page).\n"
+        if populations.contains(where: { !$0.crashes.isEmpty }) {
+            md += "- A crash is the exporter's own: it exited by itself while the benchmark scraped it; the cause quoted is the first line of its log that says why. Its figures at that size are those of the scrapes before.\n"
+        }
         md += "\n![scrape latency](exporter-latency.svg)\n"
         return md
     }
