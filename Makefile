@@ -15,13 +15,15 @@ APT_PACKAGES := libjemalloc-dev libunwind-dev pkg-config util-linux
 # measures redis-server (which it starts itself, as its own child); pg-bench measures PostgreSQL
 # (a cluster of its own, initdb'd in a scratch directory, its postmaster the benchmark's child,
 # pg_prewarm and pg_buffercache from postgresql-contrib) through libpq (libpq-dev); their plots
-# are drawn by gnuplot.
+# are drawn by gnuplot. export-bench measures the Prometheus exporter against node_exporter and
+# process-exporter (Debian's prometheus-node-exporter and prometheus-process-exporter, which it
+# starts itself on loopback ports of its own; their services are never started).
 # libCacheSim's Python package, for purgeable-bench's miss-ratio comparison (from PyPI).
 LIBCACHESIM_VERSION := 0.3.5
 # The exporter's tests start a real Prometheus server and check expositions with promtool, both
 # from Debian's `prometheus` package (installed without starting its service: see test-deps).
 TEST_APT_PACKAGES := prometheus
-BENCH_APT_PACKAGES := smem procps earlyoom nohang util-linux gnuplot-nox redis-server postgresql postgresql-contrib libpq-dev
+BENCH_APT_PACKAGES := smem procps earlyoom nohang util-linux gnuplot-nox redis-server postgresql postgresql-contrib libpq-dev prometheus-node-exporter prometheus-process-exporter
 
 export PATH := /opt/swift/usr/bin:$(PATH)
 
@@ -44,8 +46,9 @@ endef
 deps:
 	$(call install_missing,$(APT_PACKAGES))
 
-# earlyoom and nohang are daemons that kill processes machine-wide, and redis-server's and
-# postgresql's packages would start a redis service and the cluster `main` they create: their
+# earlyoom and nohang are daemons that kill processes machine-wide, redis-server's and
+# postgresql's packages would start a redis service and the cluster `main` they create, and the
+# exporters' packages would start node_exporter and process-exporter on their public ports: their
 # packages must not start them. A policy-rc.d that refuses every start is put in place for the
 # install when there is none, and removed again however the install ends (postgresql's `main`
 # cluster is then created but stays down; pg-bench never uses it: its cluster, socket directory
@@ -105,18 +108,20 @@ bench: bench-deps
 	cd Benchmarks && $(SWIFT) run -c release pg-bench --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release resume-bench --build ../.build/release --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release switching-bench --build ../.build/release --output ../Reports
+	cd Benchmarks && $(SWIFT) run -c release export-bench --build ../.build/release --output ../Reports
 
 # The same suites in a few minutes (fewer rounds, smaller sizes): a smoke run CI could afford.
 # They print their reports; the files go to a temporary directory, removed at the end, so that
 # Reports/ keeps the full runs.
 bench-quick: bench-deps
 	$(SWIFT) build -c release
-	cd Benchmarks && $(SWIFT) build -c release --product resume-bench && $(SWIFT) build -c release --product redis-bench && $(SWIFT) build -c release --product pg-bench && $(SWIFT) build -c release --product switching-bench
+	cd Benchmarks && $(SWIFT) build -c release --product resume-bench && $(SWIFT) build -c release --product redis-bench && $(SWIFT) build -c release --product pg-bench && $(SWIFT) build -c release --product switching-bench && $(SWIFT) build -c release --product export-bench
 	@out=$$(mktemp -d /tmp/mempressure-bench-quick.XXXXXX); trap 'rm -rf "$$out"' EXIT; \
 	cd Benchmarks && .build/release/resume-bench --quick --build ../.build/release --output "$$out" && \
 	.build/release/redis-bench --quick --output "$$out" && \
 	.build/release/pg-bench --quick --output "$$out" && \
-	.build/release/switching-bench --quick --build ../.build/release --output "$$out"
+	.build/release/switching-bench --quick --build ../.build/release --output "$$out" && \
+	.build/release/export-bench --quick --build ../.build/release --output "$$out"
 
 # The micro-benchmarks (package-benchmark, in Benchmarks/Benchmarks/): wall clock, throughput and
 # mallocs of the hot paths. MICRO_ARGS is the plugin's command and options, a plain run by default:
@@ -139,6 +144,7 @@ reports: bench-deps
 	cd Benchmarks && $(SWIFT) run -c release pg-bench --render-only --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release resume-bench --render-only --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release switching-bench --render-only --output ../Reports
+	cd Benchmarks && $(SWIFT) run -c release export-bench --render-only --output ../Reports
 
 # Recaptures the golden /proc fixtures from real processes (then review and commit them).
 fixtures:

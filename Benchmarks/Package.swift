@@ -154,6 +154,20 @@ let package = Package(
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // The allocation counters' layout, shared with the LD_PRELOAD shim export-bench compiles
+        // (Benchmarks/scripts/alloc-counter.c).
+        .target(name: "CAllocCounter"),
+        .executableTarget(
+            name: "export-bench",
+            dependencies: [
+                "BenchSupport",
+                "CAllocCounter",
+                .product(name: "LinuxSystem", package: "MemoryPressure"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Sources/ExportBench",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
 
         // Micro-benchmarks (package-benchmark): the VM Tracker's parser and snapshots, the
         // purgeable cache and buffers, the jetsam ranker; their shared configuration.
