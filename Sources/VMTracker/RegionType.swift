@@ -129,6 +129,7 @@ public enum RegionClassifier {
     /// Classifies `regions` (one process, ascending addresses, as smaps lists them).
     ///
     /// - Parameters:
+    ///   - regions: the process's regions; each one's `type` is set in place.
     ///   - threadStackPointers: stack pointers of the process's threads (from
     ///     `/proc/PID/task/TID/syscall`); an anonymous region holding one is a thread stack.
     ///   - tags: ranges registered by this project's libraries.

@@ -9,7 +9,7 @@ import TestSupport
 @Suite("Shell completions")
 struct CompletionTests {
     /// Top-level subcommands, and the subcommands of `cache` and `jetsam` (`rank`, the default, is `--dry-run`).
-    static let topLevel = ["vm", "top", "watch", "diff", "check", "cache", "load", "run", "supervise", "apps", "app", "jetsam", "demo"]
+    static let topLevel = ["vm", "top", "watch", "diff", "check", "cache", "load", "run", "supervise", "apps", "app", "jetsam", "export", "demo"]
     static let cache = ["simulate", "demo"]
     static let jetsam = ["rank", "report", "replay"]
 
