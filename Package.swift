@@ -102,6 +102,7 @@ let package = Package(
                 "LifecycleProtocol", "Pressure", "RegionTags", "VMTracker", "LinuxSystem", "CMemoryPressure",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),
@@ -129,6 +130,7 @@ let package = Package(
             dependencies: [
                 "CPurgeable", "CJemalloc", "CMemoryPressure", "CachePolicies", "LinuxSystem", "RegionTags", "Backtrace",
                 .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),
@@ -220,7 +222,10 @@ let package = Package(
         ),
         .testTarget(
             name: "PurgeableTests",
-            dependencies: ["Purgeable", "VMTracker", "RegionTags", "CachePolicies", "TestSupport"],
+            dependencies: [
+                "Purgeable", "VMTracker", "RegionTags", "CachePolicies", "TestSupport",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(
@@ -233,6 +238,7 @@ let package = Package(
             dependencies: [
                 "AppLifecycle", "LifecycleProtocol", "Scenarios", "VMTracker", "LinuxSystem", "TestSupport", "WorkloadApp", "mempressure-exec",
                 .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),
@@ -243,7 +249,10 @@ let package = Package(
         ),
         .testTarget(
             name: "JetsamTests",
-            dependencies: ["Jetsam", "CachePolicies", "LifecycleProtocol", "AppLifecycle", "Scenarios", "VMTracker", "LinuxSystem", "TestSupport", "WorkloadApp", "mempressure-exec"],
+            dependencies: [
+                "Jetsam", "CachePolicies", "LifecycleProtocol", "AppLifecycle", "Scenarios", "VMTracker", "LinuxSystem", "TestSupport", "WorkloadApp", "mempressure-exec",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(
