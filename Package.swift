@@ -31,6 +31,7 @@ let package = Package(
         .library(name: "Jetsam", targets: ["Jetsam"]),
         .library(name: "Scenarios", targets: ["Scenarios"]),
         .library(name: "MemHogClient", targets: ["MemHogClient"]),
+        .library(name: "Exporter", targets: ["Exporter"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -112,6 +113,20 @@ let package = Package(
             dependencies: ["AppLifecycle", "LifecycleProtocol", "Pressure", "VMTracker", "LinuxSystem"],
             swiftSettings: strict
         ),
+        // The Prometheus/OpenMetrics exporter: collects at scrape time, serves /metrics over Hummingbird.
+        .target(
+            name: "Exporter",
+            dependencies: [
+                "VMTracker", "Pressure", "LinuxSystem",
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         // Scripted experiments: a device, its apps, the steps; run under a supervisor of their own.
         .target(
             name: "Scenarios",
@@ -157,6 +172,7 @@ let package = Package(
                 "CMemoryPressure",
                 "MemHogClient",
                 "RegionTags",
+                "Exporter",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -252,6 +268,18 @@ let package = Package(
             dependencies: [
                 "Jetsam", "CachePolicies", "LifecycleProtocol", "AppLifecycle", "Scenarios", "VMTracker", "LinuxSystem", "TestSupport", "WorkloadApp", "mempressure-exec",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "ExporterTests",
+            dependencies: [
+                "Exporter", "VMTracker", "LinuxSystem", "TestSupport", "MemHogClient", "MemHog", "mempressure",
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: strict
         ),

@@ -65,7 +65,10 @@ struct Top: AsyncParsableCommand {
             Reads /proc/PID/smaps_rollup of every process (the kernel's totals, cheaper than full \
             smaps). A process that exits or cannot be read is skipped with a note. By default a \
             process joins its parent's app when it runs the same program (a server and its \
-            workers); --group-by process shows every process, --group-by cgroup every cgroup.
+            workers); --group-by process shows every process, --group-by cgroup every cgroup. \
+            --format openmetrics prints the exporter's metrics once (as `mempressure export` \
+            serves them), for node_exporter's textfile collector: write them to a file ending in \
+            .prom in its --collector.textfile.directory, through a temporary file and a rename.
             """
     )
 
@@ -81,12 +84,16 @@ struct Top: AsyncParsableCommand {
     @Flag(name: .long, help: "Read full smaps of every process instead of smaps_rollup.")
     var full = false
 
+    @Option(name: .customLong("format"), help: "openmetrics: print the exporter's metrics once (for node_exporter's textfile collector).")
+    var outputFormat: TopFormat?
+
     func validate() throws {
         if let limit, limit <= 0 { throw ValidationError("--limit must be positive") }
     }
 
     func run() async throws {
         do {
+            if outputFormat == .openmetrics { return try printExposition(grouping: grouping, source: source) }
             let options = SnapshotOptions(detail: full ? .regions : .rollup, cgroup: grouping == .cgroup)
             let machine = try source.snapshotter.machine(options: options)
             let report = TopReport(machine, grouping: grouping, limit: limit)

@@ -14,7 +14,7 @@ struct Mempressure: AsyncParsableCommand {
             (backing store), purgeable (MADV_FREE), swapped, mapped files and shared memory, read \
             from /proc. Byte counts in --json and --csv output are integers in bytes.
             """,
-        subcommands: [VM.self, Top.self, Watch.self, Diff.self, Check.self, Cache.self, Load.self, Run.self, Supervise.self, Apps.self, AppCommand.self, JetsamCommand.self, Demo.self]
+        subcommands: [VM.self, Top.self, Watch.self, Diff.self, Check.self, Cache.self, Load.self, Run.self, Supervise.self, Apps.self, AppCommand.self, JetsamCommand.self, Demo.self, Export.self]
     )
 
     /// ArgumentParser's main, after `Interrupts.install()`.

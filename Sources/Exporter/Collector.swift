@@ -1,0 +1,388 @@
+import Glibc
+import LinuxSystem
+import Metrics
+import Pressure
+import Prometheus
+import Synchronization
+import VMTracker
+
+/// What a scrape reads and how it groups processes.
+public struct CollectorOptions: Sendable {
+    /// How processes form apps (as `mempressure top --group-by`).
+    public var grouping: AppGrouping = .app
+    /// Shell patterns (fnmatch(3)) of app names whose memory is also published per region type
+    /// (reading their full smaps: one series per app, region type and quantity, never per region).
+    public var regionTypePatterns: [String] = []
+    public var procRoot = "/proc"
+    public var cgroupRoot = "/sys/fs/cgroup"
+    /// Threads reading /proc (`Snapshotter.machine`).
+    public var workers = Snapshotter.defaultWorkers
+    /// The thresholds the pressure level of each source is judged by.
+    public var pressure = PressureConfiguration()
+
+    public init() {}
+}
+
+/// Why a scrape could not be answered (the server answers 500 with this text).
+public struct CollectionError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Reads the machine at scrape time and writes the exposition: no background sampler, nothing
+/// kept between scrapes but the size of the last response (to reserve the buffer once).
+///
+/// One scrape is: one `Snapshotter.machine` snapshot (smaps_rollup, stat and cgroup of every
+/// process, read by its worker threads), grouped into apps; `/proc/PID/io` of each process;
+/// full smaps of the processes of the apps opted in for region types; the memory cgroups of the
+/// processes seen; /proc/meminfo and /proc/pressure/memory.
+public final class Collector: Sendable {
+    public let options: CollectorOptions
+    private let registry: PrometheusCollectorRegistry?
+    private let lastSize = Atomic<Int>(64 * 1024)
+    private let scrapes: Metrics.Counter
+    private let failures: Metrics.Counter
+
+    /// A collector reading with `options`; the families of `registry` (the one the process
+    /// bootstrapped swift-metrics with) are written into every response after its own.
+    public init(options: CollectorOptions, registry: PrometheusCollectorRegistry? = nil) {
+        self.options = options
+        self.registry = registry
+        scrapes = Counter(label: "mempressure_exporter_scrapes_total")
+        failures = Counter(label: "mempressure_exporter_scrape_failures_total")
+    }
+
+    /// The whole exposition of one scrape in `format`.
+    public func scrape(format: ExpositionFormat) throws(CollectionError) -> [UInt8] {
+        let started = monotonicSeconds()
+        scrapes.increment()
+        var writer = ExpositionWriter(format: format, reservingCapacity: lastSize.load(ordering: .relaxed))
+        do throws(CollectionError) {
+            var skipped = SkipCounts()
+            try writeMachine(&writer)
+            try writeApps(&writer, skipped: &skipped)
+            writer.family("mempressure_scrape_skipped_processes", .gauge, help: "Processes left out of this scrape: exited while being read, or unreadable (permission denied, malformed).")
+            writer.sample(nil, "reason", "exited", UInt64(skipped.exited))
+            writer.sample(nil, "reason", "unreadable", UInt64(skipped.unreadable))
+            writer.family("mempressure_scrape_duration_seconds", .gauge, help: "How long this scrape took to read the machine, in seconds.")
+            writer.sample(nil, double: monotonicSeconds() - started)
+        } catch {
+            failures.increment()
+            throw error
+        }
+        if let registry { RegistryText.append(registry, to: &writer) }
+        writer.finish()
+        lastSize.store(writer.bytes.count + writer.bytes.count / 8, ordering: .relaxed)
+        return writer.bytes
+    }
+
+    // MARK: Machine
+
+    private func writeMachine(_ writer: inout ExpositionWriter) throws(CollectionError) {
+        var buffer = ReadBuffer(capacity: 8192)
+        let meminfoFile = "\(options.procRoot)/meminfo"
+        do {
+            try ProcFS.readFile(meminfoFile, into: &buffer)
+        } catch {
+            throw CollectionError("cannot read \(meminfoFile): \(error)")
+        }
+        let info = buffer.withBytes { MemInfo.parse($0) }
+        guard let total = info.totalBytes, let available = info.availableBytes else {
+            throw CollectionError("\(meminfoFile) has no MemTotal or MemAvailable")
+        }
+        writer.family("mempressure_memory_total_bytes", .gauge, help: "The machine's memory (MemTotal of /proc/meminfo), in bytes.")
+        writer.sample(nil, total)
+        writer.family("mempressure_memory_available_bytes", .gauge, help: "Memory available without swapping, as the kernel estimates it (MemAvailable of /proc/meminfo), in bytes.")
+        writer.sample(nil, available)
+
+        var levels: [(source: StaticString, level: PressureLevel)] = []
+        let c = options.pressure
+        let psiFile = "\(options.procRoot)/pressure/memory"
+        if ProcFS.isFile(psiFile) {
+            do {
+                try ProcFS.readFile(psiFile, into: &buffer)
+            } catch {
+                throw CollectionError("cannot read \(psiFile): \(error)")
+            }
+            let psi = buffer.withBytes { PSIReading.parse($0) }
+            writer.family("mempressure_memory_pressure_stall_seconds", .counter, help: "Time tasks stalled on memory (PSI, /proc/pressure/memory total): some = at least one task, full = all non-idle tasks, in seconds.")
+            if let some = psi.someTotalMicroseconds { writer.sample(nil, "kind", "some", double: Double(some) / 1e6) }
+            if let full = psi.fullTotalMicroseconds { writer.sample(nil, "kind", "full", double: Double(full) / 1e6) }
+            levels.append(("psi", psi.level(c)))
+        }
+        levels.append(("memavailable", availableLevel(available: available, total: total, c)))
+        let merged = levels.map(\.level).max() ?? .normal
+        levels.append(("merged", merged))
+
+        writer.family("mempressure_pressure_level", .gauge, help: "The memory pressure level each source reads now, as a state set: 1 for the level the source is at, 0 for the others; source merged is the highest.")
+        for (source, level) in levels {
+            for candidate in [PressureLevel.normal, .warning, .critical] {
+                var labels = LabelSet()
+                labels.add("source", source.description)
+                writer.sample(labels, "level", candidate.staticName, candidate == level ? 1 : 0)
+            }
+        }
+    }
+
+    /// MemAvailable against MemTotal, by the same thresholds as the monitor's source (one
+    /// reading: no hysteresis).
+    private func availableLevel(available: UInt64, total: UInt64, _ c: PressureConfiguration) -> PressureLevel {
+        guard total > 0 else { return .normal }
+        let fraction = Double(available) / Double(total)
+        if fraction <= c.availableCriticalFraction { return .critical }
+        if fraction <= c.availableWarningFraction { return .warning }
+        return .normal
+    }
+
+    // MARK: Apps
+
+    private struct SkipCounts {
+        var exited = 0
+        var unreadable = 0
+
+        mutating func add(_ error: ProcError) {
+            switch error {
+            case .noSuchProcess, .processExited, .zombie: exited += 1
+            case .kernelThread: break
+            default: unreadable += 1
+            }
+        }
+    }
+
+    /// The sums over an app's processes that the rollup does not hold.
+    private struct Activity {
+        var userTicks: UInt64 = 0
+        var systemTicks: UInt64 = 0
+        var minorFaults: UInt64 = 0
+        var majorFaults: UInt64 = 0
+        var readBytes: UInt64 = 0
+        var writeBytes: UInt64 = 0
+        var ioReadable = false
+    }
+
+    private func writeApps(_ writer: inout ExpositionWriter, skipped: inout SkipCounts) throws(CollectionError) {
+        let snapshotter = Snapshotter(proc: ProcFS(root: options.procRoot), cgroupRoot: options.cgroupRoot)
+        let machine: MachineSnapshot
+        do {
+            machine = try snapshotter.machine(options: SnapshotOptions(detail: .rollup, cgroup: true), workers: options.workers)
+        } catch {
+            throw CollectionError("cannot list the processes in \(options.procRoot): \(error)")
+        }
+        for error in machine.skipped { skipped.add(error) }
+        let processes = machine.processes  // ascending by PID
+        func process(_ pid: Int32) -> ProcessSnapshot? {
+            var low = 0, high = processes.count
+            while low < high {
+                let mid = (low + high) / 2
+                if processes[mid].pid < pid { low = mid + 1 } else { high = mid }
+            }
+            return low < processes.count && processes[low].pid == pid ? processes[low] : nil
+        }
+        // Sorted by key: the order of the series does not depend on footprints changing.
+        let apps = machine.apps(grouping: options.grouping).sorted { $0.key < $1.key }
+
+        var buffer = ReadBuffer(capacity: 4096)
+        var labels: [LabelSet] = []
+        var activity: [Activity] = []
+        labels.reserveCapacity(apps.count)
+        activity.reserveCapacity(apps.count)
+        var regionApps: [(labels: LabelSet, pids: [Int32])] = []
+        for app in apps {
+            let rootPID = app.rootPID ?? app.pids.first ?? 0
+            let root = process(rootPID)
+            var set = LabelSet()
+            if options.grouping == .cgroup {
+                set.add("app", bytes: app.key.utf8)
+            } else {
+                set.add("app", bytes: root?.stat.name.bytes ?? Array(app.name.utf8))
+            }
+            set.add("pid", Int64(rootPID))
+            if let cgroup = root?.cgroup { set.add("cgroup", bytes: cgroup.utf8) }
+            labels.append(set)
+            var a = Activity()
+            for pid in app.pids {
+                guard let p = process(pid) else { continue }
+                a.userTicks &+= p.stat.userTicks
+                a.systemTicks &+= p.stat.systemTicks
+                a.minorFaults &+= p.stat.minorFaults
+                a.majorFaults &+= p.stat.majorFaults
+                do throws(ProcError) {
+                    let dir = try snapshotter.proc.open(pid)
+                    try dir.read("io", into: &buffer)
+                    let io = buffer.withBytes { ProcessIO.parse($0) }
+                    a.readBytes &+= io.readBytes
+                    a.writeBytes &+= io.writeBytes
+                    a.ioReadable = true
+                } catch .permissionDenied {
+                    continue  // io needs ptrace access: the app's I/O is what can be read
+                } catch {
+                    continue  // exited since the snapshot: its memory is in this scrape, its I/O is not
+                }
+            }
+            activity.append(a)
+            if !options.regionTypePatterns.isEmpty {
+                let name = options.grouping == .cgroup ? app.key : (root?.name ?? app.name)
+                if options.regionTypePatterns.contains(where: { fnmatch($0, name, 0) == 0 }) {
+                    regionApps.append((set, app.pids))
+                }
+            }
+        }
+
+        typealias Quantity = (name: String, help: String, value: @Sendable (MemoryCounters) -> UInt64)
+        let quantities: [Quantity] = [
+            ("mempressure_app_footprint_bytes", "What the app is charged, as jetsam charges it: dirty memory it alone holds plus its swapped pages (MemoryCounters.footprint), in bytes.", { $0.footprint }),
+            ("mempressure_app_dirty_bytes", "Dirty memory (Private_Dirty + Shared_Dirty), in bytes.", { $0.dirty }),
+            ("mempressure_app_clean_bytes", "Clean memory the kernel can drop and read back from its file (Private_Clean + Shared_Clean), in bytes.", { $0.clean }),
+            ("mempressure_app_purgeable_bytes", "Purgeable memory (LazyFree: freed with MADV_FREE, reclaimable without writing), in bytes.", { $0.purgeable }),
+            ("mempressure_app_swapped_bytes", "Memory swapped out (Swap), in bytes.", { $0.swapped }),
+            ("mempressure_app_resident_bytes", "Resident memory (Rss), in bytes.", { $0.resident }),
+            ("mempressure_app_pss_bytes", "Proportional set size (Pss: shared pages divided among their sharers), in bytes.", { $0.pss }),
+            ("mempressure_app_uss_bytes", "Unique set size (Private_Clean + Private_Dirty + Private_Hugetlb), in bytes.", { $0.uss }),
+        ]
+        for q in quantities {
+            writer.family(q.name, .gauge, help: q.help)
+            for (i, app) in apps.enumerated() { writer.sample(labels[i], q.value(app.totals)) }
+        }
+        writer.family("mempressure_app_processes", .gauge, help: "Processes in the app.")
+        for (i, app) in apps.enumerated() { writer.sample(labels[i], UInt64(app.pids.count)) }
+
+        let ticks = Double(max(1, sysconf(Int32(_SC_CLK_TCK))))
+        writer.family("mempressure_app_cpu_seconds", .counter, help: "CPU time of the app's processes now (utime and stime of /proc/PID/stat; it drops when a process exits), in seconds.")
+        for (i, a) in activity.enumerated() {
+            writer.sample(labels[i], "mode", "user", double: Double(a.userTicks) / ticks)
+            writer.sample(labels[i], "mode", "system", double: Double(a.systemTicks) / ticks)
+        }
+        writer.family("mempressure_app_page_faults", .counter, help: "Page faults of the app's processes now (minflt and majflt of /proc/PID/stat).")
+        for (i, a) in activity.enumerated() {
+            writer.sample(labels[i], "kind", "minor", a.minorFaults)
+            writer.sample(labels[i], "kind", "major", a.majorFaults)
+        }
+        writer.family("mempressure_app_io_bytes", .counter, help: "Bytes the app's processes made the storage layer read and write (read_bytes and write_bytes of /proc/PID/io; only apps with a process whose io can be read).")
+        for (i, a) in activity.enumerated() where a.ioReadable {
+            writer.sample(labels[i], "direction", "read", a.readBytes)
+            writer.sample(labels[i], "direction", "write", a.writeBytes)
+        }
+
+        if !options.regionTypePatterns.isEmpty {
+            writeRegionTypes(&writer, regionApps, snapshotter: snapshotter, skipped: &skipped)
+        }
+        writeCgroups(&writer, machine: machine)
+    }
+
+    /// Per region type of the apps opted in: full smaps of their processes, summed by type.
+    private func writeRegionTypes(_ writer: inout ExpositionWriter, _ apps: [(labels: LabelSet, pids: [Int32])], snapshotter: Snapshotter, skipped: inout SkipCounts) {
+        writer.family("mempressure_app_region_type_bytes", .gauge, help: "Memory of an app opted in with --region-types-for, by region type (the VM Tracker types) and quantity, in bytes.")
+        var buffer = ReadBuffer()
+        let options = SnapshotOptions(detail: .regions)
+        for app in apps {
+            var byType: [String: MemoryCounters] = [:]
+            for pid in app.pids {
+                do throws(ProcError) {
+                    let p = try snapshotter.process(pid, options: options, buffer: &buffer)
+                    for r in p.regions { byType[r.type.name, default: MemoryCounters()] += r.counters }
+                } catch {
+                    skipped.add(error)
+                }
+            }
+            for type in byType.keys.sorted() {
+                guard let c = byType[type] else { continue }
+                var labels = app.labels
+                labels.add("region_type", type)
+                writer.sample(labels, "quantity", "footprint", c.footprint)
+                writer.sample(labels, "quantity", "dirty", c.dirty)
+                writer.sample(labels, "quantity", "clean", c.clean)
+                writer.sample(labels, "quantity", "purgeable", c.purgeable)
+                writer.sample(labels, "quantity", "swapped", c.swapped)
+                writer.sample(labels, "quantity", "resident", c.resident)
+            }
+        }
+    }
+
+    // MARK: Cgroups
+
+    /// The memory cgroups holding the processes seen: the kernel's own figures.
+    private func writeCgroups(_ writer: inout ExpositionWriter, machine: MachineSnapshot) {
+        var paths = Set<String>()
+        for p in machine.processes { if let c = p.cgroup { paths.insert(c) } }
+        let hierarchy = memoryHierarchy()
+        var buffer = ReadBuffer(capacity: 16384)
+        var readings: [(labels: LabelSet, reading: CgroupMemory.Reading)] = []
+        for path in paths.sorted() {
+            guard let hierarchy else { break }
+            let memory = CgroupMemory(directory: path == "/" ? hierarchy : hierarchy + path)
+            let reading: CgroupMemory.Reading
+            do {
+                reading = try memory.read(&buffer)
+            } catch {
+                continue  // removed since the snapshot, or not a memory cgroup here: no figures
+            }
+            var labels = LabelSet()
+            labels.add("cgroup", bytes: path.utf8)
+            readings.append((labels, reading))
+        }
+        writer.family("mempressure_cgroup_memory_usage_bytes", .gauge, help: "What the memory cgroup is charged, page cache included (memory.current, or v1 memory.usage_in_bytes), in bytes.")
+        for r in readings { writer.sample(r.labels, r.reading.usageBytes) }
+        writer.family("mempressure_cgroup_memory_limit_bytes", .gauge, help: "The memory cgroup's limit (memory.max, or v1 memory.limit_in_bytes); absent when unlimited, in bytes.")
+        for r in readings { if let limit = r.reading.limitBytes { writer.sample(r.labels, limit) } }
+        writer.family("mempressure_cgroup_memory_working_set_bytes", .gauge, help: "The memory cgroup's working set (usage minus inactive file pages, as the kubelet counts it), in bytes.")
+        for r in readings { writer.sample(r.labels, r.reading.workingSetBytes) }
+    }
+
+    /// The directory the memory controller's cgroup paths are relative to: v1's `memory`
+    /// hierarchy, or the v2 unified one.
+    private func memoryHierarchy() -> String? {
+        let root = options.cgroupRoot
+        if ProcFS.isFile("\(root)/memory/memory.usage_in_bytes") || ProcFS.isFile("\(root)/memory/cgroup.procs") { return "\(root)/memory" }
+        if ProcFS.isFile("\(root)/cgroup.controllers") { return root }
+        if ProcFS.isFile("\(root)/unified/cgroup.controllers") { return "\(root)/unified" }
+        return nil
+    }
+}
+
+extension PressureLevel {
+    fileprivate var staticName: StaticString {
+        switch self {
+        case .normal: "normal"
+        case .warning: "warning"
+        case .critical: "critical"
+        }
+    }
+}
+
+/// One reading of a PSI file (`/proc/pressure/memory`).
+struct PSIReading: Sendable, Hashable {
+    var someAverage10: Double?
+    var fullAverage10: Double?
+    var someTotalMicroseconds: UInt64?
+    var fullTotalMicroseconds: UInt64?
+
+    /// Parses "some avg10=0.00 avg60=0.00 avg300=0.00 total=113651841" and the "full" line.
+    static func parse(_ bytes: UnsafeRawBufferPointer) -> PSIReading {
+        var r = PSIReading()
+        for line in bytes.split(separator: UInt8(ascii: "\n")) {
+            let fields = line.split(separator: UInt8(ascii: " "))
+            guard let kind = fields.first else { continue }
+            let isSome = kind.elementsEqual("some".utf8)
+            guard isSome || kind.elementsEqual("full".utf8) else { continue }
+            for field in fields.dropFirst() {
+                if field.starts(with: "total=".utf8), let v = ByteScanner.unsigned(field.dropFirst(6)) {
+                    if isSome { r.someTotalMicroseconds = v } else { r.fullTotalMicroseconds = v }
+                } else if field.starts(with: "avg10=".utf8), let v = Double(String(decoding: field.dropFirst(6), as: UTF8.self)) {
+                    if isSome { r.someAverage10 = v } else { r.fullAverage10 = v }
+                }
+            }
+        }
+        return r
+    }
+
+    /// The level one reading gives, by the monitor's trigger thresholds: its triggers fire when
+    /// tasks stall longer than the threshold within the window, so the share of time stalled over
+    /// the last 10 s (avg10, a percentage) is compared with threshold / window: full at or above
+    /// the critical share is critical, some at or above the warning share is warning.
+    func level(_ c: PressureConfiguration) -> PressureLevel {
+        let window = Double(max(1, c.psiWindowMicroseconds))
+        if let full = fullAverage10, full >= Double(c.psiCriticalStallMicroseconds) / window * 100 { return .critical }
+        if let some = someAverage10, some >= Double(c.psiWarningStallMicroseconds) / window * 100 { return .warning }
+        return .normal
+    }
+}

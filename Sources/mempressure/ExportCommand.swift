@@ -1,0 +1,100 @@
+import ArgumentParser
+import Exporter
+import LinuxSystem
+import Logging
+import Metrics
+import Prometheus
+import ServiceLifecycle
+import VMTracker
+
+struct Export: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve /metrics for Prometheus: memory per app, per memory cgroup and for the machine, read at each scrape.",
+        discussion: """
+            Each scrape reads every process's smaps_rollup, stat, cgroup and io, the memory \
+            cgroups holding them, /proc/meminfo and /proc/pressure/memory, and answers in \
+            OpenMetrics or the Prometheus text format, as the scraper's Accept header asks. \
+            Metrics are named mempressure_*, in base units (bytes, seconds), counters end in \
+            _total. Process names are arbitrary bytes: in a label, bytes that are not UTF-8 are \
+            written \\xNN and a backslash \\\\, so every label is UTF-8 and two names never share \
+            one. Stops on SIGINT or SIGTERM, finishing the scrapes in flight.
+            """
+    )
+
+    @Option(name: .long, help: "The address and port to listen on (HOST:PORT, [IPv6]:PORT, or :PORT for every IPv4 address).")
+    var listen = "127.0.0.1:9464"
+
+    @OptionGroup var collection: ExportCollectionOptions
+
+    func validate() throws {
+        do {
+            _ = try ExporterConfiguration.parseListen(listen)
+        } catch {
+            throw ValidationError("--listen: \(error)")
+        }
+    }
+
+    func run() async throws {
+        do {
+            var configuration = ExporterConfiguration()
+            (configuration.host, configuration.port) = try ExporterConfiguration.parseListen(listen)
+            configuration.collector = collection.collectorOptions
+            var logger = Logger(label: "mempressure.export")
+            logger.logLevel = .warning
+            configuration.logger = logger
+            configuration.onListening = { host, port in
+                let shown = host.contains(":") ? "[\(host)]" : host
+                writeStandardError("mempressure export: serving http://\(shown):\(port)/metrics\n")
+            }
+            // What the process emits through swift-metrics (the exporter's own scrape counts)
+            // goes to this registry, served in the same response.
+            let registry = PrometheusCollectorRegistry()
+            MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+            let service = ExporterService(configuration: configuration, registry: registry)
+            // SIGTERM, SIGINT and SIGHUP come through `Interrupts`, as for `supervise`.
+            let group = ServiceGroup(configuration: .init(services: [.init(service: service)], logger: logger))
+            try await Interrupts.handling({ _ in Task { await group.triggerGracefulShutdown() } }) { try await group.run() }
+        } catch {
+            throw fail(error)
+        }
+    }
+}
+
+/// What `export` and `top --format openmetrics` collect.
+struct ExportCollectionOptions: ParsableArguments {
+    @Option(name: .customLong("group-by"), help: "app, process or cgroup.")
+    var grouping: AppGrouping = .app
+
+    @Option(
+        name: .customLong("region-types-for"),
+        help: "Also publish memory by region type for the apps whose name matches this shell pattern (repeatable; reads their full smaps).")
+    var regionTypesFor: [String] = []
+
+    @OptionGroup var source: SourceOptions
+
+    var collectorOptions: CollectorOptions {
+        var o = CollectorOptions()
+        o.grouping = grouping
+        o.regionTypePatterns = regionTypesFor
+        o.procRoot = source.procRoot
+        o.cgroupRoot = source.cgroupRoot
+        return o
+    }
+}
+
+/// The formats `top --format` prints besides its table.
+enum TopFormat: String, ExpressibleByArgument, CaseIterable {
+    /// The exporter's exposition, once (OpenMetrics 1.0), for node_exporter's textfile collector.
+    case openmetrics
+}
+
+/// `top --format openmetrics`: one scrape of the exporter, printed as OpenMetrics text.
+func printExposition(grouping: AppGrouping, source: SourceOptions) throws {
+    var o = CollectorOptions()
+    o.grouping = grouping
+    o.procRoot = source.procRoot
+    o.cgroupRoot = source.cgroupRoot
+    let bytes = try Collector(options: o).scrape(format: .openMetrics)
+    // The bytes as they are (already valid UTF-8, escaped): not through `output`'s terminal filter.
+    try bytes.withUnsafeBytes { try LinuxSystem.writeAll(1, $0) }
+}
