@@ -174,6 +174,8 @@ let package = Package(
                 "RegionTags",
                 "Exporter",
                 .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
