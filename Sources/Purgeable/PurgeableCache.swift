@@ -50,6 +50,13 @@ import Synchronization
 ///   by buffer, not in the order they happened, and a hit that races with a write may be taken
 ///   for one the policy already knows. All of this changes only which entry the policy evicts
 ///   next, never the limits, the entries or the counters.
+///
+/// ## Metrics
+///
+/// Made with a `metricsName`, the cache publishes its statistics through swift-metrics (hits,
+/// misses, evictions by reason, discards, cost, entries: `PurgeableCacheMetrics` names them and
+/// says how fresh they are). Lookups never touch a metric: the shards' counts are published in
+/// batches, by writes, by reads of `statistics` and by `publishMetrics()`.
 public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     public enum EvictionReason: String, Sendable, Hashable, Codable {
         /// The policy chose it to make room for another entry.
