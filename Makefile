@@ -16,11 +16,14 @@ APT_PACKAGES := libjemalloc-dev libunwind-dev pkg-config util-linux
 # are drawn by gnuplot.
 # libCacheSim's Python package, for purgeable-bench's miss-ratio comparison (from PyPI).
 LIBCACHESIM_VERSION := 0.3.5
+# The exporter's tests start a real Prometheus server and check expositions with promtool, both
+# from Debian's `prometheus` package (installed without starting its service: see test-deps).
+TEST_APT_PACKAGES := prometheus
 BENCH_APT_PACKAGES := smem procps earlyoom nohang util-linux gnuplot-nox redis-server postgresql postgresql-contrib libpq-dev
 
 export PATH := /opt/swift/usr/bin:$(PATH)
 
-.PHONY: deps bench-deps bench-packages build demo test fuzz bench bench-quick bench-micro reports fixtures clean
+.PHONY: deps test-deps test-packages bench-deps bench-packages build demo test fuzz bench bench-quick bench-micro reports fixtures clean
 
 define install_missing
 	@if command -v dpkg >/dev/null 2>&1; then \
@@ -58,6 +61,19 @@ bench-deps: deps
 bench-packages:
 	$(call install_missing,$(BENCH_APT_PACKAGES))
 
+# prometheus's package would start a prometheus service on install: as for bench-deps, a
+# policy-rc.d refusing every start is in place for the install when there is none, and removed
+# however it ends. The tests start their own server, on loopback, with a scratch directory.
+test-deps: deps
+	@made=; trap '[ -z "$$made" ] || rm -f /usr/sbin/policy-rc.d' EXIT; \
+	if [ ! -e /usr/sbin/policy-rc.d ] && [ "$$(id -u)" = 0 ]; then \
+	  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && made=1; \
+	fi; \
+	$(MAKE) --no-print-directory test-packages
+
+test-packages:
+	$(call install_missing,$(TEST_APT_PACKAGES))
+
 build: deps
 	$(SWIFT) build -c release
 
@@ -66,7 +82,7 @@ demo: build
 
 # The freeze-dry suite adds a temporary swap file, which changes reclaim for every process on
 # the machine: it runs alone, after the others.
-test: deps
+test: test-deps
 	$(SWIFT) test --skip FreezeDryTests
 	MEMPRESSURE_SWAP_TESTS=1 $(SWIFT) test --skip-build --filter FreezeDryTests
 

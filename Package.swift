@@ -169,6 +169,7 @@ let package = Package(
                 "LifecycleProtocol",
                 "Scenarios",
                 "Jetsam",
+                "Pressure",
                 "CMemoryPressure",
                 "MemHogClient",
                 "RegionTags",

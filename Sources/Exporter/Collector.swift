@@ -182,6 +182,7 @@ public final class Collector: Sendable {
         let apps = machine.apps(grouping: options.grouping).sorted { $0.key < $1.key }
 
         var buffer = ReadBuffer(capacity: 4096)
+        var identities = Identities()
         var labels: [LabelSet] = []
         var activity: [Activity] = []
         labels.reserveCapacity(apps.count)
@@ -192,12 +193,18 @@ public final class Collector: Sendable {
             let root = process(rootPID)
             var set = LabelSet()
             if options.grouping == .cgroup {
-                set.add("app", bytes: app.key.utf8)
+                set.add("app", bytes: app.name.utf8)  // named from its cgroup path, as `top` names it
             } else {
                 set.add("app", bytes: root?.stat.name.bytes ?? Array(app.name.utf8))
             }
             set.add("pid", Int64(rootPID))
-            if let cgroup = root?.cgroup { set.add("cgroup", bytes: cgroup.utf8) }
+            if let path = options.grouping == .cgroup ? app.cgroup?.path ?? root?.cgroup : root?.cgroup {
+                set.add("cgroup", bytes: path.utf8)
+                let identity = identities.identity(path)
+                if let unit = identity.unit { set.add("unit", bytes: unit.utf8) }
+                if let pod = identity.pod { set.add("pod", bytes: pod.utf8) }
+                if let container = identity.container { set.add("container", bytes: container.utf8) }
+            }
             labels.append(set)
             var a = Activity()
             for pid in app.pids {
@@ -266,7 +273,19 @@ public final class Collector: Sendable {
         if !options.regionTypePatterns.isEmpty {
             writeRegionTypes(&writer, regionApps, snapshotter: snapshotter, skipped: &skipped)
         }
-        writeCgroups(&writer, machine: machine)
+        writeCgroups(&writer, machine: machine, identities: &identities)
+    }
+
+    /// What each cgroup path says (unit, pod, container), parsed once per path in a scrape.
+    private struct Identities {
+        private var byPath: [String: CgroupIdentity] = [:]
+
+        mutating func identity(_ path: String) -> CgroupIdentity {
+            if let known = byPath[path] { return known }
+            let identity = CgroupIdentity(path: path)
+            byPath[path] = identity
+            return identity
+        }
     }
 
     /// Per region type of the apps opted in: full smaps of their processes, summed by type.
@@ -301,23 +320,26 @@ public final class Collector: Sendable {
     // MARK: Cgroups
 
     /// The memory cgroups holding the processes seen: the kernel's own figures.
-    private func writeCgroups(_ writer: inout ExpositionWriter, machine: MachineSnapshot) {
+    private func writeCgroups(_ writer: inout ExpositionWriter, machine: MachineSnapshot, identities: inout Identities) {
         var paths = Set<String>()
         for p in machine.processes { if let c = p.cgroup { paths.insert(c) } }
-        let hierarchy = memoryHierarchy()
         var buffer = ReadBuffer(capacity: 16384)
         var readings: [(labels: LabelSet, reading: CgroupMemory.Reading)] = []
         for path in paths.sorted() {
-            guard let hierarchy else { break }
-            let memory = CgroupMemory(directory: path == "/" ? hierarchy : hierarchy + path)
+            // v1's memory hierarchy, or v2's unified one (nil for v2's root, which has no files).
+            guard let memory = CgroupMemory.locate(path: path, cgroupRoot: options.cgroupRoot) else { continue }
             let reading: CgroupMemory.Reading
             do {
                 reading = try memory.read(&buffer)
             } catch {
-                continue  // removed since the snapshot, or not a memory cgroup here: no figures
+                continue  // removed since the snapshot: no figures for it in this scrape
             }
             var labels = LabelSet()
             labels.add("cgroup", bytes: path.utf8)
+            let identity = identities.identity(path)
+            if let unit = identity.unit { labels.add("unit", bytes: unit.utf8) }
+            if let pod = identity.pod { labels.add("pod", bytes: pod.utf8) }
+            if let container = identity.container { labels.add("container", bytes: container.utf8) }
             readings.append((labels, reading))
         }
         writer.family("mempressure_cgroup_memory_usage_bytes", .gauge, help: "What the memory cgroup is charged, page cache included (memory.current, or v1 memory.usage_in_bytes), in bytes.")
@@ -326,16 +348,14 @@ public final class Collector: Sendable {
         for r in readings { if let limit = r.reading.limitBytes { writer.sample(r.labels, limit) } }
         writer.family("mempressure_cgroup_memory_working_set_bytes", .gauge, help: "The memory cgroup's working set (usage minus inactive file pages, as the kubelet counts it), in bytes.")
         for r in readings { writer.sample(r.labels, r.reading.workingSetBytes) }
-    }
-
-    /// The directory the memory controller's cgroup paths are relative to: v1's `memory`
-    /// hierarchy, or the v2 unified one.
-    private func memoryHierarchy() -> String? {
-        let root = options.cgroupRoot
-        if ProcFS.isFile("\(root)/memory/memory.usage_in_bytes") || ProcFS.isFile("\(root)/memory/cgroup.procs") { return "\(root)/memory" }
-        if ProcFS.isFile("\(root)/cgroup.controllers") { return root }
-        if ProcFS.isFile("\(root)/unified/cgroup.controllers") { return "\(root)/unified" }
-        return nil
+        writer.family("mempressure_cgroup_oom_kills", .counter, help: "Processes the kernel's OOM killer killed in the memory cgroup (oom_kill of memory.events, or v1 memory.oom_control).")
+        for r in readings { if let kills = r.reading.oomKills { writer.sample(r.labels, kills) } }
+        writer.family("mempressure_cgroup_memory_stat_bytes", .gauge, help: "The memory cgroup's memory.stat by kind: anon (anonymous), file (page cache), shmem (shared memory and tmpfs), in bytes.")
+        for r in readings {
+            if let v = r.reading.anonBytes { writer.sample(r.labels, "kind", "anon", v) }
+            if let v = r.reading.fileBytes { writer.sample(r.labels, "kind", "file", v) }
+            if let v = r.reading.shmemBytes { writer.sample(r.labels, "kind", "shmem", v) }
+        }
     }
 }
 

@@ -58,11 +58,11 @@ enum RegistryText {
             if family.type == .counter || family.type == .gauge { family.samples.sort { $0.lexicographicallyPrecedes($1) } }
             var out: [UInt8] = []
             let typedName = writer.format == .openMetrics ? base : family.name
-            if let help = family.help {
-                out.append(contentsOf: "# HELP \(typedName) ".utf8)
-                Exposition.appendEscapedHelp(help, format: writer.format, to: &out)
-                out.append(UInt8(ascii: "\n"))
-            }
+            // swift-metrics has no help text: promtool wants one for every family.
+            let help = family.help ?? Array("\(family.name), emitted through swift-metrics.".utf8)
+            out.append(contentsOf: "# HELP \(typedName) ".utf8)
+            Exposition.appendEscapedHelp(help, format: writer.format, to: &out)
+            out.append(UInt8(ascii: "\n"))
             out.append(contentsOf: "# TYPE \(typedName) \(family.type.rawValue)\n".utf8)
             for sample in family.samples {
                 if writer.format == .openMetrics, family.type == .counter, !family.name.hasSuffix("_total") {

@@ -47,7 +47,7 @@ public struct MachineSnapshot: Sendable {
     public func apps(grouping: AppGrouping) -> [AppSummary] {
         var byPID: [Int32: ProcessSnapshot] = [:]
         for p in processes { byPID[p.pid] = p }
-        var groups: [String: (root: Int32?, name: String, pids: [Int32], totals: MemoryCounters)] = [:]
+        var groups: [String: (root: Int32?, name: String, cgroup: CgroupIdentity?, pids: [Int32], totals: MemoryCounters)] = [:]
         var rootCache: [Int32: Int32] = [:]
 
         func appRoot(_ pid: Int32) -> Int32 {
@@ -73,6 +73,7 @@ public struct MachineSnapshot: Sendable {
             let key: String
             let root: Int32?
             let name: String
+            var cgroup: CgroupIdentity?
             switch grouping {
             case .process:
                 key = "\(p.pid)"
@@ -84,15 +85,22 @@ public struct MachineSnapshot: Sendable {
                 root = r
                 name = byPID[r]?.name ?? p.name
             case .cgroup:
+                // The key is the path; the name is what the path says (unit, pod, container).
                 key = p.cgroup ?? "?"
                 root = nil
-                name = key
+                if let path = p.cgroup {
+                    let identity = CgroupIdentity(path: path)
+                    cgroup = identity
+                    name = identity.name
+                } else {
+                    name = "?"
+                }
             }
-            groups[key, default: (root, name, [], MemoryCounters())].pids.append(p.pid)
+            groups[key, default: (root, name, cgroup, [], MemoryCounters())].pids.append(p.pid)
             groups[key]!.totals += p.totals
         }
         return groups.map { key, g in
-            AppSummary(key: key, rootPID: g.root, name: g.name, pids: g.pids.sorted(), totals: g.totals)
+            AppSummary(key: key, rootPID: g.root, name: g.name, pids: g.pids.sorted(), totals: g.totals, cgroup: g.cgroup)
         }.sorted { ($0.totals.footprint, $1.key) > ($1.totals.footprint, $0.key) }
     }
 }
@@ -105,7 +113,9 @@ public enum AppGrouping: String, Sendable, CaseIterable {
     /// browser and its renderers); a child running another program heads an app of its own.
     /// (Grouping every descendant would make PID 1's app the whole machine.)
     case app
-    /// The processes of each cgroup (the memory controller's on cgroup v1).
+    /// The processes of each cgroup: the memory controller's hierarchy on cgroup v1 (also on a
+    /// machine that mounts both, where v1's memory controller holds the limits), the unified
+    /// hierarchy on v2. Each app is named by `CgroupIdentity`.
     case cgroup
 }
 
@@ -116,6 +126,8 @@ public struct AppSummary: Sendable, Hashable {
     public var name: String
     public var pids: [Int32]
     public var totals: MemoryCounters
+    /// What the cgroup path says, when grouped by cgroup (nil for a process whose cgroup is unknown).
+    public var cgroup: CgroupIdentity? = nil
 }
 
 extension Snapshotter {

@@ -145,6 +145,40 @@ public struct TopReport: Codable, Sendable, Hashable {
         public var processCount: Int
         public var pids: [Int32]
         public var totals: Totals
+        /// With `--group-by cgroup`: what the cgroup path says (unit, pod, container, runtime).
+        public var cgroup: CgroupIdentity? = nil
+        /// With `--group-by cgroup`: the cgroup's own figures, as the kernel keeps them, beside
+        /// the sum over its processes in `totals`; nil where the cgroup has no memory files (v2's
+        /// root) or they could not be read (then a note says why).
+        public var cgroupMemory: CgroupFigures? = nil
+    }
+
+    /// A memory cgroup's own figures (`Pressure.CgroupMemory.Reading`): what it is charged
+    /// (descendants and page cache included), its limit, the kernel's OOM kills in it and its
+    /// anonymous, file and shared memory from `memory.stat`. Nil fields are what the kernel
+    /// does not say (no limit, an old kernel, a missing key), never a zero.
+    public struct CgroupFigures: Codable, Sendable, Hashable {
+        /// The cgroup's directory the figures were read from.
+        public var directory: String
+        public var usageBytes: UInt64
+        public var limitBytes: UInt64?
+        public var oomKills: UInt64?
+        public var anonBytes: UInt64?
+        public var fileBytes: UInt64?
+        public var shmemBytes: UInt64?
+
+        public init(
+            directory: String, usageBytes: UInt64, limitBytes: UInt64?, oomKills: UInt64?, anonBytes: UInt64?, fileBytes: UInt64?,
+            shmemBytes: UInt64?
+        ) {
+            self.directory = directory
+            self.usageBytes = usageBytes
+            self.limitBytes = limitBytes
+            self.oomKills = oomKills
+            self.anonBytes = anonBytes
+            self.fileBytes = fileBytes
+            self.shmemBytes = shmemBytes
+        }
     }
 
     public init(_ machine: MachineSnapshot, grouping: AppGrouping, limit: Int? = nil) {
@@ -152,7 +186,7 @@ public struct TopReport: Codable, Sendable, Hashable {
         self.grouping = grouping.rawValue
         let summaries = machine.apps(grouping: grouping)
         apps = summaries.prefix(limit ?? summaries.count).map {
-            App(pid: $0.rootPID, name: $0.name, key: $0.key, processCount: $0.pids.count, pids: $0.pids, totals: Totals($0.totals))
+            App(pid: $0.rootPID, name: $0.name, key: $0.key, processCount: $0.pids.count, pids: $0.pids, totals: Totals($0.totals), cgroup: $0.cgroup)
         }
         totals = Totals(MemoryCounters.sum(machine.processes.lazy.map(\.totals)))
         notes = machine.skipNotes
@@ -162,13 +196,14 @@ public struct TopReport: Codable, Sendable, Hashable {
     }
 
     public func renderText() -> String {
+        if grouping == "cgroup" { return renderCgroupText() }
         var table = TextTable([
-            .init(grouping == "cgroup" ? "Cgroup" : "PID", grouping == "cgroup" ? .left : .right), .init("App", .left),
+            .init("PID"), .init("App", .left),
             .init("Procs"), .init("Footprint"), .init("Dirty"), .init("Purgeable"), .init("Swapped"), .init("Resident"), .init("PSS"),
         ])
         for app in apps {
             table.append([
-                grouping == "cgroup" ? app.key : (app.pid.map(String.init) ?? "-"), grouping == "cgroup" ? "" : app.name,
+                app.pid.map(String.init) ?? "-", app.name,
                 "\(app.processCount)", ByteFormat.human(app.totals.footprintBytes), ByteFormat.human(app.totals.dirtyBytes),
                 ByteFormat.human(app.totals.purgeableBytes), ByteFormat.human(app.totals.swappedBytes),
                 ByteFormat.human(app.totals.residentBytes), ByteFormat.human(app.totals.pssBytes),
@@ -182,19 +217,72 @@ public struct TopReport: Codable, Sendable, Hashable {
         return out
     }
 
+    /// The table of `--group-by cgroup`: each cgroup's name and unit, the sum over its processes,
+    /// then the cgroup's own usage, limit and OOM kills, and its path last (the longest column).
+    func renderCgroupText() -> String {
+        var table = TextTable([
+            .init("App", .left), .init("Unit", .left), .init("Procs"), .init("Footprint"), .init("Dirty"), .init("Purgeable"),
+            .init("Swapped"), .init("Resident"), .init("PSS"), .init("Usage"), .init("Limit"), .init("OOM kills"), .init("Cgroup", .left),
+        ])
+        for app in apps {
+            let own = app.cgroupMemory
+            table.append([
+                app.name, app.cgroup?.shortUnit ?? "-", "\(app.processCount)", ByteFormat.human(app.totals.footprintBytes),
+                ByteFormat.human(app.totals.dirtyBytes), ByteFormat.human(app.totals.purgeableBytes),
+                ByteFormat.human(app.totals.swappedBytes), ByteFormat.human(app.totals.residentBytes), ByteFormat.human(app.totals.pssBytes),
+                own.map { ByteFormat.human($0.usageBytes) } ?? "-", own.map { $0.limitBytes.map(ByteFormat.human) ?? "none" } ?? "-",
+                own?.oomKills.map(String.init) ?? "-", app.key,
+            ])
+        }
+        var out = table.render()
+        out += "total footprint \(ByteFormat.human(totals.footprintBytes)), dirty \(ByteFormat.human(totals.dirtyBytes)), "
+        out += "purgeable \(ByteFormat.human(totals.purgeableBytes)), swapped \(ByteFormat.human(totals.swappedBytes)), "
+        out += "PSS \(ByteFormat.human(totals.pssBytes))\n"
+        for n in notes { out += "note: \(n)\n" }
+        return out
+    }
+
     public func renderCSV() -> String {
+        // Grouped by cgroup, the cgroup's fields follow (empty where unknown).
+        let cgroupColumns = grouping == "cgroup"
         var out = CSV.line([
             "pid", "name", "key", "processCount", "footprintBytes", "dirtyBytes", "purgeableBytes", "swappedBytes",
             "residentBytes", "pssBytes", "cleanBytes", "virtualBytes",
-        ])
+        ] + (cgroupColumns ? Self.cgroupCSVColumns : []))
         for a in apps {
             out += CSV.line([
                 a.pid.map(String.init) ?? "", a.name, a.key, "\(a.processCount)", "\(a.totals.footprintBytes)",
                 "\(a.totals.dirtyBytes)", "\(a.totals.purgeableBytes)", "\(a.totals.swappedBytes)", "\(a.totals.residentBytes)",
                 "\(a.totals.pssBytes)", "\(a.totals.cleanBytes)", "\(a.totals.virtualBytes)",
-            ])
+            ] + (cgroupColumns ? a.cgroupCSVFields : []))
         }
         return out
+    }
+
+    static let cgroupCSVColumns = [
+        "unit", "pod", "container", "runtime", "cgroupUsageBytes", "cgroupLimitBytes", "cgroupOomKills", "cgroupAnonBytes",
+        "cgroupFileBytes", "cgroupShmemBytes",
+    ]
+}
+
+extension CgroupIdentity {
+    /// The unit with a container ID in it shortened as the name shows it
+    /// (`cri-containerd-5b0c4a1e9f7d….scope`): for text tables.
+    var shortUnit: String? {
+        guard let unit, let container, container.utf8.count > 12 else { return unit }
+        return unit.replacing(container, with: container.prefix(12) + "…", maxReplacements: 1)
+    }
+}
+
+extension TopReport.App {
+    /// The values of `TopReport.cgroupCSVColumns`.
+    var cgroupCSVFields: [String] {
+        let own = cgroupMemory
+        func number(_ n: UInt64?) -> String { n.map(String.init) ?? "" }
+        return [
+            cgroup?.unit ?? "", cgroup?.pod ?? "", cgroup?.container ?? "", cgroup?.runtime ?? "", number(own?.usageBytes),
+            number(own?.limitBytes), number(own?.oomKills), number(own?.anonBytes), number(own?.fileBytes), number(own?.shmemBytes),
+        ]
     }
 }
 

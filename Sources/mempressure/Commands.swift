@@ -65,7 +65,16 @@ struct Top: AsyncParsableCommand {
             Reads /proc/PID/smaps_rollup of every process (the kernel's totals, cheaper than full \
             smaps). A process that exits or cannot be read is skipped with a note. By default a \
             process joins its parent's app when it runs the same program (a server and its \
-            workers); --group-by process shows every process, --group-by cgroup every cgroup. \
+            workers); --group-by process shows every process, --group-by cgroup every cgroup.
+
+            --group-by cgroup names each cgroup by what its path says: the systemd unit, the \
+            Kubernetes pod UID and container ID, the Docker, Podman, containerd or CRI-O \
+            container ID (IDs only: names need the kubelet's or the runtime's API). Beside the \
+            sum over its processes it shows the cgroup's own usage, limit and OOM kills. A \
+            process's cgroup is its memory controller's on cgroup v1, including on a machine that \
+            mounts both v1 and v2 (where the v1 memory controller holds the limits), and the \
+            unified hierarchy's on v2.
+
             --format openmetrics prints the exporter's metrics once (as `mempressure export` \
             serves them), for node_exporter's textfile collector: write them to a file ending in \
             .prom in its --collector.textfile.directory, through a temporary file and a rename.
@@ -96,7 +105,8 @@ struct Top: AsyncParsableCommand {
             if outputFormat == .openmetrics { return try printExposition(grouping: grouping, source: source) }
             let options = SnapshotOptions(detail: full ? .regions : .rollup, cgroup: grouping == .cgroup)
             let machine = try source.snapshotter.machine(options: options)
-            let report = TopReport(machine, grouping: grouping, limit: limit)
+            var report = TopReport(machine, grouping: grouping, limit: limit)
+            if grouping == .cgroup { report.readCgroupMemory(cgroupRoot: source.cgroupRoot) }
             if format.json {
                 output(try encodeJSON(report))
             } else if format.csv {

@@ -1,0 +1,263 @@
+import Exporter
+import FoundationEssentials
+import Glibc
+import LinuxSystem
+import MemHogClient
+import Synchronization
+import TestSupport
+import Testing
+
+/// Debian's prometheus package gives both; `make test` installs it (Makefile: test-deps).
+private let prometheusInstalled = installed("prometheus") && installed("promtool")
+
+/// Whole processes: the built `mempressure export`, a real Prometheus, children of the test.
+/// One at a time (a Prometheus server and scrapes of the whole machine each).
+@Suite(.serialized) struct ExporterIntegrationTests {
+    @Test(.enabled(if: prometheusInstalled, "needs Debian's prometheus package (prometheus and promtool): `make test` installs it"))
+    func prometheusScrapesTheExporterAndSeesAHogsFootprint() async throws {
+        let dir = try TemporaryDirectory("mempressure-prometheus")
+        defer { dir.remove() }
+        try await Hog.with(["--dirty", "24m"]) { hog in
+            let before = try await vmFootprint(hog.pid)
+            let exporter = try ExporterProcess()
+            defer { exporter.stop() }
+            let port = try freePort()
+            try writeText(
+                """
+                global:
+                  scrape_interval: 1s
+                  scrape_timeout: 1s
+                  evaluation_interval: 1s
+                scrape_configs:
+                  - job_name: mempressure
+                    static_configs:
+                      - targets: ['127.0.0.1:\(exporter.port)']
+
+                """, to: dir.path + "/prometheus.yml")
+            let prometheus = try Child(
+                "/usr/bin/prometheus",
+                [
+                    "--config.file=\(dir.path)/prometheus.yml", "--storage.tsdb.path=\(dir.path)/data",
+                    "--web.listen-address=127.0.0.1:\(port)",
+                ], logFile: dir.path + "/prometheus.log")
+            defer { prometheus.stop() }
+
+            // The real event: Prometheus has scraped the exporter (it asks for OpenMetrics first,
+            // so this is its OpenMetrics parser accepting our exposition) ...
+            let up = await poll(within: 90) { try await query(port: port, "up{job=\"mempressure\"}").first?.value == "1" ? true : nil }
+            let log = String(decoding: try ProcFS.readBytes(dir.path + "/prometheus.log").suffix(2000), as: UTF8.self)
+            try #require(up == true, "Prometheus never reported the exporter up; its log ends: \(log)")
+            // ... and holds the hog's series.
+            let series = await poll(within: 60) { () async throws -> PromSample? in
+                try await query(port: port, "mempressure_app_footprint_bytes{pid=\"\(hog.pid)\"}").first
+            }
+            let after = try await vmFootprint(hog.pid)
+            let sample = try #require(series, "no mempressure_app_footprint_bytes{pid=\"\(hog.pid)\"} in Prometheus")
+            #expect(sample.metric["app"] == "mempressure-hog")
+            #expect(sample.metric["job"] == "mempressure")
+            let value = try #require(UInt64(sample.value))
+            // Equal to what `vm --json` reports, within what changed between the two reads.
+            #expect(value >= min(before, after) && value <= max(before, after), "Prometheus: \(value), vm --json before: \(before), after: \(after)")
+            #expect(value >= 24 << 20)
+        }
+    }
+
+    @Test(.enabled(if: prometheusInstalled, "needs Debian's prometheus package (prometheus and promtool): `make test` installs it"))
+    func promtoolFindsNothingToSayAboutAScrape() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let exporter = try ExporterProcess(["--region-types-for", "mempressure*"])
+        defer { exporter.stop() }
+        let text = try await get(port: exporter.port, "/metrics")
+        #expect(text.status == 200)
+        #expect(text.text.contains("mempressure_app_region_type_bytes{"))
+        let check = try await promtoolCheck(text.body, in: dir.path)
+        #expect(check.status == 0 && check.output.isEmpty, "promtool: \(check.output)")
+
+        // promtool 2.42 reads the Prometheus text format only (an OpenMetrics counter's HELP,
+        // named without _total, reads to it as a family without help): OpenMetrics is checked
+        // by Prometheus' own parser in the scrape test, and its shape here.
+        let om = try await get(port: exporter.port, "/metrics", accept: "application/openmetrics-text;version=1.0.0")
+        #expect(om.status == 200)
+        #expect(om.text.hasSuffix("\n# EOF\n"))
+        #expect(!om.text.contains("# TYPE mempressure_app_cpu_seconds_total"))
+        #expect(om.text.contains("# TYPE mempressure_app_cpu_seconds counter\n"))
+        #expect(String(validating: om.body, as: UTF8.self) != nil)
+    }
+
+    @Test(.enabled(if: prometheusInstalled, "needs Debian's prometheus package (prometheus and promtool): `make test` installs it"))
+    func aHostileProcessNameSurvivesIntoAValidLabel() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let child = try Child("/bin/sleep", ["600"])
+        defer { child.stop() }
+        // Quotes, a backslash, a newline, bytes that are not UTF-8, and what looks like our escape.
+        let name: [UInt8] = [0x71, 0x22, 0x5c, 0x0a, 0xff, 0xfe, 0x5c, 0x78, 0x66, 0x66, 0x22]
+        // Written in place (open, write): /proc/PID/comm cannot be created or truncated.
+        let fd = open("/proc/\(child.pid)/comm", O_WRONLY | O_CLOEXEC)
+        try #require(fd >= 0, "open /proc/\(child.pid)/comm: errno \(errno)")
+        let written = name.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        try #require(written == name.count, "write /proc/\(child.pid)/comm: errno \(errno)")
+        var comm = try ProcFS.readBytes("/proc/\(child.pid)/comm")
+        if comm.last == 0x0a { comm.removeLast() }
+        try #require(comm == name, "the kernel kept \(comm) as the name")
+
+        let exporter = try ExporterProcess()
+        defer { exporter.stop() }
+        let scrape = try await get(port: exporter.port, "/metrics")
+        #expect(scrape.status == 200)
+        let check = try await promtoolCheck(scrape.body, in: dir.path)
+        #expect(check.status == 0 && check.output.isEmpty, "promtool: \(check.output)")
+        let series = samples(of: "mempressure_app_footprint_bytes", in: scrape.text).filter { $0.labels.contains("pid=\"\(child.pid)\"") }
+        try #require(series.count == 1)
+        let label = try #require(labelValue("app", in: series[0].labels))
+        // The documented text: UTF-8 kept, a backslash doubled, other bytes \xNN; it reads back.
+        #expect(label == Array(#"q"\\"#.utf8) + [0x0a] + Array(#"\xff\xfe\\xff""#.utf8))
+        #expect(Exposition.bytes(fromLabelText: label) == name)
+    }
+
+    @Test func processesExitingDuringScrapesNeverFailAScrape() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let exporter = try ExporterProcess(["--region-types-for", "true"])
+        defer { exporter.stop() }
+        // A thread starting and reaping short-lived children of the test until told to stop.
+        let stop = Atomic<Bool>(false)
+        let started = Atomic<Int>(0)
+        let churn = TestThread {
+            let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/true"), nil]
+            defer { free(argv[0]) }
+            while !stop.load(ordering: .relaxed) {
+                var pid: pid_t = 0
+                guard posix_spawn(&pid, "/bin/true", nil, nil, argv, environ) == 0 else { continue }
+                started.add(1, ordering: .relaxed)
+                var status: Int32 = 0
+                _ = retryOnInterrupt { waitpid(pid, &status, 0) }
+            }
+        }
+        defer {
+            stop.store(true, ordering: .relaxed)
+            churn.join()
+        }
+        var exited = 0
+        for i in 0..<16 {
+            let om = i % 2 == 0
+            let r = try await get(port: exporter.port, "/metrics", accept: om ? "application/openmetrics-text;version=1.0.0" : nil)
+            #expect(r.status == 200, "scrape \(i): \(r.status) \(r.text.prefix(300))")
+            if om {
+                #expect(r.text.hasSuffix("# EOF\n"))
+            } else if prometheusInstalled {
+                let check = try await promtoolCheck(r.body, in: dir.path)
+                #expect(check.status == 0 && check.output.isEmpty, "promtool: \(check.output)")
+            }
+            exited += samples(of: "mempressure_scrape_skipped_processes", in: r.text).filter { $0.labels == "reason=\"exited\"" }.compactMap { Int($0.value) }.reduce(0, +)
+        }
+        #expect(started.load(ordering: .relaxed) > 0)
+        // How often a child exited mid-scrape varies with the machine: it is reported, not judged.
+        print("processes that exited during the 16 scrapes: \(exited), children started: \(started.load(ordering: .relaxed))")
+    }
+}
+
+/// One series of a Prometheus instant query.
+struct PromSample: Decodable, Sendable {
+    var metric: [String: String]
+    var value: String
+
+    enum CodingKeys: String, CodingKey { case metric, value }
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        metric = try c.decode([String: String].self, forKey: .metric)
+        var pair = try c.nestedUnkeyedContainer(forKey: .value)
+        _ = try pair.decode(Double.self)  // the time
+        value = try pair.decode(String.self)
+    }
+}
+
+private struct QueryAnswer: Decodable {
+    struct Data: Decodable { var result: [PromSample] }
+    var status: String
+    var data: Data
+}
+
+/// An instant query of the Prometheus on `port`.
+func query(port: Int, _ expression: String) async throws -> [PromSample] {
+    let r = try await get(port: port, "/api/v1/query?query=" + percentEncoded(expression))
+    guard r.status == 200 else { throw TestFailure("query \(expression): HTTP \(r.status) \(r.text)") }
+    return try JSONDecoder().decode(QueryAnswer.self, from: Data(r.body)).data.result
+}
+
+private func percentEncoded(_ text: String) -> String {
+    var out = ""
+    for byte in text.utf8 {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"):
+            out.unicodeScalars.append(Unicode.Scalar(byte))
+        default:
+            let hex = String(byte, radix: 16, uppercase: true)
+            out += "%" + (hex.count == 1 ? "0" : "") + hex
+        }
+    }
+    return out
+}
+
+/// Asks `attempt` until it gives a value (an error counts as not yet: Prometheus starting, no
+/// scrape yet), at most `timeout` seconds; polls every 200 ms.
+func poll<T: Sendable>(within timeout: Double, _ attempt: @escaping @Sendable () async throws -> T?) async -> T? {
+    await within(timeout) {
+        while !Task.isCancelled {
+            do {
+                if let value = try await attempt() { return value }
+            } catch {
+                // Not ready yet (connection refused while Prometheus starts): ask again.
+            }
+            do {
+                try await Task.sleep(for: .milliseconds(200))
+            } catch {
+                return nil  // the timeout cancelled the wait
+            }
+        }
+        return nil
+    }
+}
+
+/// The footprint `mempressure vm --json --only PID` reports.
+func vmFootprint(_ pid: Int32) async throws -> UInt64 {
+    struct Report: Decodable {
+        struct Totals: Decodable { var footprintBytes: UInt64 }
+        var totals: Totals
+    }
+    let r = try await runMempressure(["vm", "--json", "--only", "\(pid)"])
+    guard r.status == 0 else { throw TestFailure("vm --json \(pid): \(r.standardError)") }
+    return try JSONDecoder().decode(Report.self, from: Data(r.standardOutput.utf8)).totals.footprintBytes
+}
+
+/// The value of label `name` in rendered labels (`a="x",b="y"`), with the format's escapes
+/// (`\\`, `\"`, `\n`) undone: the label's text.
+func labelValue(_ name: String, in labels: String) -> [UInt8]? {
+    let bytes = Array(labels.utf8)
+    let prefix = Array((name + "=\"").utf8)
+    var i = 0
+    while i + prefix.count <= bytes.count {
+        if (i == 0 || bytes[i - 1] == UInt8(ascii: ",")) && Array(bytes[i..<i + prefix.count]) == prefix {
+            var out: [UInt8] = []
+            var j = i + prefix.count
+            while j < bytes.count {
+                let c = bytes[j]
+                if c == UInt8(ascii: "\"") { return out }
+                if c == UInt8(ascii: "\\"), j + 1 < bytes.count {
+                    let n = bytes[j + 1]
+                    out.append(n == UInt8(ascii: "n") ? 0x0a : n)
+                    j += 2
+                    continue
+                }
+                out.append(c)
+                j += 1
+            }
+            return nil
+        }
+        i += 1
+    }
+    return nil
+}

@@ -1,0 +1,182 @@
+import Exporter
+import Glibc
+import Logging
+import LinuxSystem
+import Prometheus
+import ServiceLifecycle
+import Synchronization
+import TestSupport
+import Testing
+import VMTracker
+
+/// The exporter in this process, on a port the kernel chose; stopped gracefully at the end.
+private func withExporter<R: Sendable>(
+    _ configure: (inout ExporterConfiguration) -> Void = { _ in }, registry: PrometheusCollectorRegistry? = nil,
+    _ body: (Int) async throws -> R
+) async throws -> R {
+    let (ports, continuation) = AsyncStream<Int>.makeStream()
+    var configuration = ExporterConfiguration()
+    configuration.port = 0
+    var logger = configuration.logger
+    logger.logLevel = .error
+    configuration.logger = logger
+    configure(&configuration)
+    configuration.onListening = { _, port in continuation.yield(port) }
+    let group = ServiceGroup(configuration: .init(services: [ExporterService(configuration: configuration, registry: registry)], logger: logger))
+    let running = Task { try await group.run() }
+    defer { running.cancel() }
+    guard let port = await first(of: ports, within: 30) else {
+        await group.triggerGracefulShutdown()
+        throw TestFailure("the exporter did not start listening")
+    }
+    do {
+        let result = try await body(port)
+        await group.triggerGracefulShutdown()
+        try await running.value
+        return result
+    } catch {
+        await group.triggerGracefulShutdown()
+        throw error
+    }
+}
+
+@Suite struct ServerTests {
+    @Test func servesMetricsInTheFormatAskedForWithTheRegistry() async throws {
+        let registry = PrometheusCollectorRegistry()
+        registry.makeCounter(descriptor: MetricNameDescriptor(metricName: "test_widgets", unitName: "", helpText: "Widgets \"made\" here."), labels: [("kind", "round")]).increment(by: Int64(3))
+        try await withExporter(registry: registry) { port in
+            let text = try await get(port: port, "/metrics")
+            #expect(text.status == 200)
+            #expect(text.header("content-type") == "text/plain; version=0.0.4; charset=utf-8")
+            #expect(text.text.contains("# TYPE mempressure_app_footprint_bytes gauge\n"))
+            #expect(text.text.contains("# TYPE mempressure_app_cpu_seconds_total counter\n"))
+            #expect(text.text.contains("# HELP test_widgets Widgets \"made\" here.\n# TYPE test_widgets counter\ntest_widgets{kind=\"round\"} 3\n"))
+            #expect(!text.text.contains("# EOF"))
+
+            let om = try await get(port: port, "/metrics", accept: "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5")
+            #expect(om.status == 200)
+            #expect(om.header("content-type") == "application/openmetrics-text; version=1.0.0; charset=utf-8")
+            #expect(om.text.hasSuffix("# EOF\n"))
+            #expect(om.text.contains("# TYPE mempressure_app_cpu_seconds counter\n"))
+            #expect(om.text.contains("# HELP test_widgets Widgets \\\"made\\\" here.\n# TYPE test_widgets counter\ntest_widgets_total{kind=\"round\"} 3\n"))
+            // Our own process is an app of this machine, with its PID as a label.
+            #expect(om.text.contains("pid=\"\(getpid())\""))
+        }
+    }
+
+    @Test func answersOtherPathsAndGarbageAndKeepsServing() async throws {
+        try await withExporter { port in
+            let index = try await get(port: port, "/")
+            #expect(index.text.contains("<a href=\"/metrics\">"))
+            let missing = try await get(port: port, "/nope")
+            #expect(missing.status == 404)
+            let garbage: [[UInt8]] = [
+                Array("GARBAGE\r\n\r\n".utf8), [0, 1, 2, 0xff, 0xfe, 13, 10, 13, 10],
+                Array("GET /metrics HTTP/9.9\r\nHost: x\r\n\r\n".utf8),
+                Array("GET /metrics HTTP/1.1\r\nContent-Length: -5\r\n\r\n".utf8),
+                Array(repeating: UInt8(ascii: "A"), count: 200_000),
+                Array("GET /metrics HTTP/1.1\r\nHost: x\r\n".utf8),  // cut short
+            ]
+            for request in garbage {
+                _ = await exchange(port: port, request, halfClose: true)  // whatever it answers, if anything
+                let after = try await get(port: port, "/metrics")
+                #expect(after.status == 200)
+            }
+        }
+    }
+
+    @Test func aFailedCollectionAnswers500WithTheReasonAndTheServerGoesOn() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        try await withExporter({ $0.collector.procRoot = dir.path }) { port in
+            for _ in 0..<2 {
+                let r = try await get(port: port, "/metrics")
+                #expect(r.status == 500)
+                #expect(r.text.contains("\(dir.path)/meminfo"))
+            }
+            let index = try await get(port: port, "/")
+            #expect(index.status == 200)
+        }
+    }
+
+    @Test func anAddressInUseIsAClearError() async throws {
+        try await withExporter { port in
+            var configuration = ExporterConfiguration()
+            configuration.port = port
+            var logger = configuration.logger
+            logger.logLevel = .critical
+            configuration.logger = logger
+            do {
+                try await ExporterService(configuration: configuration).run()
+                Issue.record("a second exporter listened on the same port")
+            } catch let error as ExporterError {
+                #expect(error.description.hasPrefix("cannot listen on 127.0.0.1:\(port): "))
+                #expect(error.description.contains("in use"))
+            }
+        }
+    }
+}
+
+@Suite struct CollectorTests {
+    /// The captured /proc fixtures plus a meminfo and a PSI file: a scrape of a known machine.
+    @Test func scrapeOfFixtures() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let proc = dir.path + "/proc"
+        try ProcFS.makeDirectory(proc)
+        for pid in try ProcFS(root: Fixtures.procRoot).pids() { try copyTree("\(Fixtures.procRoot)/\(pid)", to: "\(proc)/\(pid)") }
+        try writeText("MemTotal:       1000 kB\nMemAvailable:    100 kB\n", to: proc + "/meminfo")
+        try ProcFS.makeDirectory(proc + "/pressure")
+        try writeText("some avg10=8.00 avg60=0.00 avg300=0.00 total=2500000\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=1000\n", to: proc + "/pressure/memory")
+        var options = CollectorOptions()
+        options.procRoot = proc
+        options.cgroupRoot = dir.path + "/no-cgroups"
+        options.grouping = .process
+        let text = String(decoding: try Collector(options: options).scrape(format: .prometheus), as: UTF8.self)
+        #expect(text.contains("mempressure_memory_total_bytes 1024000\n"))
+        #expect(text.contains("mempressure_memory_pressure_stall_seconds_total{kind=\"some\"} 2.5\n"))
+        // avg10 some 8% is above the warning trigger (70 ms per 1 s); MemAvailable 10% too.
+        #expect(text.contains("mempressure_pressure_level{source=\"psi\",level=\"warning\"} 1\n"))
+        #expect(text.contains("mempressure_pressure_level{source=\"memavailable\",level=\"warning\"} 1\n"))
+        #expect(text.contains("mempressure_pressure_level{source=\"merged\",level=\"normal\"} 0\n"))
+        let machine = try Snapshotter(proc: ProcFS(root: proc)).machine(options: SnapshotOptions(detail: .rollup))
+        let footprints = samples(of: "mempressure_app_footprint_bytes", in: text)
+        #expect(footprints.count == machine.processes.count)
+        for p in machine.processes {
+            let series = footprints.filter { $0.labels.contains("pid=\"\(p.pid)\"") }
+            #expect(series.map(\.value) == ["\(p.totals.footprint)"])
+        }
+        // Twice the same machine, the same bytes but for the scrape's own duration.
+        let again = String(decoding: try Collector(options: options).scrape(format: .prometheus), as: UTF8.self)
+        func stable(_ s: String) -> [Substring] { s.split(separator: "\n").filter { !$0.hasPrefix("mempressure_scrape_duration_seconds ") } }
+        #expect(stable(text) == stable(again))
+    }
+
+    /// The v2 layout captured for `top --group-by cgroup` (Fixtures/cgroup-v2): apps and
+    /// cgroups carry the unit, pod and container their paths name, and the cgroups' own figures.
+    @Test func cgroupIdentitiesAndFiguresOnAV2Layout() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let fixtures = Fixtures.directory + "/cgroup-v2"
+        let proc = dir.path + "/proc"
+        try ProcFS.makeDirectory(proc)
+        for pid in try ProcFS(root: fixtures + "/proc").pids() { try copyTree("\(fixtures)/proc/\(pid)", to: "\(proc)/\(pid)") }
+        try writeText("MemTotal:       1000 kB\nMemAvailable:    900 kB\n", to: proc + "/meminfo")
+        var options = CollectorOptions()
+        options.procRoot = proc
+        options.cgroupRoot = fixtures + "/cgroup"
+        options.grouping = .cgroup
+        let text = String(decoding: try Collector(options: options).scrape(format: .prometheus), as: UTF8.self)
+        let nginx = #"cgroup="/system.slice/nginx.service",unit="nginx.service""#
+        #expect(text.contains("mempressure_cgroup_memory_usage_bytes{\(nginx)} 8388608\n"))
+        #expect(!text.contains("mempressure_cgroup_memory_limit_bytes{\(nginx)}"))  // max: unlimited
+        #expect(text.contains("mempressure_cgroup_oom_kills_total{\(nginx)} 0\n"))
+        #expect(text.contains("mempressure_cgroup_memory_stat_bytes{\(nginx),kind=\"anon\"} 4194304\n"))
+        #expect(text.contains("mempressure_cgroup_memory_stat_bytes{\(nginx),kind=\"file\"} 3145728\n"))
+        let apps = samples(of: "mempressure_app_footprint_bytes", in: text)
+        #expect(apps.contains { $0.labels.hasSuffix(nginx) && $0.labels.hasPrefix("app=\"nginx.service\"") })
+        #expect(apps.contains {
+            $0.labels.contains(#"pod="9c1f6a5e-2b4d-4e8a-a6f1-3d2c8b7e5f10",container="5b0c4a1e9f7d3c2b8a6e4d1f0c9b8a7e6d5c4b3a2f1e0d9c8b7a6f5e4d3c2b1a""#)
+        })
+    }
+}
