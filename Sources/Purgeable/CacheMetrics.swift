@@ -1,5 +1,5 @@
 import CoreMetrics
-import LinuxSystem
+import Glibc
 
 /// The names of the metrics a `PurgeableCache` made with a `metricsName` emits through
 /// swift-metrics, to whichever backend the process bootstrapped (`MetricsSystem.bootstrap`) or
@@ -123,8 +123,16 @@ final class CacheMetrics: Sendable {
         if let lookups {
             add(hits, lookups.hits, &published.hits)
             add(misses, lookups.misses, &published.misses)
-            published.lookupsAt = monotonicSeconds()
+            published.lookupsAt = Self.coarseSeconds()
         }
+    }
+
+    /// The monotonic clock at its coarse resolution (a few milliseconds): what a write asks to
+    /// know whether the lookups are due, a read of the vDSO's time without the TSC.
+    static func coarseSeconds() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC_COARSE, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 
     /// The cache is gone: its gauges no longer claim a count or a cost (the counters stay, so

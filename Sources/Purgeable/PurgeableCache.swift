@@ -1,7 +1,6 @@
 import CachePolicies
 import CoreMetrics
 import Glibc
-import LinuxSystem
 import Synchronization
 
 /// A thread-safe cache in the spirit of NSCache, that evicts by a real policy (SIEVE by
@@ -499,7 +498,7 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     func publishMetrics(_ s: inout State, lookups: Bool) {
         guard let metrics else { return }
         var sums: (hits: Int, misses: Int)?
-        if lookups || monotonicSeconds() - s.published.lookupsAt >= PurgeableCacheMetrics.lookupPublishInterval {
+        if lookups || CacheMetrics.coarseSeconds() - s.published.lookupsAt >= PurgeableCacheMetrics.lookupPublishInterval {
             var hits = 0, misses = 0
             for i in 0..<shards.count {
                 let (h, m) = shards.withLock(i) { ($0.hits, $0.misses) }
