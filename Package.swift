@@ -103,6 +103,7 @@ let package = Package(
                 "LifecycleProtocol", "Pressure", "RegionTags", "VMTracker", "LinuxSystem", "CMemoryPressure",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),
@@ -144,6 +145,7 @@ let package = Package(
             dependencies: [
                 "CPurgeable", "CJemalloc", "CMemoryPressure", "CachePolicies", "LinuxSystem", "RegionTags", "Backtrace",
                 .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),
@@ -173,6 +175,8 @@ let package = Package(
                 "RegionTags",
                 "Exporter",
                 .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -237,7 +241,10 @@ let package = Package(
         ),
         .testTarget(
             name: "PurgeableTests",
-            dependencies: ["Purgeable", "VMTracker", "RegionTags", "CachePolicies", "TestSupport"],
+            dependencies: [
+                "Purgeable", "VMTracker", "RegionTags", "CachePolicies", "TestSupport",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(
@@ -250,6 +257,7 @@ let package = Package(
             dependencies: [
                 "AppLifecycle", "LifecycleProtocol", "Scenarios", "VMTracker", "LinuxSystem", "TestSupport", "WorkloadApp", "mempressure-exec",
                 .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),
@@ -260,7 +268,10 @@ let package = Package(
         ),
         .testTarget(
             name: "JetsamTests",
-            dependencies: ["Jetsam", "CachePolicies", "LifecycleProtocol", "AppLifecycle", "Scenarios", "VMTracker", "LinuxSystem", "TestSupport", "WorkloadApp", "mempressure-exec"],
+            dependencies: [
+                "Jetsam", "CachePolicies", "LifecycleProtocol", "AppLifecycle", "Scenarios", "VMTracker", "LinuxSystem", "TestSupport", "WorkloadApp", "mempressure-exec",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(

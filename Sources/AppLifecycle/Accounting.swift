@@ -54,6 +54,7 @@ extension Supervisor {
     /// `apps()` or `kill` never waits behind them. Each reading is applied only if the app is
     /// still the same run.
     func sampleAll() async {
+        metrics.countStateSeconds(upTo: now())
         let targets: [SampleTarget] = order.compactMap { name in
             guard let a = records[name], let pid = a.pid else { return nil }
             return SampleTarget(name: name, generation: a.generation, pid: pid)
@@ -115,6 +116,7 @@ extension Supervisor {
     /// Launch to first ready of a run: what relaunching the app costs.
     func noteLaunchToReady(_ a: AppRecord, seconds: Double) {
         a.launchToReady.append(seconds)
+        metrics.timeToReady(a.name, seconds: seconds)
         if a.launchToReady.count > 16 { a.launchToReady.removeFirst() }
     }
 }

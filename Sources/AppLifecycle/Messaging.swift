@@ -22,6 +22,7 @@ extension Supervisor {
             }
             guard a.state.isRunning else { continue }
             record(.warning, a, detail: "sent")
+            metrics.warningSent(name)
             warned.append(name)
         }
         let deliveries = Task {

@@ -106,6 +106,7 @@ extension Supervisor {
         guard let signalledAt = t.signalledAt else {
             throw .staleTarget(app: name, expectedPID: pid, currentPID: nil)  // it had exited already
         }
+        metrics.killed(name, reason: reason)
         return KillReceipt(app: name, pid: pid, signalledAt: signalledAt, memoryReleased: t.memoryReleased)
     }
 
@@ -180,6 +181,7 @@ extension Supervisor {
             throw .exited(app: name, during: "page-out", status: a.exitStatus)
         }
         sample(a)
+        metrics.frozeDry(name)
         return PageOutResult(
             advisedBytes: advised, swappedBefore: before.totals.swap, swappedAfter: after.swap,
             residentBefore: before.totals.resident, residentAfter: after.resident)

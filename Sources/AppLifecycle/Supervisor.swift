@@ -19,7 +19,8 @@ import LinuxSystem
 /// Channel.swift; waiting and the per-app lock in Waiting.swift; accounting and sampling in
 /// Accounting.swift; suspension in Suspension.swift; background tasks in BackgroundTasks.swift;
 /// warnings and notifications in Messaging.swift; the seams for policies in Seams.swift; the
-/// admin socket in Admin.swift.
+/// admin socket in Admin.swift; the metrics it emits through swift-metrics (`SupervisorMetrics`)
+/// in Metrics.swift.
 ///
 /// A background task still running `backgroundTaskLimit` seconds after the app entered the
 /// background is first expired (its handler runs `expirationWarning` seconds before the limit),
@@ -64,6 +65,8 @@ public actor Supervisor {
     var phase = Phase.running
     /// The shutdown under way or done: it runs once.
     var shutdownTask: Task<Void, Never>?
+    /// The metrics it emits (`SupervisorMetrics`), through the factory current when it was made.
+    let metrics = SupervisorMetricsRecorder()
 
     /// The serial number of the last admin connection accepted (a descriptor is reused, a
     /// connection's number is not).
@@ -243,6 +246,7 @@ public actor Supervisor {
 
     /// Appends an event to the log (policies record their decisions here, beside the core's).
     public func record(_ e: SupervisorEvent) {
+        metrics.observe(e)
         logEvents.append(e)
         logSubscribers.yield(e)
     }
@@ -263,6 +267,7 @@ public actor Supervisor {
         guard records[spec.name] == nil else { throw .alreadyRegistered(spec.name) }
         records[spec.name] = AppRecord(spec: spec, timelineLimit: configuration.timelineLimit)
         order.append(spec.name)
+        metrics.registered(spec.name, at: now())
     }
 
     /// Whether an app of this name is registered.
@@ -400,6 +405,7 @@ public actor Supervisor {
             }
         }
         phase = .closed
+        metrics.close(at: now())
         pressureMonitor?.stop()
         for t in loopTasks { t.cancel() }
         socket.close()

@@ -1,4 +1,5 @@
 import CachePolicies
+import CoreMetrics
 import Glibc
 import Synchronization
 
@@ -48,6 +49,13 @@ import Synchronization
 ///   by buffer, not in the order they happened, and a hit that races with a write may be taken
 ///   for one the policy already knows. All of this changes only which entry the policy evicts
 ///   next, never the limits, the entries or the counters.
+///
+/// ## Metrics
+///
+/// Made with a `metricsName`, the cache publishes its statistics through swift-metrics (hits,
+/// misses, evictions by reason, discards, cost, entries: `PurgeableCacheMetrics` names them and
+/// says how fresh they are). Lookups never touch a metric: the shards' counts are published in
+/// batches, by writes, by reads of `statistics` and by `publishMetrics()`.
 public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     public enum EvictionReason: String, Sendable, Hashable, Codable {
         /// The policy chose it to make room for another entry.
@@ -94,6 +102,8 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     }
 
     public let name: String
+    /// The `cache` label its metrics are published under (`PurgeableCacheMetrics`); nil: none.
+    public let metricsName: String?
     /// Where this cache hears about memory warnings and background transitions.
     public let events: MemoryEvents
 
@@ -145,6 +155,10 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
         @usableFromInline var background: BackgroundBehavior
         @usableFromInline var shrinkFraction: Double
         @usableFromInline var statistics = Statistics()
+        /// `statistics.evictions` by reason, for the metrics.
+        @usableFromInline var evictionCounts = EvictionCounts()
+        /// What the metrics were last told (only with a `metricsName`).
+        var published = PublishedCounts()
         @usableFromInline var handler: (@Sendable (Key, Value, EvictionReason) -> Void)?
     }
 
@@ -183,6 +197,8 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     /// without a dynamic cast.
     @usableFromInline let contentIsDiscarded: (@Sendable (Value) -> Bool)? = discardedContentCheck()
     @usableFromInline var valuesAreDiscardable: Bool { contentIsDiscarded != nil }
+    /// The metric handles (nil without a `metricsName`: then nothing is published).
+    @usableFromInline let metrics: CacheMetrics?
 
     /// Shards of the entries (a power of two).
     @inlinable static var shardCount: Int { 64 }
@@ -206,13 +222,18 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     ///     at most this fraction of what it was.
     ///   - events: where memory warnings and background transitions come from (the process-wide
     ///     `MemoryEvents.shared` unless a test or a subsystem wants its own).
+    ///   - metricsName: publish the cache's statistics through swift-metrics under this `cache`
+    ///     label (`PurgeableCacheMetrics` says what and how fresh), to the metrics factory current
+    ///     now; nil (the default): publish nothing.
     public init(
         name: String = "cache", policy: PolicyKind = .sieve, countLimit: Int = 0, totalCostLimit: Int = 0,
         evictsObjectsWithDiscardedContent: Bool = true, backgroundBehavior: BackgroundBehavior = .keepPurgeable,
-        memoryWarningShrinkFraction: Double = 0.5, events: MemoryEvents = .shared
+        memoryWarningShrinkFraction: Double = 0.5, events: MemoryEvents = .shared, metricsName: String? = nil
     ) {
         self.name = name
         self.events = events
+        self.metricsName = metricsName
+        metrics = metricsName.map { CacheMetrics(name: $0, factory: MetricsSystem.factory) }
         state = Mutex(State(
             policy: policy.make(capacity: Self.capacity(for: totalCostLimit)), countLimit: max(0, countLimit),
             totalCostLimit: max(0, totalCostLimit),
@@ -230,6 +251,10 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
 
     deinit {
         events.unregister(ObjectIdentifier(self))
+        if let metrics {
+            state.withLock { publishMetrics(&$0, lookups: true) }
+            metrics.close()
+        }
     }
 
     private static func discardedContentCheck() -> (@Sendable (Value) -> Bool)? {
@@ -281,8 +306,20 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
         state.withLock { $0.handler = handler }
     }
 
-    /// The counters. Hits and misses are summed over the shards as they are read.
+    /// The counters. Hits and misses are summed over the shards as they are read. With a
+    /// `metricsName`, reading them publishes them too.
     public var statistics: Statistics {
+        if metrics != nil {
+            return state.withLock { s in
+                publishMetrics(&s, lookups: true)
+                var stats = s.statistics
+                stats.count = s.count
+                stats.totalCost = s.policy.totalCost
+                stats.hits = s.published.hits
+                stats.misses = s.published.misses
+                return stats
+            }
+        }
         var stats = state.withLock { s in
             var stats = s.statistics
             stats.count = s.count
@@ -365,6 +402,7 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
                 _ = shards.withLock(home) { $0.entries.removeValue(forKey: key) }
                 s.count -= 1
                 s.statistics.evictions += 1
+                s.evictionCounts.rejected += 1
                 out.append((key, value, .rejected))
             }
             enforceCountLimit(&s, &out)
@@ -442,6 +480,38 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
                 }
             }
         }
+    }
+
+    // MARK: Metrics
+
+    /// Publishes the statistics to the metrics now, hits and misses included (a cache only read
+    /// from publishes them only here and when `statistics` is read). Nothing without a
+    /// `metricsName`.
+    public func publishMetrics() {
+        guard metrics != nil else { return }
+        state.withLock { publishMetrics(&$0, lookups: true) }
+    }
+
+    /// Publishes what changed (the policy's lock is held); the lookups' sums over the shards
+    /// when `lookups`, else only if the last were published `lookupPublishInterval` ago.
+    @usableFromInline
+    func publishMetrics(_ s: inout State, lookups: Bool) {
+        guard let metrics else { return }
+        var sums: (hits: Int, misses: Int)?
+        if lookups || CacheMetrics.coarseSeconds() - s.published.lookupsAt >= PurgeableCacheMetrics.lookupPublishInterval {
+            var hits = 0, misses = 0
+            for i in 0..<shards.count {
+                let (h, m) = shards.withLock(i) { ($0.hits, $0.misses) }
+                hits += h
+                misses += m
+            }
+            sums = (hits, misses)
+        }
+        let view = PurgeableCacheStatisticsView(
+            evictions: s.evictionCounts, memoryWarningEvictions: s.statistics.memoryWarningEvictions,
+            backgroundEvictions: s.statistics.backgroundEvictions, discards: s.statistics.discards, count: s.count,
+            totalCost: s.policy.totalCost)
+        metrics.publish(view, lookups: sums, &s.published)
     }
 
     // MARK: Internals
@@ -531,6 +601,7 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
             replayReadBuffers(&s)
             let r = body(&s, &departed)
             epoch.wrappingAdd(1, ordering: .relaxed)
+            if metrics != nil { publishMetrics(&s, lookups: false) }
             if !departed.isEmpty { handler = s.handler }
             return r
         }
@@ -553,7 +624,15 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
         guard let entry = shards.withLock(shardIndex(for: key), { $0.entries.removeValue(forKey: key) }) else { return }
         s.count -= 1
         switch reason {
-        case .policy, .rejected, .countLimit: s.statistics.evictions += 1
+        case .policy:
+            s.statistics.evictions += 1
+            s.evictionCounts.policy += 1
+        case .rejected:
+            s.statistics.evictions += 1
+            s.evictionCounts.rejected += 1
+        case .countLimit:
+            s.statistics.evictions += 1
+            s.evictionCounts.countLimit += 1
         case .discarded: s.statistics.discards += 1
         case .memoryWarning: s.statistics.memoryWarningEvictions += 1
         case .background: s.statistics.backgroundEvictions += 1

@@ -1,11 +1,14 @@
 import AppLifecycle
 import ArgumentParser
+import CoreMetrics
+import Exporter
 import FoundationEssentials
 import Glibc
 import Jetsam
 import LifecycleProtocol
 import LinuxSystem
 import Logging
+import Prometheus
 import Scenarios
 import ServiceLifecycle
 import VMTracker
@@ -130,13 +133,25 @@ extension String {
 }
 
 /// The supervisor as a long-lived service (swift-service-lifecycle: SIGTERM and SIGINT shut it
-/// down gracefully, terminating its apps and removing its cgroups).
+/// down gracefully, terminating its apps and removing its cgroups). With `--export`, the
+/// exporter's HTTP service runs beside it in the same `ServiceGroup`, and swift-metrics is
+/// bootstrapped with swift-prometheus over the registry it serves: one /metrics holds the
+/// machine's apps and the supervisor's own metrics (`SupervisorMetrics`).
 struct Supervise: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the app supervisor as a service; drive it with `mempressure app` and `mempressure apps`.",
         discussion: """
             Listens on DIR/control.sock (apps) and DIR/admin.sock (this user's commands), in a \
-            directory only this user can enter. Stops on SIGTERM or SIGINT, terminating its apps.
+            directory only this user can enter. Stops on SIGTERM or SIGINT, terminating its apps. \
+            With --export HOST:PORT it also serves /metrics for Prometheus, as `mempressure export` \
+            does (every app of the machine, cgroups, memory, pressure), with the supervisor's own \
+            metrics: mempressure_supervisor_app_state{app,state}, \
+            mempressure_supervisor_state_seconds_total{app,state}, \
+            mempressure_supervisor_launches_total, mempressure_supervisor_crashes_total, \
+            mempressure_supervisor_time_to_ready_seconds (a histogram, buckets 0.05 to 60 s), \
+            mempressure_supervisor_memory_warnings_total, mempressure_supervisor_freeze_drys_total \
+            and mempressure_jetsam_kills_total{app,reason}; it prints `metrics: http://HOST:PORT/metrics` \
+            once it listens (port 0: one the kernel chose).
             """
     )
 
@@ -150,9 +165,17 @@ struct Supervise: AsyncParsableCommand {
     @Option(name: .customLong("high-memory"), help: "For jetsam: high memory in bytes (k, m, g) or a share of the budget (12.5%).") var highMemory: String?
     @Option(name: .customLong("protect"), help: "For jetsam: an app never killed (repeatable).") var protect: [String] = []
     @Option(name: .customLong("jetsam-reports"), help: "For jetsam: a directory for each episode's report (episode-N.json).") var jetsamReports: String?
+    @Option(name: .customLong("export"), help: "Also serve /metrics for Prometheus on HOST:PORT ([IPv6]:PORT, or :PORT for every IPv4 address), the supervisor's metrics included (default: off).") var export: String?
 
     func validate() throws {
         try checkSeconds(backgroundTaskLimit, "--background-task-limit")
+        if let export {
+            do {
+                _ = try ExporterConfiguration.parseListen(export)
+            } catch {
+                throw ValidationError("--export: \(error)")
+            }
+        }
     }
 
     func run() async throws {
@@ -178,14 +201,37 @@ struct Supervise: AsyncParsableCommand {
                 JetsamKiller(configuration: j).attach(to: &c)
             }
             let logger = Logger(label: "mempressure.supervise")
-            let service = SupervisorService(configuration: c)
+            var services = [ServiceGroupConfiguration.ServiceConfiguration(service: SupervisorService(configuration: c))]
+            // The supervisor is made as its service starts, after this bootstrap: it takes the
+            // Prometheus factory. The group stops the exporter first, then the supervisor.
+            if let export { services.append(.init(service: try exporter(listen: export))) }
             // SIGTERM, SIGINT and SIGHUP come through `Interrupts` (the thread that takes them),
             // not through the group's own signal handling.
-            let group = ServiceGroup(configuration: .init(services: [.init(service: service)], logger: logger))
+            let group = ServiceGroup(configuration: .init(services: services, logger: logger))
             try await Interrupts.handling({ _ in Task { await group.triggerGracefulShutdown() } }) { try await group.run() }
         } catch {
             throw fail(error)
         }
+    }
+}
+
+extension Supervise {
+    /// The exporter's service for `--export`, after bootstrapping swift-metrics with
+    /// swift-prometheus over the registry it serves (time to ready in `SupervisorMetrics`' buckets).
+    func exporter(listen: String) throws -> ExporterService {
+        var configuration = ExporterConfiguration()
+        (configuration.host, configuration.port) = try ExporterConfiguration.parseListen(listen)
+        var logger = Logger(label: "mempressure.supervise.export")
+        logger.logLevel = .warning
+        configuration.logger = logger
+        configuration.onListening = { host, port in
+            output("metrics: http://\(host.contains(":") ? "[\(host)]" : host):\(port)/metrics\n")
+        }
+        let registry = PrometheusCollectorRegistry()
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.durationHistogramBuckets[SupervisorMetrics.timeToReady] = SupervisorMetrics.timeToReadyBuckets
+        MetricsSystem.bootstrap(factory)
+        return ExporterService(configuration: configuration, registry: registry)
     }
 }
 

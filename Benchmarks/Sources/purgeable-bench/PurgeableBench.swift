@@ -28,6 +28,7 @@ struct PurgeableBench: AsyncParsableCommand {
     @Option(help: "Where to write purgeable-cache.md, .json, .gp and .svg.") var output = "../Reports"
     @Flag(help: "Re-render the Markdown and SVG from the JSON already in --output.") var renderOnly = false
     @Flag(help: "Measure only the miss ratios against libCacheSim (a quick check of a policy change).") var missRatiosOnly = false
+    @Option(help: "Give every PurgeableCache measured this metrics name (it publishes through swift-metrics; no backend is bootstrapped, so swift-metrics' no-op one takes the figures): what publishing costs.") var metricsName: String?
 
     func run() async throws {
         if let streamMemoryProbe {

@@ -35,10 +35,10 @@ extension PurgeableBench {
         case .nscache: NSCacheAdapter(countLimit: countLimit)
         case .dictionaryMutex: DictionaryMutex()
         case .dictionaryLRU: DictionaryLRU(countLimit: countLimit)
-        case .purgeableLRU: PurgeableAdapter(policy: .lru, countLimit: countLimit)
-        case .purgeableSIEVE: PurgeableAdapter(policy: .sieve, countLimit: countLimit)
-        case .purgeableS3FIFO: PurgeableAdapter(policy: .s3fifo, countLimit: countLimit)
-        case .purgeableTinyLFU: PurgeableAdapter(policy: .tinylfu, countLimit: countLimit)
+        case .purgeableLRU: PurgeableAdapter(policy: .lru, countLimit: countLimit, metricsName: metricsName)
+        case .purgeableSIEVE: PurgeableAdapter(policy: .sieve, countLimit: countLimit, metricsName: metricsName)
+        case .purgeableS3FIFO: PurgeableAdapter(policy: .s3fifo, countLimit: countLimit, metricsName: metricsName)
+        case .purgeableTinyLFU: PurgeableAdapter(policy: .tinylfu, countLimit: countLimit, metricsName: metricsName)
         case .harness: HarnessOnly(keys: 2 * keys)
         }
     }
@@ -241,7 +241,9 @@ final class HarnessOnly: BenchCache {
 
 final class PurgeableAdapter: BenchCache {
     let cache: PurgeableCache<Int, Box>
-    init(policy: PolicyKind, countLimit: Int) { cache = PurgeableCache(policy: policy, countLimit: countLimit) }
+    init(policy: PolicyKind, countLimit: Int, metricsName: String? = nil) {
+        cache = PurgeableCache(policy: policy, countLimit: countLimit, metricsName: metricsName)
+    }
     func get(_ key: Int) -> Box? { cache.object(forKey: key) }
     func set(_ key: Int, _ value: Box) { cache.setObject(value, forKey: key, cost: 1) }
 }
