@@ -215,9 +215,13 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     }
 
     /// - Parameters:
+    ///   - name: names the cache's arena: its regions show as `purgeable cache: NAME` in the VM Tracker.
     ///   - policy: the eviction policy.
     ///   - countLimit: most entries (0: no limit).
     ///   - totalCostLimit: most total cost (0: no limit).
+    ///   - evictsObjectsWithDiscardedContent: remove an entry whose purgeable content the kernel
+    ///     took (as NSCache's property of that name); otherwise it stays, discarded.
+    ///   - backgroundBehavior: what the cache does when the app goes to the background.
     ///   - memoryWarningShrinkFraction: a memory warning evicts by policy until the total cost is
     ///     at most this fraction of what it was.
     ///   - events: where memory warnings and background transitions come from (the process-wide
