@@ -130,6 +130,11 @@ struct Top: AsyncParsableCommand {
         }
         if bytes && (format.json || format.csv) { throw ValidationError("--bytes is for the text table: --json and --csv always print bytes") }
         if outputFormat != nil && (format.json || format.csv || interval != nil) { throw ValidationError("--format openmetrics prints the exposition once: not with --json, --csv or --interval") }
+        // The exposition is every app, as a scrape of `mempressure export` gives it: the table's
+        // filters and sizes have no meaning there, and silently ignoring them would mislead.
+        if outputFormat != nil && (match != nil || user != nil || limit != nil || bytes || full) {
+            throw ValidationError("--format openmetrics exposes every app, as `mempressure export` does: not with --match, --user, --limit, --bytes or --full")
+        }
     }
 
     func run() async throws {

@@ -148,6 +148,9 @@ private let prometheusInstalled = installed("prometheus") && installed("promtool
         #expect(r.status == 0)
         #expect(r.standardOutput.hasSuffix("\n# EOF\n"))
         #expect(r.standardOutput.contains("mempressure_app_footprint_bytes{app=\"mempressure\""))
+        // The table's filters are refused rather than silently ignored.
+        let filtered = try await runMempressure(["top", "--format", "openmetrics", "--match", "x*"])
+        #expect(filtered.status != 0 && filtered.standardError.contains("exposes every app"))
     }
 
     @Test func processesExitingDuringScrapesNeverFailAScrape() async throws {
