@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 import Hummingbird
 import Logging
@@ -79,10 +80,18 @@ public struct ExporterService: Service {
         try Self.checkResolvable(host)
         let router = Router()
         let collector = self.collector
+        let scrapeQueue = DispatchQueue(label: "mempressure.exporter.scrape")
         router.get("/metrics") { request, _ -> Response in
             let format = ExpositionFormat.negotiate(accept: request.headers[.accept])
+            // A scrape reads /proc for tens of milliseconds, blocking: it runs on a queue of its
+            // own rather than on one of Swift concurrency's few threads (which the server's
+            // other requests need), and scrapes arriving together (two Prometheus servers) run
+            // one after the other rather than each taking the CPUs.
+            let result = await withCheckedContinuation { (done: CheckedContinuation<Result<[UInt8], CollectionError>, Never>) in
+                scrapeQueue.async { done.resume(returning: Result { () throws(CollectionError) in try collector.scrape(format: format) }) }
+            }
             do throws(CollectionError) {
-                let bytes = try collector.scrape(format: format)
+                let bytes = try result.get()
                 return Response(
                     status: .ok, headers: [.contentType: format.contentType],
                     body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
