@@ -5,8 +5,8 @@ import FoundationEssentials
 /// `1e30` for a byte count) as "The given data was not valid JSON.", with no path. When the text
 /// is valid JSON after all, the error says so and names the first number that cannot be an
 /// unsigned or signed 64-bit integer, with its path (`regions[3].dirtyBytes`).
-public enum JSONInput {
-    public static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
+package enum JSONInput {
+    package static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
         do {
             return try JSONDecoder().decode(type, from: data)
         } catch let DecodingError.dataCorrupted(context) where context.codingPath.isEmpty && context.underlyingError == nil {

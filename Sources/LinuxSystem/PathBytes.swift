@@ -100,7 +100,7 @@ func hex2(_ b: UInt8) -> String {
 /// control characters (but newline and tab when `keepingLineBreaks`), DEL, C1 controls and the
 /// bidirectional overrides and isolates (which reorder what a terminal shows) become `\uXXXX`:
 /// JSON's own escape, so JSON text stays valid and means the same after it.
-public func printableText(_ text: String, keepingLineBreaks: Bool = false) -> String {
+package func printableText(_ text: String, keepingLineBreaks: Bool = false) -> String {
     func unsafe(_ v: UInt32) -> Bool {
         if v < 0x20 { return !(keepingLineBreaks && (v == 0x0a || v == 0x09)) }
         return (0x7f...0x9f).contains(v) || (0x202a...0x202e).contains(v) || (0x2066...0x2069).contains(v)

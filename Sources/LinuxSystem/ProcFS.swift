@@ -106,7 +106,7 @@ public struct ProcFS: Sendable, Hashable {
 
     /// The device and inode of the file at `path` (raw bytes, need not be UTF-8), or nil if
     /// there is none.
-    public static func fileIdentity(_ path: [UInt8]) -> FileIdentity? {
+    package static func fileIdentity(_ path: [UInt8]) -> FileIdentity? {
         guard !path.contains(0) else { return nil }
         var st = stat()
         let found = (path + [0]).withUnsafeBufferPointer { buf in
@@ -198,7 +198,7 @@ public struct ProcessDirectory: ~Copyable {
     }
 
     /// The target of the symbolic link `/proc/PID/<name>` (for example `exe`), as bytes.
-    public func readLink(_ name: String) throws(ProcError) -> [UInt8] {
+    func readLink(_ name: String) throws(ProcError) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: 4096)
         let n = bytes.withUnsafeMutableBufferPointer { buf in
             buf.withMemoryRebound(to: CChar.self) { readlinkat(fd, name, $0.baseAddress!, $0.count) }

@@ -9,7 +9,7 @@ extension PathBytes {
     /// `text` (or, for `--option=VALUE`, whose VALUE does) and returns its bytes. Text that is
     /// exactly some argument's bytes, or that no argument (or more than one, differently)
     /// decodes to, is returned as its own UTF-8.
-    public static func argument(_ text: String) -> PathBytes {
+    package static func argument(_ text: String) -> PathBytes {
         let own = Array(text.utf8)
         var found: [UInt8]?
         var ambiguous = false

@@ -2,7 +2,7 @@
 /// hostile input must neither trap nor wrap to a small number).
 extension UInt64 {
     @inlinable
-    public func saturatingAdd(_ other: UInt64) -> UInt64 {
+    package func saturatingAdd(_ other: UInt64) -> UInt64 {
         let (sum, overflow) = addingReportingOverflow(other)
         return overflow ? .max : sum
     }

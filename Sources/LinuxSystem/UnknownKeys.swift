@@ -1,6 +1,6 @@
 /// A key that is none of a document's known keys is a mistake (a typo such as
 /// "highMemoryByte" would otherwise leave the default in force, silently): refused, naming it.
-public enum UnknownKeys {
+package enum UnknownKeys {
     private struct AnyKey: CodingKey {
         var stringValue: String
         var intValue: Int? { nil }
@@ -8,7 +8,7 @@ public enum UnknownKeys {
         init?(intValue: Int) { nil }
     }
 
-    public static func refuse<K: CodingKey & CaseIterable>(in decoder: any Decoder, known: K.Type, what: String) throws {
+    package static func refuse<K: CodingKey & CaseIterable>(in decoder: any Decoder, known: K.Type, what: String) throws {
         let names = K.allCases.map(\.stringValue)
         let all = try decoder.container(keyedBy: AnyKey.self)
         // The first unknown key by name: the same message whatever order the decoder keeps.
