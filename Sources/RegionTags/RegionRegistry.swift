@@ -29,9 +29,9 @@ import SystemPackage
 /// writes through that descriptor; its first publication removes the files of processes that
 /// are gone (`removeStale`), such as those of apps ended by a signal, which cannot withdraw.
 public struct RegionRegistry: RegionTagSource, Sendable, Hashable {
-    public static let formatLine = "mempressure-regions 1"
+    package static let formatLine = "mempressure-regions 1"
     /// The largest registry file read: thousands of regions with their call stacks.
-    public static let maximumFileBytes = 4 << 20
+    package static let maximumFileBytes = 4 << 20
 
     public var directory: String
 
@@ -138,7 +138,7 @@ public struct RegionRegistry: RegionTagSource, Sendable, Hashable {
     /// the file of a new process that took the PID meanwhile stays. For whoever reaped it.
     /// Returns whether a file was removed.
     @discardableResult
-    public func withdrawExited(pid: Int32, startTicks: UInt64) -> Bool {
+    package func withdrawExited(pid: Int32, startTicks: UInt64) -> Bool {
         guard case .read(let entry, let identity) = readEntry(named: "\(pid)", ownedBy: nil), entry.pid == pid, entry.startTicks == startTicks
         else { return false }
         return removeEntry(named: "\(pid)", identity)
@@ -149,7 +149,7 @@ public struct RegionRegistry: RegionTagSource, Sendable, Hashable {
     /// this user may not remove (another's, in the sticky directory) stay. Returns how many
     /// were removed. The first publication of each process calls it.
     @discardableResult
-    public func removeStale(proc: ProcFS = ProcFS()) -> Int {
+    package func removeStale(proc: ProcFS = ProcFS()) -> Int {
         let names: [[UInt8]]
         do {
             names = try ProcFS.listDirectory(directory)
