@@ -39,7 +39,7 @@ public enum ControlProtocol {
     public static let tokenVariable = "MEMPRESSURE_TOKEN"
 
     /// A word of 1 to 128 letters, digits, '.', '-' or '_': app names, tokens, notification kinds.
-    public static func isToken(_ s: Substring) -> Bool {
+    package static func isToken(_ s: Substring) -> Bool {
         !s.isEmpty && s.utf8.count <= 128 && s.utf8.allSatisfy { c in
             (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || c == 0x2d || c == 0x5f || c == 0x2e
         }
@@ -60,7 +60,7 @@ public enum ControlProtocol {
     public static let appNameRule = "1 to 64 letters, digits, '.', '-' or '_', not starting with '.' or '-'"
 
     /// A decimal number of at most 18 digits (so it fits an Int), not negative.
-    public static func integer(_ s: Substring, _ field: String) throws(ProtocolError) -> Int {
+    static func integer(_ s: Substring, _ field: String) throws(ProtocolError) -> Int {
         guard s.utf8.count <= 18, let v = Int(s), v >= 0 else { throw .notANonNegativeInteger(field: field, text: String(s.prefix(40))) }
         return v
     }
