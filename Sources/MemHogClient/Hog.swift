@@ -16,13 +16,13 @@ public struct HogInfo: Decodable, Sendable, Hashable {
         public var bytes: Int
     }
 
-    public struct OddFile: Decodable, Sendable, Hashable {
-        public var start: UInt64
-        public var end: UInt64
+    package struct OddFile: Decodable, Sendable, Hashable {
+        package var start: UInt64
+        package var end: UInt64
         /// The file name's bytes in hexadecimal.
-        public var nameHex: String
+        package var nameHex: String
 
-        public var nameBytes: [UInt8] {
+        package var nameBytes: [UInt8] {
             let digits = Array(nameHex.utf8)
             return stride(from: 0, to: digits.count - 1, by: 2).compactMap { i in
                 ByteScanner.hex(digits[i...i + 1]).map { UInt8(truncatingIfNeeded: $0) }  // two digits: at most 0xff
@@ -31,27 +31,27 @@ public struct HogInfo: Decodable, Sendable, Hashable {
     }
 
     public var pid: Int32
-    public var pageSize: Int
+    var pageSize: Int
     public var dirty: Block?
     public var file: Block?
     public var purgeable: Block?
     public var regions: Block?
-    public var oddFiles: [OddFile]?
-    public var children: [Int32]?
+    package var oddFiles: [OddFile]?
+    package var children: [Int32]?
     /// A child that exited and that the hog never reaps (with --zombie).
-    public var zombie: Int32?
+    package var zombie: Int32?
     /// The purgeable cache it filled (with --purgeable-cache).
-    public var purgeableCache: PurgeableCacheInfo?
+    package var purgeableCache: PurgeableCacheInfo?
 
-    public struct PurgeableCacheInfo: Decodable, Sendable, Hashable {
-        public var entries: Int
-        public var bytes: Int
+    package struct PurgeableCacheInfo: Decodable, Sendable, Hashable {
+        package var entries: Int
+        package var bytes: Int
     }
 }
 
 /// A running hog: what it holds, and a way to send it commands (see mempressure-hog's header).
-public final class HogSession {
-    public let info: HogInfo
+package final class HogSession {
+    package let info: HogInfo
     private let sendLine: (String) async throws -> String?
 
     init(info: HogInfo, send: @escaping (String) async throws -> String?) {
@@ -59,10 +59,10 @@ public final class HogSession {
         self.sendLine = send
     }
 
-    public var pid: Int32 { info.pid }
+    package var pid: Int32 { info.pid }
 
     /// Sends one command and returns the hog's one-line answer.
-    public func send(_ command: String) async throws -> String {
+    package func send(_ command: String) async throws -> String {
         guard let answer = try await sendLine(command) else {
             throw HogError.notReady(status: "exited while answering '\(command)'", standardError: "")
         }
@@ -94,7 +94,7 @@ public enum HogError: Error, CustomStringConvertible {
 public enum Hog {
     /// `$MEMPRESSURE_HOG`, or `mempressure-hog` next to the running executable (SwiftPM puts all
     /// products of a build, and the test bundle, in one directory).
-    public static func executablePath() throws -> String {
+    package static func executablePath() throws -> String {
         if let env = getenv("MEMPRESSURE_HOG") { return String(cString: env) }
         guard let directory = ProcFS.ownExecutableDirectory() else { throw HogError.executableNotFound("/proc/self/exe") }
         let path = "\(directory)/mempressure-hog"
@@ -111,7 +111,7 @@ public enum Hog {
     }
 
     /// Like `with`, giving `body` a session to send the hog commands.
-    public static func session<R: Sendable>(
+    package static func session<R: Sendable>(
         _ arguments: [String], executable: String? = nil, _ body: (HogSession) async throws -> R
     ) async throws -> R {
         let path = try executable ?? executablePath()
