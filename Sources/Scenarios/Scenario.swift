@@ -266,7 +266,7 @@ extension Scenario {
     }
 
     /// The most read from a scenario file: a description of apps and steps, not data.
-    public static let maximumFileBytes = 16 << 20
+    static let maximumFileBytes = 16 << 20
 
     public static func load(_ path: String) throws(ScenarioError) -> Scenario {
         try load(PathBytes(path.utf8))
