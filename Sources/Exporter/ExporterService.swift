@@ -23,7 +23,7 @@ public struct ExporterConfiguration: Sendable {
 
     /// Reads `HOST:PORT` (`127.0.0.1:9464`, `localhost:9464`, `[::1]:9464`, or `:9464` for every
     /// IPv4 address, as Prometheus' own `--web.listen-address` reads it).
-    public static func parseListen(_ text: String) throws -> (host: String, port: Int) {
+    package static func parseListen(_ text: String) throws -> (host: String, port: Int) {
         guard let colon = text.lastIndex(of: ":") else {
             throw ExporterError.badListenAddress(text, "expected HOST:PORT")
         }

@@ -29,7 +29,7 @@ public enum ExpositionFormat: String, Sendable, Hashable, CaseIterable {
     /// client accepts `application/openmetrics-text` at least as much as the Prometheus text
     /// format (`text/plain`, or any type), otherwise the Prometheus text format (also without
     /// a header, as the Prometheus text format is what every scraper understands).
-    public static func negotiate(accept: String?) -> ExpositionFormat {
+    package static func negotiate(accept: String?) -> ExpositionFormat {
         guard let accept else { return .prometheus }
         var openMetrics = 0.0
         var text = 0.0
@@ -62,7 +62,7 @@ extension Substring {
 }
 
 /// The type of a metric family.
-public enum MetricType: String, Sendable, Hashable {
+package enum MetricType: String, Sendable, Hashable {
     case gauge
     case counter
     case histogram
@@ -71,14 +71,14 @@ public enum MetricType: String, Sendable, Hashable {
 
 /// Label pairs rendered once (`name="value",...`, escaped), to be written after any family's
 /// name: an app's labels are rendered once per scrape, not once per series.
-public struct LabelSet: Sendable, Hashable {
+package struct LabelSet: Sendable, Hashable {
     /// The rendered pairs, without braces.
-    public private(set) var bytes: [UInt8] = []
+    package private(set) var bytes: [UInt8] = []
 
-    public init() {}
+    package init() {}
 
     /// Adds `name="value"`; `name` must be a valid label name (ours are literals).
-    public mutating func add(_ name: StaticString, _ value: String) {
+    package mutating func add(_ name: StaticString, _ value: String) {
         addName(name)
         Exposition.appendEscapedLabelValue(value.utf8, to: &bytes)
         bytes.append(UInt8(ascii: "\""))
@@ -86,14 +86,14 @@ public struct LabelSet: Sendable, Hashable {
 
     /// Adds a label whose value is raw bytes (a process name, a cgroup path), written as
     /// `Exposition.labelText` describes.
-    public mutating func add(_ name: StaticString, bytes value: some Collection<UInt8>) {
+    package mutating func add(_ name: StaticString, bytes value: some Collection<UInt8>) {
         addName(name)
         Exposition.appendEscapedLabelValue(Exposition.labelText(value), to: &bytes)
         bytes.append(UInt8(ascii: "\""))
     }
 
     /// Adds `name="N"`.
-    public mutating func add(_ name: StaticString, _ value: Int64) {
+    package mutating func add(_ name: StaticString, _ value: Int64) {
         addName(name)
         Exposition.appendDecimal(value, to: &bytes)
         bytes.append(UInt8(ascii: "\""))
@@ -112,21 +112,21 @@ public struct LabelSet: Sendable, Hashable {
 /// samples. Counter families are named without `_total`: in the Prometheus text format the
 /// HELP and TYPE lines and the samples carry `_total`, in OpenMetrics only the samples do, as
 /// each format requires. `finish()` ends the exposition (`# EOF` in OpenMetrics).
-public struct ExpositionWriter: Sendable {
-    public let format: ExpositionFormat
-    public private(set) var bytes: [UInt8] = []
+package struct ExpositionWriter: Sendable {
+    package let format: ExpositionFormat
+    package private(set) var bytes: [UInt8] = []
     /// The current family's sample name, as bytes.
     private var sampleName: [UInt8] = []
     /// The families written so far (to keep a registry's family of the same name out).
-    public private(set) var familyNames: Set<String> = []
+    package private(set) var familyNames: Set<String> = []
 
-    public init(format: ExpositionFormat, reservingCapacity capacity: Int = 0) {
+    package init(format: ExpositionFormat, reservingCapacity capacity: Int = 0) {
         self.format = format
         bytes.reserveCapacity(capacity)
     }
 
     /// Opens a family. `name` is a valid metric name, without `_total` for counters.
-    public mutating func family(_ name: String, _ type: MetricType, help: String) {
+    package mutating func family(_ name: String, _ type: MetricType, help: String) {
         let typedName = type == .counter && format == .prometheus ? name + "_total" : name
         familyNames.insert(name)
         bytes.append(contentsOf: "# HELP ".utf8)
@@ -142,35 +142,35 @@ public struct ExpositionWriter: Sendable {
     }
 
     /// A sample of the current family with `labels`.
-    public mutating func sample(_ labels: LabelSet?, _ value: UInt64) {
+    package mutating func sample(_ labels: LabelSet?, _ value: UInt64) {
         openSample(labels, nil, "")
         Exposition.appendDecimal(value, to: &bytes)
         bytes.append(UInt8(ascii: "\n"))
     }
 
     /// A sample with `labels` and one more label, `extraName="extraValue"`.
-    public mutating func sample(_ labels: LabelSet?, _ extraName: StaticString, _ extraValue: StaticString, _ value: UInt64) {
+    package mutating func sample(_ labels: LabelSet?, _ extraName: StaticString, _ extraValue: StaticString, _ value: UInt64) {
         openSample(labels, extraName, extraValue)
         Exposition.appendDecimal(value, to: &bytes)
         bytes.append(UInt8(ascii: "\n"))
     }
 
     /// A sample with a floating-point value.
-    public mutating func sample(_ labels: LabelSet?, double value: Double) {
+    package mutating func sample(_ labels: LabelSet?, double value: Double) {
         openSample(labels, nil, "")
         Exposition.appendDouble(value, to: &bytes)
         bytes.append(UInt8(ascii: "\n"))
     }
 
     /// A sample with one more label and a floating-point value.
-    public mutating func sample(_ labels: LabelSet?, _ extraName: StaticString, _ extraValue: StaticString, double value: Double) {
+    package mutating func sample(_ labels: LabelSet?, _ extraName: StaticString, _ extraValue: StaticString, double value: Double) {
         openSample(labels, extraName, extraValue)
         Exposition.appendDouble(value, to: &bytes)
         bytes.append(UInt8(ascii: "\n"))
     }
 
     /// A sample with one more label whose value is text (escaped).
-    public mutating func sample(_ labels: LabelSet?, _ extraName: StaticString, text extraValue: String, _ value: UInt64) {
+    package mutating func sample(_ labels: LabelSet?, _ extraName: StaticString, text extraValue: String, _ value: UInt64) {
         bytes.append(contentsOf: sampleName)
         bytes.append(UInt8(ascii: "{"))
         if let labels, !labels.bytes.isEmpty {
@@ -204,12 +204,12 @@ public struct ExpositionWriter: Sendable {
     }
 
     /// Appends text that is already an exposition in this format (a registry's families).
-    public mutating func append(raw: [UInt8]) {
+    package mutating func append(raw: [UInt8]) {
         bytes.append(contentsOf: raw)
     }
 
     /// Ends the exposition: `# EOF` in OpenMetrics, nothing in the Prometheus text format.
-    public mutating func finish() {
+    package mutating func finish() {
         if format == .openMetrics { bytes.append(contentsOf: "# EOF\n".utf8) }
     }
 }
@@ -226,7 +226,7 @@ public enum Exposition {
     /// So the label is always valid UTF-8, and two different names give two different labels:
     /// read it back by turning `\\` into `\` and `\xNN` into the byte NN. A name that is valid
     /// UTF-8 without a backslash appears unchanged.
-    public static func labelText(_ bytes: some Collection<UInt8>) -> [UInt8] {
+    package static func labelText(_ bytes: some Collection<UInt8>) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)
         var index = bytes.startIndex
@@ -299,7 +299,7 @@ public enum Exposition {
     }
 
     /// A label value escaped for both formats: `\` → `\\`, `"` → `\"`, newline → `\n`.
-    public static func appendEscapedLabelValue(_ value: some Sequence<UInt8>, to out: inout [UInt8]) {
+    static func appendEscapedLabelValue(_ value: some Sequence<UInt8>, to out: inout [UInt8]) {
         for byte in value {
             switch byte {
             case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
@@ -312,7 +312,7 @@ public enum Exposition {
 
     /// HELP text escaped: `\` → `\\` and newline → `\n` in both formats, and `"` → `\"` in
     /// OpenMetrics (which escapes HELP as it escapes label values).
-    public static func appendEscapedHelp(_ help: some Sequence<UInt8>, format: ExpositionFormat, to out: inout [UInt8]) {
+    static func appendEscapedHelp(_ help: some Sequence<UInt8>, format: ExpositionFormat, to out: inout [UInt8]) {
         for byte in help {
             switch byte {
             case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
@@ -324,7 +324,7 @@ public enum Exposition {
     }
 
     /// A decimal number, without going through a String.
-    public static func appendDecimal(_ value: UInt64, to out: inout [UInt8]) {
+    package static func appendDecimal(_ value: UInt64, to out: inout [UInt8]) {
         if value < 10 {
             out.append(UInt8(ascii: "0") + UInt8(value))
             return
@@ -341,14 +341,14 @@ public enum Exposition {
         }
     }
 
-    public static func appendDecimal(_ value: Int64, to out: inout [UInt8]) {
+    package static func appendDecimal(_ value: Int64, to out: inout [UInt8]) {
         if value < 0 { out.append(UInt8(ascii: "-")) }
         appendDecimal(value.magnitude, to: &out)
     }
 
     /// A floating-point value as both formats spell it (`+Inf`, `-Inf`, `NaN`, else Swift's
     /// shortest round-trip form, which Go's ParseFloat reads).
-    public static func appendDouble(_ value: Double, to out: inout [UInt8]) {
+    package static func appendDouble(_ value: Double, to out: inout [UInt8]) {
         if value.isNaN {
             out.append(contentsOf: "NaN".utf8)
         } else if value.isInfinite {
