@@ -13,18 +13,18 @@ import SystemPackage
 /// what is available both read it here, so that their "critical" is the same.
 public struct CgroupMemory: Sendable {
     public let directory: String
-    public let isV2: Bool
+    let isV2: Bool
     public let usageFile: String
     public let limitFile: String
-    public let statFile: String
+    let statFile: String
     /// The key of inactive file pages in `memory.stat` (v1 counts the subtree in `total_`).
     public let inactiveFileKey: String
     /// Where the kernel counts the cgroup's OOM kills: v2 `memory.events`, v1
     /// `memory.oom_control` (its `oom_kill` line exists from Linux 4.13).
-    public let oomFile: String
+    let oomFile: String
     /// The `memory.stat` keys of anonymous, file and shared memory: v2 `anon`, `file`, `shmem`;
     /// v1 `rss`, `cache`, `shmem`.
-    public let anonKey: String, fileKey: String, shmemKey: String
+    let anonKey: String, fileKey: String, shmemKey: String
 
     public init(directory: String) {
         self.directory = directory

@@ -215,7 +215,7 @@ public final class PressureMonitor: Sendable {
     }
 
     /// Which sources a monitor with `configuration` would use, without starting one.
-    public static func detectSources(_ configuration: PressureConfiguration = PressureConfiguration()) -> [PressureSourceStatus] {
+    package static func detectSources(_ configuration: PressureConfiguration = PressureConfiguration()) -> [PressureSourceStatus] {
         let (opened, statuses) = PressureSources.open(configuration)
         for source in opened { source.close() }
         return statuses
