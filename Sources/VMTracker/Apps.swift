@@ -33,7 +33,7 @@ public struct ProcessTable: Sendable {
     }
 
     /// Whether `ancestor` is a (transitive) parent of `pid`.
-    public func isDescendant(_ pid: Int32, of ancestor: Int32) -> Bool {
+    package func isDescendant(_ pid: Int32, of ancestor: Int32) -> Bool {
         var current = processes[pid]?.ppid
         var steps = 0
         while let p = current, p > 0, steps < 4096 {
@@ -129,7 +129,7 @@ extension Snapshotter {
     }
 
     /// The PIDs that make up an app now.
-    public func members(of definition: AppDefinition, table: ProcessTable) throws -> [Int32] {
+    func members(of definition: AppDefinition, table: ProcessTable) throws -> [Int32] {
         switch definition {
         case .process(let pid):
             return [pid]
@@ -146,7 +146,7 @@ extension Snapshotter {
 
     /// The directory of a cgroup given as an absolute path or relative to a hierarchy
     /// (`cgroupRoot/PATH` for v2, `cgroupRoot/memory/PATH` for v1's memory controller).
-    public func cgroupDirectory(_ path: String) throws(LookupError) -> String {
+    func cgroupDirectory(_ path: String) throws(LookupError) -> String {
         if path.hasPrefix("/"), ProcFS.isFile("\(path)/cgroup.procs") { return path }
         let relative = path.hasPrefix("/") ? String(path.dropFirst()) : path
         for candidate in ["\(cgroupRoot)/\(relative)", "\(cgroupRoot)/memory/\(relative)", "\(cgroupRoot)/unified/\(relative)"]
@@ -157,7 +157,7 @@ extension Snapshotter {
     }
 
     /// Every PID in a cgroup and its descendants.
-    public func cgroupMembers(_ path: String) throws -> [Int32] {
+    func cgroupMembers(_ path: String) throws -> [Int32] {
         let root = try cgroupDirectory(path)
         var pids: [Int32] = []
         var pending = [root]

@@ -124,7 +124,7 @@ extension RegionType: Codable {
 /// Assigns a `RegionType` to every region of one process.
 public enum RegionClassifier {
     /// No-access regions larger than this are address-space reservations, not guards.
-    public static let guardLimit: UInt64 = 1 << 20
+    static let guardLimit: UInt64 = 1 << 20
 
     /// Classifies `regions` (one process, ascending addresses, as smaps lists them).
     ///

@@ -401,7 +401,7 @@ extension ReportDiff {
 extension ReportDiff.GrowthCheck {
     /// "footprint grew by 12.00 MiB (12582912 bytes), more than the 10.00 MiB allowed: heap
     /// +8.00 MiB, anonymous +4.00 MiB", or that it stayed within the limit.
-    public func renderLine() -> String {
+    func renderLine() -> String {
         let limit = "\(ByteFormat.human(limitBytes)) (\(limitBytes) bytes)"
         var line: String
         if footprintGrowthBytes > 0 {

@@ -166,7 +166,7 @@ public struct TypeSummary: Sendable, Hashable {
     }
 
     /// Sums regions by type; rows sorted by `sort` (largest first; by name for `.address`).
-    public static func summarize(_ regions: some Sequence<Region>, sort: SortKey) -> [TypeSummary] {
+    static func summarize(_ regions: some Sequence<Region>, sort: SortKey) -> [TypeSummary] {
         var byType: [RegionType: TypeSummary] = [:]
         for r in regions { byType[r.type, default: TypeSummary(type: r.type)].add(r) }
         return byType.values.sorted { a, b in
@@ -246,7 +246,7 @@ extension VMReport.RegionRow {
 }
 
 /// Parses "0x7f3a00000000" (or without the prefix).
-public func parseHexAddress(_ text: String) -> UInt64? {
+func parseHexAddress(_ text: String) -> UInt64? {
     var digits = Substring(text).utf8[...]
     if digits.starts(with: "0x".utf8) || digits.starts(with: "0X".utf8) { digits = digits.dropFirst(2) }
     return ByteScanner.hex(digits)

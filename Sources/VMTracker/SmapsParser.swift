@@ -396,6 +396,6 @@ private func isHexDigit(_ c: UInt8) -> Bool {
 }
 
 /// `7f12ab340000`: an address as the kernel prints it.
-public func hexString(_ value: UInt64) -> String {
+func hexString(_ value: UInt64) -> String {
     String(value, radix: 16)
 }
