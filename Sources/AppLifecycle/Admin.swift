@@ -291,10 +291,10 @@ public enum AdminClient {
     public static let defaultCommandTimeout = 120.0
 
     /// The most bytes an answer may have (a longer one is a broken supervisor).
-    public static let maximumAnswerBytes = 256 << 20
+    static let maximumAnswerBytes = 256 << 20
 
     /// The default timeout of a request: `defaultQueryTimeout` or `defaultCommandTimeout`.
-    public static func defaultTimeout(for request: AdminRequest) -> Double {
+    static func defaultTimeout(for request: AdminRequest) -> Double {
         if case .perform = request { return defaultCommandTimeout }
         return defaultQueryTimeout
     }

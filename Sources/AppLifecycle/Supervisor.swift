@@ -271,7 +271,7 @@ public actor Supervisor {
     }
 
     /// Whether an app of this name is registered.
-    public func isRegistered(_ name: String) -> Bool { records[name] != nil }
+    package func isRegistered(_ name: String) -> Bool { records[name] != nil }
 
     func app(_ name: String) throws(SupervisorError) -> AppRecord {
         guard let a = records[name] else { throw .noSuchApp(name) }
