@@ -120,7 +120,6 @@ let package = Package(
                 "VMTracker", "Pressure", "LinuxSystem",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
-                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -279,8 +278,6 @@ let package = Package(
             dependencies: [
                 "Exporter", "VMTracker", "LinuxSystem", "TestSupport", "MemHogClient", "MemHog", "mempressure",
                 .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],

@@ -1,7 +1,7 @@
+import CoreMetrics
 import Dispatch
 import Glibc
 import LinuxSystem
-import Metrics
 import Pressure
 import Prometheus
 import Synchronization
@@ -41,8 +41,8 @@ public final class Collector: Sendable {
     public let options: CollectorOptions
     private let registry: PrometheusCollectorRegistry?
     private let lastSize = Atomic<Int>(64 * 1024)
-    private let scrapes: Metrics.Counter
-    private let failures: Metrics.Counter
+    private let scrapes: CoreMetrics.Counter
+    private let failures: CoreMetrics.Counter
 
     /// A collector reading with `options`; the families of `registry` (the one the process
     /// bootstrapped swift-metrics with) are written into every response after its own.
