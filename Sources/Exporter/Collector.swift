@@ -183,7 +183,7 @@ public final class Collector: Sendable {
             let i = processIndex(pid)
             return i < processes.count && processes[i].pid == pid ? processes[i] : nil
         }
-        let ios = readIO(processes.map(\.pid), proc: snapshotter.proc) + [nil]  // [count]: not found
+        let ios = Self.readIO(processes.map { ($0.pid, $0.stat.startTicks) }, proc: snapshotter.proc, workers: options.workers) + [nil]  // [count]: not found
         // Sorted by key: the order of the series does not depend on footprints changing.
         let apps = machine.apps(grouping: options.grouping).sorted { $0.key < $1.key }
 
@@ -288,9 +288,12 @@ public final class Collector: Sendable {
         }
     }
 
-    /// `/proc/PID/io` of each of `pids`, in their order (nil where it cannot be read), read by
-    /// `options.workers` threads as the snapshot's files are.
-    private func readIO(_ pids: [Int32], proc: ProcFS) -> [ProcessIO?] {
+    /// `/proc/PID/io` of each of `processes`, in their order (nil where it cannot be read), read by
+    /// `workers` threads as the snapshot's files are. A process whose start time is not the
+    /// snapshot's (it exited and its PID was reused in between) gets nil: the directory handle ties
+    /// `stat` and `io` to one process, and `stat` says whether it is the one the snapshot saw.
+    package static func readIO(_ processes: [(pid: Int32, startTicks: UInt64)], proc: ProcFS, workers: Int) -> [ProcessIO?] {
+        let pids = processes
         let next = Atomic<Int>(0)
         let results = Mutex<[(Int, ProcessIO)]>([])
         let body: @Sendable (Int) -> Void = { _ in
@@ -299,17 +302,21 @@ public final class Collector: Sendable {
             while true {
                 let i = next.wrappingAdd(1, ordering: .relaxed).oldValue
                 guard i < pids.count else { break }
+                let (pid, startTicks) = pids[i]
                 do throws(ProcError) {
-                    let dir = try proc.open(pids[i])
+                    let dir = try proc.open(pid)
+                    try dir.read("stat", into: &buffer)
+                    let stat = try buffer.withBytes { (b) throws(ProcError) in try ProcessStat.parse(b, pid: pid) }
+                    guard stat.startTicks == startTicks else { continue }  // another process now has this PID
                     try dir.read("io", into: &buffer)
                     found.append((i, buffer.withBytes { ProcessIO.parse($0) }))
                 } catch {
-                    continue  // permission denied (io needs ptrace access) or exited: no I/O figures
+                    continue  // permission denied (io needs ptrace access), exited, or unparsable: no I/O figures
                 }
             }
             results.withLock { $0.append(contentsOf: found) }
         }
-        let workers = max(1, min(options.workers, pids.count))
+        let workers = max(1, min(workers, pids.count))
         if workers == 1 {
             body(0)
         } else {

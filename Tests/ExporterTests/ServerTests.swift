@@ -155,6 +155,21 @@ private func withExporter<R: Sendable>(
         #expect(stable(text) == stable(again))
     }
 
+    /// I/O is read only from the process the snapshot saw: a PID whose start time is not the
+    /// snapshot's (a reused PID) gets no I/O figures, the same PID with its own start time does.
+    @Test func ioIsReadOnlyFromTheProcessTheSnapshotSaw() throws {
+        let child = try Child("/bin/sleep", ["600"])
+        defer { _ = child.stop() }
+        let proc = ProcFS()
+        var buffer = ReadBuffer()
+        try proc.open(child.pid).read("stat", into: &buffer)
+        let ticks = try buffer.withBytes { (b) throws(ProcError) in try ProcessStat.parse(b, pid: child.pid) }.startTicks
+        let ios = Collector.readIO([(child.pid, ticks), (child.pid, ticks + 1), (child.pid, ticks &- 1)], proc: proc, workers: 2)
+        #expect(ios[0] != nil)
+        #expect(ios[1] == nil)
+        #expect(ios[2] == nil)
+    }
+
     /// The v2 layout captured for `top --group-by cgroup` (Fixtures/cgroup-v2): apps and
     /// cgroups carry the unit, pod and container their paths name, and the cgroups' own figures.
     @Test func cgroupIdentitiesAndFiguresOnAV2Layout() throws {
