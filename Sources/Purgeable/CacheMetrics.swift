@@ -21,11 +21,12 @@ import Glibc
 /// How fresh they are. A lookup never touches a metric (hits run at millions a second per
 /// thread): each shard counts its hits and misses as it always does, and their sums are
 /// published in batches — by a write (a store, a removal, a change of limits, a memory warning,
-/// entering the background) at most every `lookupPublishInterval` seconds, by every read of
-/// `statistics`, and by `publishMetrics()`. So while the cache is written to, hits and misses
-/// are at most 0.1 s old; a cache that is only read publishes them when `statistics` is read or
-/// `publishMetrics()` is called (a process that exports its metrics calls it before a scrape, or
-/// on a timer). Evictions, discards, the cost and the count are published by every write, when
+/// entering the background) and by every 256th lookup of a shard, at most every
+/// `lookupPublishInterval` seconds; by every read of `statistics`; and by `publishMetrics()`. So
+/// while the cache is written to or busy with lookups, hits and misses are at most about 0.1 s
+/// old. A cache that is idle keeps its last few lookups (fewer than 256 per shard) until the
+/// next batch: a process that wants them exact at a scrape calls `publishMetrics()` before it.
+/// A lookup never waits for a batch: it publishes only if the cache's lock is free. Evictions, discards, the cost and the count are published by every write, when
 /// they change: they are always current.
 public enum PurgeableCacheMetrics {
     public static let hits = "mempressure_purgeable_cache_hits_total"

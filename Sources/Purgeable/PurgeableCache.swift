@@ -55,7 +55,8 @@ import Synchronization
 /// Made with a `metricsName`, the cache publishes its statistics through swift-metrics (hits,
 /// misses, evictions by reason, discards, cost, entries: `PurgeableCacheMetrics` names them and
 /// says how fresh they are). Lookups never touch a metric: the shards' counts are published in
-/// batches, by writes, by reads of `statistics` and by `publishMetrics()`.
+/// batches, by writes, by every 256th lookup of a shard, by reads of `statistics` and by
+/// `publishMetrics()`, at most every 0.1 s but for the last two.
 public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     public enum EvictionReason: String, Sendable, Hashable, Codable {
         /// The policy chose it to make room for another entry.
@@ -342,17 +343,21 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     /// and counts as a miss and a discard.
     @inlinable
     public func object(forKey key: Key) -> Value? {
+        var lookups = 0  // the shard's lookups so far, this one included
         let found = shards.withLock(shardIndex(for: key)) { s -> Lookup in
             guard let index = s.entries.index(forKey: key) else {
                 s.misses += 1
+                lookups = s.hits &+ s.misses
                 return .miss
             }
             let entry = s.entries.values[index]
             if let isDiscarded = contentIsDiscarded, evictsDiscarded.load(ordering: .relaxed), isDiscarded(entry.value) {
                 s.misses += 1
+                lookups = s.hits &+ s.misses
                 return .discarded(entry.value)
             }
             s.hits += 1
+            lookups = s.hits &+ s.misses
             guard hitsThatCount != Int.max else { return .hit(entry.value, record: true) }
             let now = epoch.load(ordering: .relaxed) &<< 2
             if entry.sent & ~3 != now {
@@ -364,6 +369,7 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
             }
             return .hit(entry.value, record: true)
         }
+        if lookups & (Self.lookupsPerPublishOffer - 1) == 0, metrics != nil { offerToPublishLookups() }
         switch found {
         case .hit(let value, let record):
             if record { recordHit(key) }
@@ -488,12 +494,24 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
 
     // MARK: Metrics
 
-    /// Publishes the statistics to the metrics now, hits and misses included (a cache only read
-    /// from publishes them only here and when `statistics` is read). Nothing without a
-    /// `metricsName`.
+    /// Publishes the statistics to the metrics now, hits and misses included (the lookups since
+    /// the last batch, which a cache read from only now and then may still hold). Nothing
+    /// without a `metricsName`.
     public func publishMetrics() {
         guard metrics != nil else { return }
         state.withLock { publishMetrics(&$0, lookups: true) }
+    }
+
+    /// Every this many lookups of a shard, a lookup of a cache with metrics offers to publish the
+    /// hits and misses (a power of two).
+    @inlinable static var lookupsPerPublishOffer: Int { 256 }
+
+    /// Publishes the hits and misses if `lookupPublishInterval` has passed since they last were
+    /// and the policy's lock is free (a lookup never waits for it): what keeps a cache that is
+    /// only read publishing.
+    @usableFromInline
+    func offerToPublishLookups() {
+        _ = state.withLockIfAvailable { publishMetrics(&$0, lookups: false) }
     }
 
     /// Publishes what changed (the policy's lock is held); the lookups' sums over the shards

@@ -76,6 +76,30 @@ struct CacheMetricsTests {
         #expect(total(m, PurgeableCacheMetrics.misses, c) == 13)
     }
 
+    @Test("a cache that is only read publishes its hits and misses while it is busy, without statistics or publishMetrics")
+    func readOnly() throws {
+        let m = TestMetrics()
+        let c = [("cache", "read-only")]
+        let cache = withMetricsFactory(m) { PurgeableCache<Int, Int>(events: MemoryEvents(), metricsName: "read-only") }
+        for k in 0..<64 { cache.setObject(k, forKey: k) }
+        // Only lookups from here on: the batches they offer publish once the interval has passed
+        // since the last (the real event waited for; the lookups keep it coming).
+        let deadline = ContinuousClock.now + .seconds(30)
+        var lookups = 0
+        while (total(m, PurgeableCacheMetrics.hits, c) ?? 0) == 0 || (total(m, PurgeableCacheMetrics.misses, c) ?? 0) == 0 {
+            try #require(ContinuousClock.now < deadline, "no hits or misses published after \(lookups) lookups")
+            for k in 0..<128 { _ = cache.object(forKey: k) }  // 64 hits, 64 misses
+            lookups += 128
+        }
+        let hits = try #require(total(m, PurgeableCacheMetrics.hits, c))
+        let misses = try #require(total(m, PurgeableCacheMetrics.misses, c))
+        #expect(hits > 0 && hits <= Int64(lookups / 2))
+        #expect(misses > 0 && misses <= Int64(lookups / 2))
+        // Published figures are the shards' counts at some moment: never more than the statistics.
+        let stats = cache.statistics
+        #expect(stats.hits == lookups / 2 && stats.misses == lookups / 2)
+    }
+
     @Test("entries the kernel took are published as discards, matching the statistics")
     func discards() throws {
         let m = TestMetrics()
