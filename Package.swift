@@ -39,7 +39,7 @@ let package = Package(
         // Without its Foundation trait: we use FoundationEssentials only.
         .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.0", traits: []),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.8.0"),  // 1.8: InMemoryLogging, for the tests
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         // The exporter: swift-metrics is the API the libraries emit through, swift-prometheus the
         // backend and exposition, Hummingbird the HTTP server.
@@ -277,6 +277,8 @@ let package = Package(
             name: "ExporterTests",
             dependencies: [
                 "Exporter", "VMTracker", "LinuxSystem", "TestSupport", "MemHogClient", "MemHog", "mempressure",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),

@@ -1,6 +1,7 @@
 import Dispatch
 import Glibc
 import Hummingbird
+import LinuxSystem
 import Logging
 import Prometheus
 import ServiceLifecycle
@@ -81,21 +82,26 @@ public struct ExporterService: Service {
         let router = Router()
         let collector = self.collector
         let scrapeQueue = DispatchQueue(label: "mempressure.exporter.scrape")
+        let logger = configuration.logger
         router.get("/metrics") { request, _ -> Response in
             let format = ExpositionFormat.negotiate(accept: request.headers[.accept])
             // A scrape reads /proc for tens of milliseconds, blocking: it runs on a queue of its
             // own rather than on one of Swift concurrency's few threads (which the server's
             // other requests need), and scrapes arriving together (two Prometheus servers) run
             // one after the other rather than each taking the CPUs.
+            let started = monotonicSeconds()
             let result = await withCheckedContinuation { (done: CheckedContinuation<Result<[UInt8], CollectionError>, Never>) in
                 scrapeQueue.async { done.resume(returning: Result { () throws(CollectionError) in try collector.scrape(format: format) }) }
             }
+            let seconds = monotonicSeconds() - started
             do throws(CollectionError) {
                 let bytes = try result.get()
+                logger.debug("scrape served", metadata: ["format": "\(format.rawValue)", "bytes": "\(bytes.count)", "seconds": "\(seconds)"])
                 return Response(
                     status: .ok, headers: [.contentType: format.contentType],
                     body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
             } catch {
+                logger.error("scrape failed: \(error.description)", metadata: ["seconds": "\(seconds)"])
                 return Response(
                     status: .internalServerError, headers: [.contentType: "text/plain; charset=utf-8"],
                     body: ResponseBody(byteBuffer: ByteBuffer(string: "collection failed: \(error.description)\n")))

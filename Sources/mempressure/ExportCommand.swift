@@ -24,6 +24,11 @@ struct Export: AsyncParsableCommand {
     @Option(name: .long, help: "The address and port to listen on (HOST:PORT, [IPv6]:PORT, or :PORT for every IPv4 address).")
     var listen = "127.0.0.1:9464"
 
+    @Option(
+        name: .customLong("log-level"),
+        help: "What to log on standard error: trace, debug (a line per scrape: format, bytes, seconds), info, notice, warning (the default; failed scrapes are errors), error, critical.")
+    var logLevel: Logger.Level = .warning
+
     @OptionGroup var collection: ExportCollectionOptions
 
     func validate() throws {
@@ -40,7 +45,7 @@ struct Export: AsyncParsableCommand {
             (configuration.host, configuration.port) = try ExporterConfiguration.parseListen(listen)
             configuration.collector = collection.collectorOptions
             var logger = Logger(label: "mempressure.export")
-            logger.logLevel = .warning
+            logger.logLevel = logLevel
             configuration.logger = logger
             configuration.onListening = { host, port in
                 let shown = host.contains(":") ? "[\(host)]" : host
@@ -98,3 +103,5 @@ func printExposition(grouping: AppGrouping, source: SourceOptions) throws {
     // The bytes as they are (already valid UTF-8, escaped): not through `output`'s terminal filter.
     try bytes.withUnsafeBytes { try LinuxSystem.writeAll(1, $0) }
 }
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}

@@ -1,3 +1,4 @@
+import Dispatch
 import FoundationEssentials
 import Glibc
 import LinuxSystem
@@ -12,6 +13,8 @@ final class Child: @unchecked Sendable {
     /// The write end of its standard input, when asked for (closed by `stop()`).
     let standardInput: CInt?
     private var reaped = false
+    /// Standard error read but not yet returned by `readStandardError`.
+    private var pending: [UInt8] = []
 
     /// Starts `path` with `arguments`; standard output (and standard error unless
     /// `pipeStandardError`) go to `logFile`, or /dev/null.
@@ -55,18 +58,35 @@ final class Child: @unchecked Sendable {
         standardInput = pipeStandardInput ? input[1] : nil
     }
 
-    /// Reads its standard error until a line containing `marker`, or its end; returns that line.
-    func readStandardError(until marker: String) -> String? {
+    /// Reads its standard error until a line containing `marker` (the lines before it are
+    /// consumed, those after it kept for the next call), its end, or `timeout` seconds; returns
+    /// that line, or nil.
+    func readStandardError(until marker: String, within timeout: Double = 60) -> String? {
         guard let fd = standardError else { return nil }
-        var text: [UInt8] = []
+        let deadline = monotonicSeconds() + timeout
         var chunk = [UInt8](repeating: 0, count: 512)
         while true {
+            while let newline = pending.firstIndex(of: 0x0a) {
+                let line = String(decoding: pending[..<newline], as: UTF8.self)
+                pending.removeSubrange(...newline)
+                if line.contains(marker) { return line }
+            }
+            let left = deadline - monotonicSeconds()
+            guard left > 0 else { return nil }
+            var waiting = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = retryOnInterrupt { Glibc.poll(&waiting, 1, Int32(min(left * 1000 + 1, 3_600_000))) }
+            guard ready > 0 else { return nil }
             let n = retryOnInterrupt { read(fd, &chunk, chunk.count) }
             guard n > 0 else { return nil }
-            text += chunk[..<n]
-            for line in text.split(separator: 0x0a) where String(decoding: line, as: UTF8.self).contains(marker) {
-                return String(decoding: line, as: UTF8.self)
-            }
+            pending += chunk[..<n]
+        }
+    }
+
+    /// `readStandardError(until:within:)` from an async test: the wait blocks a thread of
+    /// Dispatch's, not one of Swift concurrency's few (which the other tests need).
+    func standardErrorLine(containing marker: String, within timeout: Double) async -> String? {
+        await withCheckedContinuation { done in
+            DispatchQueue.global().async { done.resume(returning: self.readStandardError(until: marker, within: timeout)) }
         }
     }
 

@@ -19,7 +19,8 @@ private let prometheusInstalled = installed("prometheus") && installed("promtool
         defer { dir.remove() }
         try await Hog.with(["--dirty", "24m"]) { hog in
             let before = try await vmFootprint(hog.pid)
-            let exporter = try ExporterProcess()
+            // At debug level the exporter logs a line per scrape it serves: the real event.
+            let exporter = try ExporterProcess(["--log-level", "debug"])
             defer { exporter.stop() }
             let port = try freePort()
             try writeText(
@@ -42,17 +43,31 @@ private let prometheusInstalled = installed("prometheus") && installed("promtool
                 ], logFile: dir.path + "/prometheus.log")
             defer { prometheus.stop() }
 
-            // The real event: Prometheus has scraped the exporter (it asks for OpenMetrics first,
-            // so this is its OpenMetrics parser accepting our exposition) ...
-            let up = await poll(within: 90) { try await query(port: port, "up{job=\"mempressure\"}").first?.value == "1" ? true : nil }
-            let log = String(decoding: try ProcFS.readBytes(dir.path + "/prometheus.log").suffix(2000), as: UTF8.self)
-            try #require(up == true, "Prometheus never reported the exporter up; its log ends: \(log)")
-            // ... and holds the hog's series.
-            let series = await poll(within: 60) { () async throws -> PromSample? in
-                try await query(port: port, "mempressure_app_footprint_bytes{pid=\"\(hog.pid)\"}").first
+            // Prometheus scrapes the exporter (asking for OpenMetrics first, so this is its
+            // OpenMetrics parser reading our exposition). A scrape's samples are committed before
+            // its scrape loop asks again, so once a scrape has been served the one before it is
+            // in Prometheus: after each scrape (at most 30), ask whether it took the exporter as
+            // up and holds the hog's series.
+            var found: PromSample?
+            var served = 0
+            var lastAnswer = "none"
+            while found == nil && served < 30 {
+                let line = await exporter.child.standardErrorLine(containing: "scrape served", within: 90)
+                try #require(line != nil, "the exporter served no scrape (\(served) so far)")
+                served += 1
+                guard served >= 2 else { continue }
+                do {
+                    let up = try await query(port: port, "up{job=\"mempressure\"}").first?.value
+                    lastAnswer = "up: \(up ?? "no sample")"
+                    guard up == "1" else { continue }
+                    found = try await query(port: port, "mempressure_app_footprint_bytes{pid=\"\(hog.pid)\"}").first
+                } catch {
+                    lastAnswer = "\(error)"  // Prometheus' API not answering yet: the next scrape asks again
+                }
             }
+            let log = String(decoding: try ProcFS.readBytes(dir.path + "/prometheus.log").suffix(2000), as: UTF8.self)
+            let sample = try #require(found, "after \(served) scrapes, Prometheus holds no mempressure_app_footprint_bytes{pid=\"\(hog.pid)\"} (last answer: \(lastAnswer)); its log ends: \(log)")
             let after = try await vmFootprint(hog.pid)
-            let sample = try #require(series, "no mempressure_app_footprint_bytes{pid=\"\(hog.pid)\"} in Prometheus")
             #expect(sample.metric["app"] == "mempressure-hog")
             #expect(sample.metric["job"] == "mempressure")
             let value = try #require(UInt64(sample.value))
@@ -94,18 +109,17 @@ private let prometheusInstalled = installed("prometheus") && installed("promtool
         let name: [UInt8] = [0x71, 0x22, 0x5c, 0xff, 0xfe, 0x5c, 0x78, 0x66, 0x66, 0x22, 0x0a]
         // Only a process itself may rename itself (/proc/PID/comm of another is EINVAL): a
         // shell of ours writes its own comm with printf (q"\\\xff\xfe\\xff"\n in printf's
-        // escapes), then waits on its standard input, a pipe that stop() closes. The newline is
-        // last because bash's printf writes up to each newline in a write of its own (and each
-        // write to comm replaces the name).
+        // escapes), says so on its standard error, then waits on its standard input, a pipe that
+        // stop() closes. The newline is last because bash's printf writes up to each newline in a
+        // write of its own (and each write to comm replaces the name).
         let child = try Child(
-            "/bin/bash", ["-c", #"printf "$1" > /proc/$$/comm && read -r _"#, "bash", #"q"\\\xff\xfe\\xff"\n"#], pipeStandardInput: true)
+            "/bin/bash", ["-c", #"printf "$1" > /proc/$$/comm && echo renamed >&2 && read -r _"#, "bash", #"q"\\\xff\xfe\\xff"\n"#],
+            pipeStandardError: true, pipeStandardInput: true)
         defer { child.stop() }
-        let renamed = await poll(within: 30) { () async throws -> Bool? in
-            var comm = try ProcFS.readBytes("/proc/\(child.pid)/comm")
-            if comm.last == 0x0a { comm.removeLast() }
-            return comm == name ? true : nil
-        }
-        try #require(renamed == true, "the child's comm never became the hostile name")
+        try #require(await child.standardErrorLine(containing: "renamed", within: 30) != nil, "the shell never said it renamed itself")
+        var comm = try ProcFS.readBytes("/proc/\(child.pid)/comm")
+        if comm.last == 0x0a { comm.removeLast() }
+        try #require(comm == name, "the child's comm is \(comm), not the hostile name")
 
         let exporter = try ExporterProcess()
         defer { exporter.stop() }
@@ -236,26 +250,6 @@ private func percentEncoded(_ text: String) -> String {
         }
     }
     return out
-}
-
-/// Asks `attempt` until it gives a value (an error counts as not yet: Prometheus starting, no
-/// scrape yet), at most `timeout` seconds; polls every 200 ms.
-func poll<T: Sendable>(within timeout: Double, _ attempt: @escaping @Sendable () async throws -> T?) async -> T? {
-    await within(timeout) {
-        while !Task.isCancelled {
-            do {
-                if let value = try await attempt() { return value }
-            } catch {
-                // Not ready yet (connection refused while Prometheus starts): ask again.
-            }
-            do {
-                try await Task.sleep(for: .milliseconds(200))
-            } catch {
-                return nil  // the timeout cancelled the wait
-            }
-        }
-        return nil
-    }
 }
 
 /// The footprint `mempressure vm --json --only PID` reports.

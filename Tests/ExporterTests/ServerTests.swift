@@ -1,5 +1,6 @@
 import Exporter
 import Glibc
+import InMemoryLogging
 import Logging
 import LinuxSystem
 import Prometheus
@@ -9,16 +10,17 @@ import TestSupport
 import Testing
 import VMTracker
 
-/// The exporter in this process, on a port the kernel chose; stopped gracefully at the end.
+/// The exporter in this process, on a port the kernel chose, logging at debug level into `log`;
+/// stopped gracefully at the end.
 private func withExporter<R: Sendable>(
     _ configure: (inout ExporterConfiguration) -> Void = { _ in }, registry: PrometheusCollectorRegistry? = nil,
-    _ body: (Int) async throws -> R
+    log: InMemoryLogHandler = InMemoryLogHandler(), _ body: (Int) async throws -> R
 ) async throws -> R {
     let (ports, continuation) = AsyncStream<Int>.makeStream()
     var configuration = ExporterConfiguration()
     configuration.port = 0
-    var logger = configuration.logger
-    logger.logLevel = .error
+    var logger = Logger(label: "mempressure.export.test") { _ in log }
+    logger.logLevel = .debug
     configuration.logger = logger
     configure(&configuration)
     configuration.onListening = { _, port in continuation.yield(port) }
@@ -44,7 +46,8 @@ private func withExporter<R: Sendable>(
     @Test func servesMetricsInTheFormatAskedForWithTheRegistry() async throws {
         let registry = PrometheusCollectorRegistry()
         registry.makeCounter(descriptor: MetricNameDescriptor(metricName: "test_widgets", unitName: "", helpText: "Widgets \"made\" here."), labels: [("kind", "round")]).increment(by: Int64(3))
-        try await withExporter(registry: registry) { port in
+        let log = InMemoryLogHandler()
+        try await withExporter(registry: registry, log: log) { port in
             let text = try await get(port: port, "/metrics")
             #expect(text.status == 200)
             #expect(text.header("content-type") == "text/plain; version=0.0.4; charset=utf-8")
@@ -64,6 +67,10 @@ private func withExporter<R: Sendable>(
             #expect(om.text.contains("# HELP test_widgets Widgets \\\"made\\\" here.\n# TYPE test_widgets counter\ntest_widgets_total{kind=\"round\"} 3\n"))
             // Our own process is an app of this machine, with its PID as a label.
             #expect(om.text.contains("pid=\"\(getpid())\""))
+            // At debug level, a line per scrape served: its format and size.
+            let served = log.entries.filter { $0.level == .debug && $0.message.description == "scrape served" }
+            #expect(served.map { $0.metadata["format"]?.description } == ["prometheus", "openmetrics"])
+            #expect(served.map { $0.metadata["bytes"]?.description } == ["\(text.body.count)", "\(om.body.count)"])
         }
     }
 
@@ -91,7 +98,8 @@ private func withExporter<R: Sendable>(
     @Test func aFailedCollectionAnswers500WithTheReasonAndTheServerGoesOn() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        try await withExporter({ $0.collector.procRoot = dir.path }) { port in
+        let log = InMemoryLogHandler()
+        try await withExporter({ $0.collector.procRoot = dir.path }, log: log) { port in
             for _ in 0..<2 {
                 let r = try await get(port: port, "/metrics")
                 #expect(r.status == 500)
@@ -100,6 +108,10 @@ private func withExporter<R: Sendable>(
             let index = try await get(port: port, "/")
             #expect(index.status == 200)
         }
+        // Each failed scrape is an error in the log, naming what could not be read.
+        let failures = log.entries.filter { $0.level == .error && $0.message.description.hasPrefix("scrape failed:") }
+        #expect(failures.count == 2)
+        #expect(failures.allSatisfy { $0.message.description.contains("\(dir.path)/meminfo") })
     }
 
     @Test func anAddressInUseIsAClearError() async throws {
