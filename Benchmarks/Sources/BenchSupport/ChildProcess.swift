@@ -26,8 +26,13 @@ public final class ChildProcess {
     /// `cgroupProcs` (`cgroup.procs` files) a shell first writes its own PID to each and then
     /// execs the program, so that it is in those cgroups from its first allocation (same PID,
     /// same pidfd), and so is everything it forks. With `workingDirectory` it starts there
-    /// (else in the benchmark's own).
-    public init(name: String, tool: String, argv program: [String], logPath: String, cgroupProcs: [String] = [], workingDirectory: String? = nil) throws {
+    /// (else in the benchmark's own). Each of `inheriting` gives the child the benchmark's
+    /// descriptor `parent` as its descriptor `child` (above 2; `parent` must differ from `child`,
+    /// or dup2 would leave it close-on-exec).
+    public init(
+        name: String, tool: String, argv program: [String], logPath: String, cgroupProcs: [String] = [], workingDirectory: String? = nil,
+        inheriting: [(parent: Int32, child: Int32)] = []
+    ) throws {
         var argv = program
         if !cgroupProcs.isEmpty {
             // sh -c 'for f; do ...' takes the files as $1..., then "--", then the program.
@@ -40,6 +45,10 @@ public final class ChildProcess {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        for descriptor in inheriting {
+            precondition(descriptor.child > 2 && descriptor.parent != descriptor.child, "ChildProcess: inheriting \(descriptor)")
+            posix_spawn_file_actions_adddup2(&actions, descriptor.parent, descriptor.child)
+        }
         if let workingDirectory {
             let rc = bench_spawn_file_actions_addchdir(&actions, workingDirectory)
             guard rc == 0 else { throw BenchError("posix_spawn_file_actions_addchdir_np \(workingDirectory): \(String(cString: strerror(rc)))") }

@@ -1,8 +1,8 @@
 // The processes the benchmark adds to the machine: population-worker (Benchmarks/scripts,
 // compiled by the harness) run under 40 names, each holding 64 to 256 KiB of dirty heap. They
 // are the benchmark's own children (posix_spawn, a process group of their own so that a Ctrl-C at
-// the terminal reaches only the benchmark), each with a pidfd; the benchmark kills them through
-// their pidfds and reaps them. A pipe tells when every one has written its memory: each writes
+// the terminal reaches only the benchmark), each with a pidfd: `ChildProcess`es. The benchmark
+// kills them through their pidfds and reaps them. A pipe tells when every one has written its memory: each writes
 // one byte to it and closes it.
 
 import BenchSupport
@@ -10,16 +10,11 @@ import Glibc
 import LinuxSystem
 
 final class Population {
-    struct Member {
-        let pid: Int32
-        let handle: ProcessHandle
-    }
-
     /// How many process names the workers share (worker i is `xbench-(i % 40)`).
     static let names = 40
 
     /// The workers now running.
-    private(set) var members: [Member] = []
+    private(set) var members: [ChildProcess] = []
     private let worker: String
     private let links: String
     private let logPath: String
@@ -100,60 +95,24 @@ final class Population {
         }
     }
 
-    private func spawn(_ i: Int, readyFD: Int32) throws -> Member {
+    private func spawn(_ i: Int, readyFD: Int32) throws -> ChildProcess {
         let path = "\(links)/\(Self.name(i))"
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        posix_spawn_file_actions_adddup2(&actions, readyFD, 3)  // the copy at 3 is not close-on-exec
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // A process group of its own; the signals the benchmark ignores back to their defaults
-        // (an ignored signal stays ignored across exec); no signal blocked.
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for s in [SIGINT, SIGTERM, SIGHUP, SIGPIPE] { sigaddset(&defaults, s) }
-        var mask = sigset_t()
-        sigemptyset(&mask)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setsigmask(&attributes, &mask)
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-        let argv: [String] = [path, "\(Self.kibibytes(i))"]
-        let args: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
-        defer { for a in args { free(a) } }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, path, &actions, &attributes, args, environ)
-        guard rc == 0 else { throw BenchError("posix_spawn \(path): \(String(cString: strerror(rc)))") }
-        do {
-            return Member(pid: pid, handle: try ProcessHandle(pid: pid))  // our unreaped child: the PID is still its
-        } catch {
-            // Without a pidfd it cannot be signalled later; it is our unreaped child, so its PID
-            // is still its own for this one kill.
-            Glibc.kill(pid, SIGKILL)
-            var status: Int32 = 0
-            _ = retryOnInterrupt { waitpid(pid, &status, 0) }
-            throw error
-        }
+        // The copy at 3 is not close-on-exec.
+        return try ChildProcess(
+            name: "population worker \(i)", tool: "export-bench", argv: [path, "\(Self.kibibytes(i))"], logPath: logPath,
+            inheriting: [(parent: readyFD, child: 3)])
     }
 
     /// SIGKILL to every worker through its pidfd, then reaps them all. Idempotent.
     func kill() {
         for m in members {
             do {
-                try m.handle.signal(SIGKILL)
+                try m.signal(SIGKILL)
             } catch {
                 log("export-bench", "SIGKILL to population worker \(m.pid): \(error)")  // exited already: reaped below
             }
         }
-        for m in members {
-            var status: Int32 = 0
-            _ = retryOnInterrupt { waitpid(m.pid, &status, 0) }
-        }
+        for m in members { m.kill() }  // reaps (signalling again first, which a dead worker ignores)
         members = []
     }
 }
