@@ -72,17 +72,6 @@ func statesAtOne(_ m: TestMetrics, _ app: String) -> [String]? {
     return on
 }
 
-/// Runs `body`, then shuts the supervisor down, also when `body` throws (a failed `#require`).
-func shuttingDown(_ s: Supervisor, _ body: () async throws -> Void) async throws {
-    do {
-        try await body()
-    } catch {
-        await s.shutdown()
-        throw error
-    }
-    await s.shutdown()
-}
-
 func counter(_ m: TestMetrics, _ label: String, _ dimensions: [(String, String)]) -> Int64? {
     do {
         return try m.expectCounter(label, dimensions).totalValue
@@ -105,7 +94,7 @@ struct SupervisorMetricsTests {
         let s = try withMetricsFactory(factory) { () throws(SupervisorError) -> Supervisor in try Supervisor(configuration: configuration()) }
         let a = [("app", "A")]
         var registered = 0.0, beforeRegistering = 0.0, closing = 0.0
-        try await shuttingDown(s) {
+        try await withCleanup({ await s.shutdown() }) {
             beforeRegistering = await s.now()
             try await s.register(AppSpec(name: "A", command: workloadCommand(dir)))
             registered = await s.now()
@@ -162,7 +151,7 @@ struct SupervisorMetricsTests {
         let factory = TestMetrics()
         let s = try withMetricsFactory(factory) { () throws(SupervisorError) -> Supervisor in try Supervisor(configuration: configuration()) }
         let a = [("app", "P")]
-        try await shuttingDown(s) {
+        try await withCleanup({ await s.shutdown() }) {
             try await s.register(AppSpec(name: "P", command: protocolClientCommand(dieOn: "didBecomeActive")))
             try await s.launch("P")
             #expect(statesAtOne(factory, "P") == ["inactive"])

@@ -26,7 +26,7 @@ struct FreezeDryTests {
         var j = JetsamConfiguration(policy: .ios)
         j.targetAvailableShare = 0.45
         let (s, killer) = try supervisor(budgetMB: 256, j)
-        try await withShutdown(s) {
+        try await withCleanup({ await s.shutdown() }) {
             try await s.register(model(dir, "Small1", dirtyMB: 4))
             try await s.register(model(dir, "Small2", dirtyMB: 6))
             try await s.register(model(dir, "Big", dirtyMB: 60))

@@ -34,18 +34,6 @@ func supervisor(budgetMB: Int, _ jetsam: JetsamConfiguration, callbackTimeout: D
     return (try Supervisor(configuration: c), killer)
 }
 
-/// Runs `body` and shuts the supervisor down whatever happens (a failed `#require` throws):
-/// its apps, cgroups and runtime directory never outlive the test.
-func withShutdown(_ s: Supervisor, _ body: () async throws -> Void) async throws {
-    do {
-        try await body()
-    } catch {
-        await s.shutdown()
-        throw error
-    }
-    await s.shutdown()
-}
-
 /// Foreground, then background: suspended, or (with a long background task and no wait)
 /// running in the background.
 func park(_ s: Supervisor, _ name: String, running: Bool = false) async throws {
@@ -68,7 +56,7 @@ struct KillerTests {
         j.holdKernelOOMKiller = false
         j.reportDirectory = "\(dir.path)/episodes"
         let (s, killer) = try supervisor(budgetMB: 400, j)
-        try await withShutdown(s) {
+        try await withCleanup({ await s.shutdown() }) {
             for spec in [
                 model(dir, "S1", dirtyMB: 60), model(dir, "S2", dirtyMB: 50), model(dir, "B1", dirtyMB: 40, ["--background-task", "600"]),
                 model(dir, "S3", dirtyMB: 20), model(dir, "B2", dirtyMB: 16, ["--background-task", "600"]), model(dir, "P", dirtyMB: 60),
@@ -155,7 +143,7 @@ struct KillerTests {
         j.warningGraceSeconds = 2
         j.holdKernelOOMKiller = false
         let (s, killer) = try supervisor(budgetMB: 256, j)
-        try await withShutdown(s) {
+        try await withCleanup({ await s.shutdown() }) {
             try await s.register(model(dir, "S", dirtyMB: 40))
             try await s.register(model(dir, "F", dirtyMB: 60, ["--warning-frees", "1"]))
             try await park(s, "S")
@@ -188,7 +176,7 @@ struct KillerTests {
         j.holdKernelOOMKiller = false
         j.reportDirectory = "\(dir.path)/episodes"
         let (s, killer) = try supervisor(budgetMB: 512, j)
-        try await withShutdown(s) {
+        try await withCleanup({ await s.shutdown() }) {
             try await s.register(model(dir, "Hard", dirtyMB: 30))
             try await s.register(model(dir, "Soft", dirtyMB: 30))
             let events = await s.logStream()
@@ -218,7 +206,7 @@ struct KillerTests {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let (s, _) = try supervisor(budgetMB: 256, JetsamConfiguration())
-        try await withShutdown(s) {
+        try await withCleanup({ await s.shutdown() }) {
             try await s.register(model(dir, "A", dirtyMB: 1))
             try await park(s, "A")
             let pid = try #require(try await s.pid(of: "A"))
@@ -242,7 +230,7 @@ struct KillerTests {
         var j = JetsamConfiguration(policy: .ios)
         j.warningGraceSeconds = 0
         let (s, killer) = try supervisor(budgetMB: 160, j)
-        try await withShutdown(s) {
+        try await withCleanup({ await s.shutdown() }) {
             try await s.register(model(dir, "S1", dirtyMB: 50))
             try await s.register(model(dir, "S2", dirtyMB: 40))
             try await s.register(model(dir, "F", dirtyMB: 8))
@@ -277,7 +265,7 @@ struct KillerTests {
         j.warningGraceSeconds = 0
         // The callback may last a minute (the default, 5 s, would end B's protection early).
         let (s, killer) = try supervisor(budgetMB: 200, j, callbackTimeout: 60)
-        try await withShutdown(s) {
+        try await withCleanup({ await s.shutdown() }) {
             try await s.register(model(dir, "B", dirtyMB: 70, ["--background-gate", gate]))
             try await s.register(model(dir, "S", dirtyMB: 30))
             try await s.register(model(dir, "F", dirtyMB: 8))
@@ -334,7 +322,7 @@ struct KillerTests {
             _ = writeTextReportingFailure("THAWED", to: "\(group)/freezer.state")
             if rmdir(group) != 0 { Issue.record("cannot remove \(group): errno \(errno)") }
         }
-        try await withShutdown(s) {
+        try await withCleanup({ await s.shutdown() }) {
             try await s.register(model(dir, "V", dirtyMB: 70))
             try await s.register(model(dir, "W", dirtyMB: 40))
             try await s.register(model(dir, "F", dirtyMB: 8))

@@ -24,7 +24,7 @@ struct JetsamMetricsTests {
         func kills(_ reason: KillReason) throws -> Int64 {
             try m.expectCounter(SupervisorMetrics.jetsamKills, a + [("reason", reason.rawValue)]).totalValue
         }
-        try await withShutdown(s) {
+        try await withCleanup({ await s.shutdown() }) {
             try await s.register(model(dir, "Hard", dirtyMB: 30))
             let events = await s.logStream()
             #expect(try kills(.perProcessLimit) == 0)

@@ -36,3 +36,15 @@ public func collect<Element: Sendable>(_ stream: AsyncStream<Element>, within ti
         return all
     }
 }
+
+/// Runs `body`, then `cleanup` whatever happens (a failed `#require` throws): what the test made
+/// (a supervisor's apps, cgroups and runtime directory) never outlives it. `defer` cannot await.
+public func withCleanup(_ cleanup: () async -> Void, _ body: () async throws -> Void) async throws {
+    do {
+        try await body()
+    } catch {
+        await cleanup()
+        throw error
+    }
+    await cleanup()
+}
