@@ -1,0 +1,237 @@
+import AppLifecycle
+import FoundationEssentials
+import Glibc
+import LifecycleProtocol
+import LinuxSystem
+import Pressure
+import Synchronization
+
+extension JetsamEngine {
+    // MARK: An episode
+
+    func episode(trigger: PressureEvent, reevaluation: Bool) async {
+        // A failed reading is said (once) by `measure`: no decision on partial data.
+        guard case .measured(var status) = await measure() else { return }
+        var target = target(status)
+        var forced: String?
+        if trigger.source == JetsamEpisode.underOOMSource, status.availableBytes >= target {
+            // A task waits at the limit, yet the working set says enough is free: what the
+            // kernel counts as inactive file cannot be reclaimed now (dirty pages, writeback).
+            // The task must not wait on: at least one kill, by the policy.
+            target = min(status.budgetBytes, status.availableBytes + 1 << 20)
+            forced = "a task waits at the limit although \(Format.bytes(status.availableBytes)) look available (inactive file the kernel cannot reclaim now): one kill at least"
+        } else if reevaluation {
+            // Nothing to do: enough is free (pressure from page cache alone, say).
+            guard status.availableBytes < target else { return }
+        }
+        let logNow = await supervisor.now()
+        let eventT = logNow - (monotonicSeconds() - trigger.time)
+        let apps = await snapshots().map(\.snapshot)
+        episodeCount += 1
+        var ep = JetsamEpisode(
+            number: episodeCount, startedAt: Timestamp.now(), start: eventT, end: nil,
+            trigger: .init(level: PressureLevelValue(rawValue: trigger.level.rawValue) ?? .warning, source: trigger.source, detail: trigger.detail, t: eventT),
+            policy: policy, memoryBefore: status, memoryAfter: nil, targetAvailableBytes: target,
+            largestApp: apps.max { ($0.footprintBytes, $1.name) < ($1.footprintBytes, $0.name) }?.name,
+            apps: apps.map {
+                .init(name: $0.name, pid: $0.pid, state: $0.state, footprintBytes: $0.footprintBytes, purgeableBytes: $0.purgeableBytes,
+                      residentBytes: $0.residentBytes, lifetimeMaxFootprintBytes: max($0.lifetimeMaxFootprintBytes, $0.footprintBytes),
+                      secondsInState: $0.secondsInState, isProtected: $0.isProtected)
+            },
+            timeline: [], victims: [], freezes: [], decisions: [], kernelOOMKillsBefore: await supervisor.kernelOOMKills(),
+            kernelOOMKillsAfter: nil, outcome: "")
+        ep.timeline.append(await entry("measure", bytes: status.availableBytes, "\(Format.bytes(status.availableBytes)) available of \(Format.bytes(status.budgetBytes)); target \(Format.bytes(target)) (\(status.source))"))
+        if let forced { ep.timeline.append(await entry("note", forced)) }
+
+        // 1. Warnings first, unless pressure is already critical (or warnings were sent before
+        //    and memory is still short).
+        if !reevaluation && severity(status) < .critical {
+            // The warnings go out while the grace runs, and their acknowledgements are not waited
+            // for: an app that cannot answer yet (inside another callback, or stalled at the
+            // limit) holds up neither the grace nor a critical turn.
+            let warned = await supervisor.warn(.all, waitForAcknowledgements: false)
+            let views = await supervisor.apps()
+            for name in warned { ep.timeline.append(await entry("warning", app: name, pid: views.first { $0.name == name }?.pid, "memory warning sent")) }
+            for v in views where v.state == .suspended { ep.timeline.append(await entry("warning", app: v.name, pid: v.pid, "not sent: suspended")) }
+            let graceStarted = monotonicSeconds()
+            await graceUnlessCritical(configuration.warningGraceSeconds)
+            if let c = criticalNoticed, c.time >= graceStarted {
+                ep.timeline.append(.init(t: await logTime(ofMonotonic: c.time), kind: "note", app: nil, pid: nil, bytes: nil, detail: "critical, the grace ends: \(c.what)"))
+            }
+            if await recovered(after: "warnings", &ep, &status) { return }
+        }
+
+        // 2. Freeze-dry the small suspended apps (as they are now, after the grace).
+        if configuration.freezeDryBelowBytes > 0, !Task.isCancelled {
+            switch Swap.totalBytes() {
+            case .failure(let error):
+                ep.timeline.append(await entry("note", "cannot tell whether there is swap (\(error)): no freeze-dry in this episode"))
+            case .success(0):
+                if !saidNoSwap {
+                    saidNoSwap = true
+                    await say("jetsam: no swap on this machine: freeze-dry is off (suspended apps are killed instead)")
+                }
+                ep.timeline.append(await entry("note", "no swap: freeze-dry is off"))
+            case .success:
+                var froze = false
+                for (v, a) in await snapshots() where a.state == .suspended && !a.isProtected && a.footprintBytes > 0
+                    && a.footprintBytes < configuration.freezeDryBelowBytes && !Task.isCancelled {
+                    do {
+                        let r = try await supervisor.pageOut(a.name, pid: a.pid, expectedState: .suspended)
+                        frozen.insert(Self.stay(v))
+                        froze = true
+                        ep.freezes.append(.init(name: a.name, pid: a.pid, footprintBytes: a.footprintBytes, bytes: r.writtenBytes, residentBefore: r.residentBefore, residentAfter: r.residentAfter))
+                        var event = SupervisorEvent(t: await supervisor.now(), app: a.name, pid: a.pid, kind: .freeze, detail: "freeze-dried: \(Format.bytes(r.writtenBytes)) written to swap, resident \(Format.bytes(r.residentBefore)) -> \(Format.bytes(r.residentAfter))")
+                        event.bytes = r.writtenBytes
+                        await supervisor.record(event)
+                        ep.timeline.append(await entry("freeze", app: a.name, pid: a.pid, bytes: r.writtenBytes, "written to swap"))
+                    } catch {
+                        ep.timeline.append(await entry("note", app: a.name, pid: a.pid, "freeze-dry failed: \(error)"))
+                    }
+                }
+                if froze, await recovered(after: "freeze-dry", &ep, &status) { return }
+            }
+        }
+
+        // 3. Kills, one at a time, deciding again after each on fresh readings.
+        var kills = 0
+        var failedKills = 0
+        while status.availableBytes < target, !Task.isCancelled, kills < 1000 {
+            // The event the decision answers: the latest before it (a critical one that cut the
+            // grace short, say).
+            let decidedAfter = max(trigger.time, lastEvent?.time ?? trigger.time, criticalNoticed?.time ?? trigger.time)
+            let candidates = await snapshots()
+            // How short memory is now: under_oom read again (a kill moments ago may have let the
+            // waiting task go), the working set as just measured.
+            await refreshUnderOOM()
+            let input = RankingInput(
+                apps: candidates.map(\.snapshot), budgetBytes: status.budgetBytes, availableBytes: status.availableBytes, targetAvailableBytes: target,
+                level: PressureLevelValue(rawValue: severity(status).rawValue) ?? .warning)
+            let decision: Decision
+            do {
+                decision = try Ranker.decide(input, policy: policy)
+            } catch {
+                ep.decisions.append(.init(input: input, victim: nil, note: "no decision: \(error)"))
+                ep.outcome = "no decision: \(error)"
+                ep.timeline.append(await entry("note", ep.outcome))
+                break
+            }
+            guard let victim = decision.victims.first else {
+                ep.decisions.append(.init(input: input, victim: nil, note: decision.explanation))
+                ep.outcome = "nothing left to kill: still short by \(Format.bytes(target - min(target, status.availableBytes))) (\(decision.explanation))"
+                ep.timeline.append(await entry("note", ep.outcome))
+                if let released = releaseKernelHold() { ep.timeline.append(await entry("note", released)) }
+                break
+            }
+            let v = victim.snapshot
+            // What was free when the decision was made (measured moments ago: after the grace or
+            // freeze-dry, or after the previous kill), against which this kill's gift is counted.
+            // Not measured again here: the SIGKILL would wait for it.
+            let before = status
+            let k: KillOutcome
+            do {
+                k = try await killAndMeasure(v.name, pid: v.pid, state: v.state, reason: .vmPageShortage, before: before, what: "rank \(victim.rank) (\(victim.band))")
+            } catch {
+                // Exited, relaunched, changed state or already dying since the reading: decide
+                // again on fresh data — unless that keeps happening.
+                failedKills += 1
+                ep.decisions.append(.init(input: input, victim: nil, note: "\(v.name) not killed: \(error)"))
+                ep.timeline.append(await entry("note", app: v.name, pid: v.pid, "not killed: \(error)"))
+                if failedKills >= Self.failedKillLimit {
+                    ep.outcome = "stopped: \(failedKills) kills in a row failed (the last: \(v.name): \(error))"
+                    ep.timeline.append(await entry("note", ep.outcome))
+                    break
+                }
+                guard case .measured(let now) = await measure() else {
+                    ep.outcome = "memory could not be measured after a failed kill: stopped (no decision on partial data)"
+                    ep.timeline.append(await entry("note", ep.outcome))
+                    break
+                }
+                status = now
+                continue
+            }
+            failedKills = 0
+            ep.decisions.append(.init(input: input, victim: v.name, note: nil))
+            ep.timeline.append(k.killEntry)
+            guard let now = k.after else {
+                ep.outcome = "memory could not be measured after a kill: stopped (no decision on partial data)"
+                ep.timeline.append(await entry("note", ep.outcome))
+                break
+            }
+            status = now
+            kills += 1
+            ep.timeline.append(k.exitEntry)
+            await record(k, reason: .vmPageShortage, rank: victim.rank, footprintBytes: v.footprintBytes, explanation: victim.explanation)
+            ep.victims.append(.init(
+                name: v.name, pid: v.pid, state: v.state, reason: KillReason.vmPageShortage.rawValue,
+                rank: victim.rank, band: victim.band, policy: policy.name, footprintBytes: v.footprintBytes,
+                purgeableBytes: v.purgeableBytes, secondsFromEvent: k.receipt.signalledAt - trigger.time,
+                secondsFromLatestEvent: k.receipt.signalledAt - decidedAfter,
+                reclaimedBytes: k.reclaimed, memoryReleased: k.receipt.memoryReleased, exited: k.exited, needed: true, explanation: victim.explanation))
+        }
+        if ep.outcome.isEmpty {
+            ep.outcome = status.availableBytes >= target ? "recovered after \(kills) kill(s)" : (Task.isCancelled ? "stopped: the supervisor is shutting down" : "stopped: still short")
+        }
+        await close(&ep, status)
+    }
+
+    /// Measures again after `step` (the warnings, freeze-dry); when enough is free, closes the
+    /// episode ("warnings sufficed: nobody killed") and says so. When memory cannot be measured,
+    /// closes it too: no decision on partial data.
+    func recovered(after step: String, _ ep: inout JetsamEpisode, _ status: inout MemoryStatus) async -> Bool {
+        guard case .measured(let s) = await measure() else {
+            ep.outcome = "memory could not be measured after \(step): stopped (no decision on partial data)"
+            ep.timeline.append(await entry("note", ep.outcome))
+            await close(&ep, status)
+            return true
+        }
+        status = s
+        ep.timeline.append(await entry("measure", bytes: status.availableBytes, "after \(step): \(Format.bytes(status.availableBytes)) available"))
+        guard status.availableBytes >= ep.targetAvailableBytes else { return false }
+        ep.outcome = "\(step) sufficed: nobody killed"
+        await close(&ep, status)
+        return true
+    }
+
+    /// A monotonic time (a KillReceipt's `signalledAt`) on the supervisor's log clock.
+    func logTime(ofMonotonic t: Double) async -> Double {
+        await supervisor.now() - (monotonicSeconds() - t)
+    }
+
+    /// A timeline entry, stamped with the supervisor's log clock.
+    func entry(_ kind: String, app: String? = nil, pid: Int32? = nil, bytes: UInt64? = nil, _ detail: String) async -> JetsamEpisode.Entry {
+        JetsamEpisode.Entry(t: await supervisor.now(), kind: kind, app: app, pid: pid, bytes: bytes, detail: detail)
+    }
+
+    func close(_ ep: inout JetsamEpisode, _ status: MemoryStatus) async {
+        lastEpisodeRecovered = status.availableBytes >= ep.targetAvailableBytes
+        if !lastEpisodeRecovered, !Task.isCancelled {
+            // Still short, whatever stopped it: no new episode until something changes.
+            let levelNow = level
+            let stuck = (apps: Self.signature(await supervisor.apps()), severity: severity(status))
+            if level == levelNow { stuckWith = stuck }  // a change of level meanwhile clears it
+        }
+        ep.end = await supervisor.now()
+        ep.memoryAfter = status
+        ep.kernelOOMKillsAfter = await supervisor.kernelOOMKills()
+        ep.markNeeded()
+        await keep(ep)
+    }
+
+    /// Keeps a closed episode: in memory (and for `episodeUpdates()` subscribers), and on disk
+    /// when there is a `reportDirectory`.
+    func keep(_ ep: JetsamEpisode) async {
+        // On disk first: whoever hears of the episode can read its file.
+        defer { killer.add(ep) }
+        if let dir = configuration.reportDirectory {
+            do {
+                try ProcFS.makeDirectory(dir)
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+                try ProcFS.writeFile("\(dir)/episode-\(ep.number).json", Array(try encoder.encode(ep)) + [0x0a])
+            } catch {
+                await supervisor.record(SupervisorEvent(t: await supervisor.now(), kind: .error, detail: "jetsam: cannot write the report of episode \(ep.number) to \(dir): \(error)"))
+            }
+        }
+    }
+}

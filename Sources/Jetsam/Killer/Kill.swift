@@ -1,0 +1,66 @@
+import AppLifecycle
+import FoundationEssentials
+import Glibc
+import LifecycleProtocol
+import LinuxSystem
+import Pressure
+import Synchronization
+
+extension JetsamEngine {
+    // MARK: A kill
+
+    /// What one kill did and gave back.
+    struct KillOutcome {
+        var receipt: KillReceipt
+        /// The SIGKILL, at its time, and the exit (or "still exiting") once waited for.
+        var killEntry: JetsamEpisode.Entry
+        var exitEntry: JetsamEpisode.Entry
+        var exited: Bool
+        /// Available memory gained against `before`.
+        var reclaimed: UInt64
+        /// Memory once the victim exited (or the cooldown ended); nil if it could not be read.
+        var after: MemoryStatus?
+    }
+
+    /// Kills the app (SIGKILL through the supervisor) and measures what it gave back: at once
+    /// (with process_mrelease most of its memory is back when kill returns, before anything else
+    /// can grow into it) and once it has exited (what its exit freed, the cooldown at most); the
+    /// larger of the two, as others' growth only hides some. `before` is what was free when the
+    /// decision was made: not measured again here, the SIGKILL would wait for it.
+    func killAndMeasure(_ name: String, pid: Int32, state: LifecycleState, reason: KillReason, before: MemoryStatus, what: String) async throws(SupervisorError) -> KillOutcome {
+        let receipt = try await supervisor.kill(name, pid: pid, reason: reason, expectedState: state)
+        let killedAt = await logTime(ofMonotonic: receipt.signalledAt)
+        let atOnce = await measure()
+        let exited = await supervisor.waitForExit(name, pid: pid, timeout: configuration.cooldownSeconds)
+        let final = await measure()
+        var reclaimed: UInt64 = 0
+        for case .measured(let m) in [atOnce, final] {
+            reclaimed = max(reclaimed, m.availableBytes &- min(m.availableBytes, before.availableBytes))
+        }
+        // What is free now is the reading after the exit, only: never the earlier one instead.
+        var after: MemoryStatus?
+        if case .measured(let m) = final { after = m }
+        let exitEntry = await entry(
+            exited ? "exit" : "note", app: name, pid: pid, bytes: reclaimed,
+            exited ? "exited: \(Format.bytes(reclaimed)) given back" : "still exiting \(Format.seconds(configuration.cooldownSeconds)) after SIGKILL: \(Format.bytes(reclaimed)) given back so far")
+        return KillOutcome(
+            receipt: receipt,
+            killEntry: .init(t: killedAt, kind: "kill", app: name, pid: pid, bytes: nil, detail: "\(what): SIGKILL\(receipt.memoryReleased ? ", memory released (process_mrelease)" : "")"),
+            exitEntry: exitEntry, exited: exited, reclaimed: reclaimed, after: after)
+    }
+
+    /// The kill's event in the supervisor's log, once what it gave back is known (the log stays
+    /// in time order; the episode's timeline has the SIGKILL at its time).
+    func record(_ k: KillOutcome, reason: KillReason, rank: Int, footprintBytes: UInt64, explanation: String) async {
+        var event = SupervisorEvent(
+            t: await supervisor.now(), app: k.receipt.app, pid: k.receipt.pid, kind: .jetsam,
+            detail: k.exited ? nil : "still exiting \(configuration.cooldownSeconds) s after SIGKILL")
+        event.reason = reason.rawValue
+        event.rank = rank
+        event.policy = policy.name.rawValue
+        event.footprintBytes = footprintBytes
+        event.reclaimedBytes = k.reclaimed
+        event.explanation = explanation
+        await supervisor.record(event)
+    }
+}

@@ -1,0 +1,163 @@
+import AppLifecycle
+import FoundationEssentials
+import Glibc
+import LifecycleProtocol
+import LinuxSystem
+import Pressure
+import Synchronization
+
+// MARK: The watch: looking at memory while pressure is up, starting episodes, graces
+
+extension JetsamEngine {
+    /// Looks every `usagePollInterval` while pressure is up (or a task waits at the limit):
+    /// the level's events are changes only, and an app that allocates its footprint in a
+    /// fraction of a second must be answered before the limit, not at the next change.
+    func watch() async {
+        while watching, !Task.isCancelled {
+            await look()
+            do {
+                try await Task.sleep(for: Seconds.duration(JetsamKiller.usagePollInterval))
+            } catch {
+                return
+            }
+        }
+    }
+
+    func look() async {
+        let t = monotonicSeconds()
+        if kernelHold != nil {
+            let was = underOOM
+            let read = await refreshUnderOOM()
+            if underOOM && !was { endGraces(critical: (t, "a task waits at the device's limit (under_oom)")) }
+            if read, kernelHoldReleased, !underOOM, let hold = kernelHold {
+                // Out of OOM again: hold the kernel's killer again.
+                kernelHoldReleased = hold.set(disabled: true) != nil
+            }
+            if underOOM, !kernelHoldReleased, episodeTask == nil {
+                if await isStuck(.critical) { return }
+                start(trigger: PressureEvent(level: .critical, source: JetsamEpisode.underOOMSource, detail: "the device is at its limit: a task waits for memory (under_oom)", time: t), reevaluation: true)
+                return
+            }
+        }
+        if !graces.isEmpty, case .measured(let status) = await measure(), severity(status) == .critical {
+            // Memory turned critically short while warned apps had their grace.
+            endGraces(critical: (t, "working set \(Format.bytes(status.usedBytes)) of \(Format.bytes(status.budgetBytes)): at or above \(Format.percent(criticalFraction))"))
+        }
+        guard level >= .warning, episodeTask == nil else { return }
+        guard case .measured(let status) = await measure() else { return }
+        guard status.availableBytes < target(status) else {
+            stuckWith = nil
+            return
+        }
+        let shortage = severity(status)
+        if await isStuck(shortage) { return }
+        // The awaits above let other events in: the level may have dropped, an episode started.
+        guard level >= .warning, episodeTask == nil else { return }
+        let last = lastEvent.map { " (last event: \($0.source))" } ?? ""
+        let what = lastEpisodeRecovered ? "short" : "still short"
+        start(trigger: PressureEvent(level: shortage, source: "jetsam", detail: "\(what): \(Format.bytes(status.availableBytes)) available, \(Format.bytes(target(status))) needed\(last)", time: t), reevaluation: !lastEpisodeRecovered)
+    }
+
+    /// Whether the last episode ended still short on the same apps and at the same severity:
+    /// nothing a new one could do differently. Once something changed, it is forgotten.
+    func isStuck(_ severity: PressureLevel) async -> Bool {
+        guard let stuck = stuckWith else { return false }
+        if stuck.severity == severity, Self.signature(await supervisor.apps()) == stuck.apps { return true }
+        stuckWith = nil
+        return false
+    }
+
+    /// Reads the hold's under_oom now into `underOOM`; on a failed reading the last known value
+    /// stays (and the failure is said once). Whether the reading worked.
+    @discardableResult
+    func refreshUnderOOM() async -> Bool {
+        guard let hold = kernelHold else { return false }
+        do {
+            underOOM = try hold.isUnderOOM()
+            await readingWorks(.underOOM)
+            return true
+        } catch {
+            await readingFailed(.underOOM, "\(error): a task waiting at the limit cannot be seen")
+            return false
+        }
+    }
+
+    /// The running apps, each as name, run, state, whether it is dying, saving its state
+    /// (inside didEnterBackground) or has a reading yet: what a new decision could differ by.
+    static func signature(_ views: [AppView]) -> [String] {
+        views.filter { $0.pid != nil }.map {
+            "\($0.name) \($0.generation) \($0.state.rawValue) \($0.isDying) \($0.callbacksInProgress.contains(.didEnterBackground)) \($0.latest != nil)"
+        }
+    }
+
+    /// Lets the kernel's OOM killer act (jetsam has nothing left to kill and a task waits).
+    func releaseKernelHold() -> String? {
+        guard let hold = kernelHold, underOOM, !kernelHoldReleased else { return nil }
+        if let error = hold.set(disabled: false) { return "cannot let the kernel's OOM killer act (\(error)): the waiting task waits on" }
+        kernelHoldReleased = true
+        return "nothing left to kill while a task waits at the limit: the kernel's OOM killer is let act"
+    }
+
+    /// Stops: the episode under way ends at its next step (it kills no one after this) and is
+    /// waited for, so that its report is kept.
+    func finish() async {
+        watching = false
+        episodeTask?.cancel()
+        endGraces()
+        await episodeTask?.value
+        if let hold = kernelHold { _ = hold.set(disabled: false) }
+        kernelHold = nil
+    }
+
+    /// Starts an episode, unless one is under way: one at a time.
+    func start(trigger: PressureEvent, reevaluation: Bool) {
+        guard episodeTask == nil else { return }
+        runningEpisode += 1
+        let id = runningEpisode
+        criticalNoticed = nil
+        episodeTask = Task {
+            await self.episode(trigger: trigger, reevaluation: reevaluation)
+            self.episodeEnded(id)
+        }
+    }
+
+    func episodeEnded(_ id: Int) {
+        if id == runningEpisode { episodeTask = nil }
+    }
+
+    /// Ends every grace under way; `critical` says when memory was seen critically short, and how.
+    func endGraces(critical: (time: Double, what: String)? = nil) {
+        if let critical, !graces.isEmpty { criticalNoticed = critical }
+        let all = graces
+        graces = [:]
+        for (_, g) in all {
+            g.timer.cancel()
+            g.continuation.resume()
+        }
+    }
+
+    func endGrace(_ id: Int) {
+        graces.removeValue(forKey: id)?.continuation.resume()
+    }
+
+    /// Waits `seconds`, or less if memory turns critically short (or the killer stops) meanwhile;
+    /// not at all if it is already (measured again: the episode's first reading may be old).
+    func graceUnlessCritical(_ seconds: Double) async {
+        guard seconds > 0, !Task.isCancelled else { return }
+        await refreshUnderOOM()
+        if case .measured(let now) = await measure(), severity(now) == .critical { return }
+        nextGrace += 1
+        let id = nextGrace
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let timer = Task {
+                do {
+                    try await Task.sleep(for: Seconds.duration(seconds))
+                } catch {
+                    return  // cancelled: a critical event or the stop ended this grace
+                }
+                self.endGrace(id)
+            }
+            graces[id] = (c, timer)
+        }
+    }
+}
