@@ -17,6 +17,7 @@ let package = Package(
         .executable(name: "mempressure", targets: ["mempressure"]),
         .executable(name: "mempressure-hog", targets: ["MemHog"]),
         .executable(name: "mempressure-exec", targets: ["mempressure-exec"]),
+        .executable(name: "mempressure-guard", targets: ["mempressure-guard"]),
         .executable(name: "mempressure-workload", targets: ["WorkloadApp"]),
         .library(name: "LinuxSystem", targets: ["LinuxSystem"]),
         .library(name: "RegionTags", targets: ["RegionTags"]),
@@ -184,6 +185,9 @@ let package = Package(
         ),
         // Joins cgroups, then execs the app: how the supervisor starts apps inside their cgroups.
         .executableTarget(name: "mempressure-exec", path: "Sources/MempressureExec"),
+        // The supervisor's guardian: outlives a supervisor that dies without shutting down, and
+        // then releases the kernel's OOM killer, ends the apps and removes their cgroups.
+        .executableTarget(name: "mempressure-guard", dependencies: ["CMemoryPressure"], path: "Sources/MempressureGuard"),
         // A small process that holds known amounts of dirty, clean file-backed and purgeable
         // memory: the subject of `make demo`, the live tests and the benchmarks.
         .executableTarget(
@@ -233,7 +237,7 @@ let package = Package(
             name: "CLITests",
             dependencies: [
                 "TestSupport", "VMTracker", "LinuxSystem", "MemHogClient", "AppLifecycle", "LifecycleProtocol", "mempressure", "MemHog", "WorkloadApp",
-                "mempressure-exec", .product(name: "Subprocess", package: "swift-subprocess"),
+                "mempressure-exec", "mempressure-guard", .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: strict
@@ -254,7 +258,7 @@ let package = Package(
         .testTarget(
             name: "AppLifecycleTests",
             dependencies: [
-                "AppLifecycle", "LifecycleProtocol", "Scenarios", "VMTracker", "LinuxSystem", "TestSupport", "WorkloadApp", "mempressure-exec",
+                "AppLifecycle", "LifecycleProtocol", "Scenarios", "VMTracker", "LinuxSystem", "TestSupport", "WorkloadApp", "mempressure-exec", "mempressure-guard",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
@@ -268,7 +272,7 @@ let package = Package(
         .testTarget(
             name: "JetsamTests",
             dependencies: [
-                "Jetsam", "CachePolicies", "LifecycleProtocol", "AppLifecycle", "Scenarios", "VMTracker", "LinuxSystem", "TestSupport", "WorkloadApp", "mempressure-exec",
+                "Jetsam", "CachePolicies", "LifecycleProtocol", "AppLifecycle", "Scenarios", "VMTracker", "LinuxSystem", "TestSupport", "WorkloadApp", "mempressure-exec", "mempressure-guard",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             swiftSettings: strict

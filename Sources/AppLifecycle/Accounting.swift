@@ -49,29 +49,24 @@ extension Supervisor {
         acc.ioWriteBytes &+= b.ioWriteBytes &- min(a.ioWriteBytes, b.ioWriteBytes)
     }
 
-    /// Reads every running app's footprint. The reads (smaps_rollup: about half a millisecond
-    /// each, so 50 ms for 100 apps) run on a thread of their own, not on the actor: a policy's
+    /// Reads every running app's footprint. The reads (memory.stat and smaps_rollup: about half a
+    /// millisecond per process, so 50 ms for 100 one-process apps) run on a thread of their own, not on the actor: a policy's
     /// `apps()` or `kill` never waits behind them. Each reading is applied only if the app is
     /// still the same run.
     func sampleAll() async {
         metrics.countStateSeconds(upTo: now())
         let targets: [SampleTarget] = order.compactMap { name in
-            guard let a = records[name], let pid = a.pid else { return nil }
-            return SampleTarget(name: name, generation: a.generation, pid: pid)
+            guard let a = records[name], let process = a.process else { return nil }
+            return SampleTarget(name: name, generation: a.generation, process: process)
         }
         guard !targets.isEmpty else { return }
         let readings = await Self.blocking(timeout: 30) {
-            targets.map { t -> (SampleTarget, MemoryCounters?, Double) in
-                do {
-                    let c = try Snapshotter().process(t.pid, options: .totalsOnly).totals
-                    return (t, c, monotonicSeconds())
-                } catch {
-                    return (t, nil, 0)  // exited or exiting
-                }
+            targets.map { t -> (SampleTarget, AppMemory?, Double) in
+                (t, AppMemory.read(t.process), monotonicSeconds())  // nil: exited or exiting
             }
         }
         for (t, counters, readAt) in readings ?? [] {
-            guard let counters, let a = records[t.name], a.generation == t.generation, a.pid == t.pid else { continue }
+            guard let counters, let a = records[t.name], a.generation == t.generation, a.process === t.process else { continue }
             // A reading taken meanwhile at a transition or on request is newer: keep it.
             if let latest = a.latest, latest.at > readAt { continue }
             apply(counters, to: a, readAt: readAt)
@@ -81,25 +76,21 @@ extension Supervisor {
     struct SampleTarget: Sendable {
         var name: String
         var generation: Int
-        var pid: Int32
+        var process: AppProcess
     }
 
-    /// Reads the app's footprint now (smaps_rollup) into its timeline and its latest reading;
-    /// nil once it has exited.
+    /// Reads the app's memory now (`AppMemory`: all of its processes) into its timeline and its
+    /// latest reading; nil once it has exited.
     @discardableResult
     func sample(_ a: AppRecord) -> FootprintSample? {
-        guard let process = a.process else { return nil }
-        do {
-            return apply(try Snapshotter().process(process.pid, options: .totalsOnly).totals, to: a, readAt: monotonicSeconds())
-        } catch {
-            return nil  // exited or exiting: the timeline ends with its last sample
-        }
+        guard let process = a.process, let m = AppMemory.read(process) else { return nil }  // nil: exited or exiting
+        return apply(m, to: a, readAt: monotonicSeconds())
     }
 
     /// A reading of the app, taken at `readAt` (monotonic): its timeline, its latest, its
     /// lifetime maximum, the subscribers.
     @discardableResult
-    private func apply(_ c: MemoryCounters, to a: AppRecord, readAt: Double) -> FootprintSample {
+    private func apply(_ c: AppMemory, to a: AppRecord, readAt: Double) -> FootprintSample {
         let s = FootprintSample(
             t: now(), state: a.state, footprintBytes: c.footprint, residentBytes: c.resident, dirtyBytes: c.dirty,
             purgeableBytes: c.purgeable, swappedBytes: c.swapped)

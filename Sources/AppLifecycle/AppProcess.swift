@@ -33,11 +33,29 @@ func signalName(_ sig: Int32) -> String {
     }
 }
 
-/// A process the supervisor launched, held through its pidfd (`ProcessHandle`): every signal goes
-/// through it, so once the process has exited a reused PID can never be hit (pidfd_send_signal
-/// then fails with ESRCH).
+/// How an app's processes are held together: its cgroups, or its process group (led by its
+/// main process, whose PID is the group's number).
+enum AppMembers: Sendable, Hashable {
+    case cgroup(AppCgroup)
+    case processGroup
+}
+
+/// What became of the rest of an app when its main process ended: the other processes it had
+/// started were ended (counted), or could not all be (why).
+struct AppEnding: Sendable, Hashable {
+    /// Other processes of the app that were still running and were killed.
+    var othersEnded = 0
+    /// Why some could not be ended or waited for (they are still running); nil when all were.
+    var failure: String?
+}
+
+/// An app's run: its main process, held through its pidfd (`ProcessHandle`: every signal to it
+/// goes through it, so once it has exited a reused PID can never be hit), and every other
+/// process it starts (`members`: its cgroup, or its process group). Killing the app kills them
+/// all; its run ends when they are all gone.
 final class AppProcess: Sendable {
     let handle: ProcessHandle
+    let members: AppMembers
     let launchedAt: Double
     /// Its start time after boot (field 22 of /proc/PID/stat), read while it is our unreaped
     /// child: with the PID, it names this process and no later one.
@@ -45,8 +63,9 @@ final class AppProcess: Sendable {
 
     var pid: Int32 { handle.pid }
 
-    private init(handle: ProcessHandle) {
+    private init(handle: ProcessHandle, members: AppMembers) {
         self.handle = handle
+        self.members = members
         launchedAt = monotonicSeconds()
         startTicks = Self.startTicks(of: handle.pid)
     }
@@ -60,9 +79,10 @@ final class AppProcess: Sendable {
         }
     }
 
-    /// Starts `command` through `launcher` (mempressure-exec), which joins `cgroups` and execs it.
+    /// Starts `command` through `launcher` (mempressure-exec), which joins the app's cgroups and
+    /// execs it, in a process group of its own, with `output` as standard output and error.
     static func spawn(
-        launcher: String, cgroups: [String], command: [String], environment: [String: String], outputPath: String
+        launcher: String, members: AppMembers, command: [String], environment: [String: String], output: CInt
     ) throws(LaunchError) -> AppProcess {
         guard let program = command.first, !program.isEmpty else { throw .noCommand }
         if program.contains("/") {
@@ -70,57 +90,30 @@ final class AppProcess: Sendable {
             if access(program, X_OK) != 0 { throw .notExecutable(program) }
         }
         var args = [launcher]
-        for g in cgroups { args += ["--cgroup", g] }
+        if case .cgroup(let group) = members {
+            for path in group.joinPaths { args += ["--cgroup", path] }
+        }
         args.append("--")
         args += command
-
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // A process group of its own, and default signal dispositions and mask.
-        var all = sigset_t()
-        sigfillset(&all)
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
-
+        var options = SpawnOptions(args)
         var env = environment
-        for (k, v) in currentEnvironment() where env[k] == nil { env[k] = v }
-        let argv = args.map { strdup($0) } + [nil]
-        let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            for p in argv { free(p) }
-            for p in envp { free(p) }
-        }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, launcher, &actions, &attributes, argv, envp)
-        guard rc == 0 else { throw .spawn(launcher: launcher, Errno(rawValue: rc)) }
-        // Our own unreaped child: pidfd_open cannot race with a reuse of its PID.
-        let handle: ProcessHandle
+        for (k, v) in Spawn.currentEnvironment where env[k] == nil { env[k] = v }
+        options.environment = env
+        options.standardInput = .null
+        options.standardOutput = .descriptor(output)
+        options.standardError = .output
+        options.newProcessGroup = true
         do {
-            handle = try ProcessHandle(pid: pid)
+            return AppProcess(handle: try Spawn.start(options), members: members)
         } catch {
-            // No pidfd: the child is killed and reaped by its PID, which is still its (not yet
-            // reaped, it cannot have been reused).
-            kill(pid, SIGKILL)
-            var status: Int32 = 0
-            _ = retryOnInterrupt { waitpid(pid, &status, 0) }
-            throw .pidfd(pid: pid, error.errno)
+            switch error {
+            case .pidfd(let pid, let e): throw .pidfd(pid: pid, e)
+            default: throw .spawn(launcher: launcher, error.errno)
+            }
         }
-        return AppProcess(handle: handle)
     }
 
-    /// Sends `sig` through the pidfd. Returns false if the process has already exited.
+    /// Sends `sig` to the main process through the pidfd. Returns false if it has already exited.
     @discardableResult
     func signal(_ sig: Int32) -> Bool {
         do {
@@ -129,6 +122,68 @@ final class AppProcess: Sendable {
         } catch {
             return false  // ESRCH: it has exited (the pidfd still names it, so nothing else was hit)
         }
+    }
+
+    /// Sends `sig` (SIGSTOP, SIGCONT) to every process of the app: the main one through its
+    /// pidfd, the others through the cgroup (each checked through a pidfd) or the process group
+    /// (whose number the unreaped main process keeps from reuse). False if the main process has
+    /// exited; an error reaching the others is returned in `failure`.
+    func signalApp(_ sig: Int32) -> (alive: Bool, failure: CgroupError?) {
+        guard signal(sig) else { return (false, nil) }
+        switch members {
+        case .cgroup(let group):
+            do {
+                try group.members.signalAll(sig)
+            } catch {
+                return (true, error)
+            }
+        case .processGroup:
+            kill(-pid, sig)
+        }
+        return (true, nil)
+    }
+
+    /// What a kill of the whole app did, at once.
+    struct Kill: Sendable {
+        /// When SIGKILL went to the main process (monotonic).
+        var signalledAt: Double
+        /// Whether process_mrelease freed the main process's memory at once.
+        var memoryReleased: Bool
+        /// Other processes of the app signalled.
+        var others: Int
+        var failure: CgroupError?
+    }
+
+    /// SIGKILL to every process of the app: the main one first, through its pidfd, then every
+    /// other one (through the cgroup, each checked through a pidfd, or the process group); with
+    /// `releaseMemory`, process_mrelease frees their memory at once. Nil if the main process had
+    /// already exited. A frozen or stopped app's processes die once let run (`letRun`).
+    func killApp(releaseMemory: Bool) -> Kill? {
+        let at = monotonicSeconds()
+        guard signal(SIGKILL) else { return nil }
+        var kill = Kill(signalledAt: at, memoryReleased: false, others: 0, failure: nil)
+        switch members {
+        case .cgroup(let group):
+            do {
+                let result = try group.members.killAll(releaseMemory: releaseMemory, rounds: 1)
+                kill.others = max(0, result.signalled - 1)  // the main process is listed too
+            } catch {
+                kill.failure = error
+            }
+        case .processGroup:
+            kill.others = Self.processes(inGroup: pid).count
+            Glibc.kill(-pid, SIGKILL)
+        }
+        if releaseMemory {
+            do {
+                try handle.releaseMemory()
+                kill.memoryReleased = true
+            } catch {
+                // ESRCH (gone already) or EINVAL: its memory comes back as it exits.
+                kill.memoryReleased = error.errno == .noSuchProcess
+            }
+        }
+        return kill
     }
 
     /// Blocks until the process has stopped (`stopped`) or continued: the kernel reports both
@@ -143,16 +198,6 @@ final class AppProcess: Sendable {
         }
     }
 
-    /// Frees the memory of this process, which is being killed, at once (process_mrelease,
-    /// Linux 5.15), rather than when it gets to run its exit.
-    func releaseMemory() throws(SystemCallError) {
-        do {
-            try handle.releaseMemory()
-        } catch where error.errno == .noSuchProcess {
-            return  // already gone: nothing left to free
-        }
-    }
-
     /// process_madvise(MADV_PAGEOUT) over the ranges: their anonymous pages are written to
     /// swap (and clean pages dropped). Returns the bytes advised.
     func pageOut(_ ranges: [(start: UInt64, end: UInt64)]) throws(SupervisorError) -> UInt64 {
@@ -163,18 +208,91 @@ final class AppProcess: Sendable {
         }
     }
 
-    /// Blocks until the process exits and reaps it (run on a thread of its own).
-    func waitForExit() -> ExitStatus {
-        let info: siginfo_t
-        do {
-            info = try handle.wait(for: WEXITED)
-        } catch {
-            return .exited(-1)
+    /// Blocks until the app's run is over (run on a thread of its own): its main process has
+    /// exited, and every other process it started has been ended (SIGKILL: an app is all of its
+    /// processes, and a helper left running would keep its memory) and is gone, at most
+    /// `timeout` seconds after. The main process is reaped last in a process group (its
+    /// unreaped PID keeps the group's number from reuse while the group is signalled).
+    func waitForEnd(timeout: Double = 10) -> (ExitStatus, AppEnding) {
+        let status: ExitStatus
+        var ending = AppEnding()
+        switch members {
+        case .cgroup(let group):
+            status = Self.status(handle.termination(reap: true))
+            do {
+                let result = try group.members.end(thawing: group.freezer, timeout: timeout)
+                ending.othersEnded = result.signalled
+            } catch {
+                ending.failure = "\(error)"
+            }
+        case .processGroup:
+            status = Self.status(handle.termination(reap: false))
+            ending = Self.endProcessGroup(pid, timeout: timeout)
+            _ = Self.status(handle.termination(reap: true))
         }
-        let code = info._sifields._sigchld.si_status
-        switch info.si_code {
-        case Int32(CLD_EXITED): return .exited(code)
-        default: return .signaled(code)
+        return (status, ending)
+    }
+
+    private static func status(_ result: Result<ProcessHandle.Termination, SystemCallError>) -> ExitStatus {
+        switch result {
+        case .success(.exited(let code)): .exited(code)
+        case .success(.signaled(let sig)): .signaled(sig)
+        case .failure: .exited(-1)
+        }
+    }
+
+    /// SIGKILL to the process group `pgid` (its leader, exited but unreaped, keeps the number
+    /// from reuse), and a wait until no live process is left in it.
+    private static func endProcessGroup(_ pgid: Int32, timeout: Double) -> AppEnding {
+        var ending = AppEnding()
+        let others = processes(inGroup: pgid)
+        guard !others.isEmpty else { return ending }
+        ending.othersEnded = others.count
+        Glibc.kill(-pgid, SIGKILL)
+        let deadline = monotonicSeconds() + timeout
+        var pause = 0.0005
+        while !processes(inGroup: pgid).isEmpty {
+            guard monotonicSeconds() < deadline else {
+                ending.failure = "\(processes(inGroup: pgid).count) process(es) of process group \(pgid) still alive \(ByteFormat.fixed(timeout, 0)) s after SIGKILL"
+                return ending
+            }
+            var ts = timespec(tv_sec: 0, tv_nsec: Int(pause * 1e9))
+            nanosleep(&ts, nil)
+            pause = min(pause * 2, 0.008)
+        }
+        return ending
+    }
+
+    /// The live processes (not zombies) of process group `pgid`, its leader left out.
+    static func processes(inGroup pgid: Int32) -> [Int32] {
+        let procfs = ProcFS()
+        let pids: [Int32]
+        do {
+            pids = try procfs.pids()
+        } catch {
+            return []
+        }
+        var buffer = ReadBuffer(capacity: 4096)
+        return pids.filter { pid in
+            guard pid != pgid else { return false }
+            do {
+                try procfs.open(pid).read("stat", into: &buffer)
+                let stat = try buffer.withBytes { (b) throws(ProcError) in try ProcessStat.parse(b, pid: pid) }
+                return stat.processGroup == pgid && !stat.isZombie
+            } catch {
+                return false  // gone
+            }
+        }
+    }
+}
+
+extension ProcessHandle {
+    /// `waitForTermination` as a result.
+    func termination(reap: Bool) -> Result<Termination, SystemCallError> {
+        do {
+            return .success(try waitForTermination(reap: reap))
+        } catch {
+            return .failure(error)
         }
     }
 }

@@ -18,6 +18,8 @@ final class AppRecord {
     var terminating = false
     /// Set by a kill with a reason (jetsam): logged with the exit.
     var killReason: KillReason?
+    /// Other processes of the app the kill of this run reached (logged with the exit).
+    var othersKilled = 0
 
     // The control channel.
     var connection: Int32?

@@ -1,195 +1,208 @@
 import Glibc
-import SystemPackage
 import LinuxSystem
+import SystemPackage
 
 extension Supervisor {
     /// Whether this machine lets a supervisor give the device a RAM budget: root, and a memory
     /// controller (cgroup v1) or the unified hierarchy (v2) at `cgroupRoot`.
     public static func canBudget(cgroupRoot: String = "/sys/fs/cgroup") -> Bool {
-        getuid() == 0 && (ProcFS.isFile("\(cgroupRoot)/memory/cgroup.procs") || ProcFS.isFile("\(cgroupRoot)/cgroup.controllers"))
+        getuid() == 0 && (CgroupDirectory.v1("memory", root: cgroupRoot) != nil || CgroupDirectory.v2(root: cgroupRoot) != nil)
+    }
+
+    /// Whether apps can be cgroups here: root, and a memory or freezer controller (v1) or the
+    /// unified hierarchy (v2) at `cgroupRoot`.
+    public static func canContainInCgroups(cgroupRoot: String = "/sys/fs/cgroup") -> Bool {
+        getuid() == 0
+            && (CgroupDirectory.v1("memory", root: cgroupRoot) != nil || CgroupDirectory.v1("freezer", root: cgroupRoot) != nil
+                || CgroupDirectory.v2(root: cgroupRoot) != nil)
     }
 }
 
-/// The cgroups of one supervisor: the "device" memory cgroup with the RAM budget, and one
-/// cgroup per app for the freezer. Created by the supervisor and removed by it.
+/// How the processes of one app are held together, so that they are killed, suspended and
+/// accounted together (`SupervisorConfiguration.containment`).
+public enum AppContainment: String, Sendable, Hashable, Codable, CaseIterable {
+    /// A cgroup per app where the machine allows it (root, and a cgroup v1 memory or freezer
+    /// controller or cgroup v2), else the app's process group.
+    case automatic
+    /// A cgroup per app; the supervisor does not start without one.
+    case cgroup
+    /// The app's process group: every process the app starts stays in it unless it leaves it
+    /// (setsid, setpgid), which a cgroup would not let it do. Signals to the group go while the
+    /// app's main process is not yet reaped, which keeps the group's number from being reused.
+    case processGroup = "process-group"
+}
+
+/// The cgroups of one supervisor: the device's, holding the RAM budget, and one per app below it
+/// holding every process the app starts. Created by the supervisor and removed by it (or, if it
+/// dies, by its guardian, or by the next supervisor on its runtime directory).
 ///
-/// - cgroup v1 (this machine): `ROOT/memory/NAME` with `memory.limit_in_bytes`, and
-///   `ROOT/freezer/NAME/APP` with `freezer.state`.
+/// - cgroup v1 (this project's machines): `ROOT/memory/NAME` with `memory.limit_in_bytes` (no
+///   limit without a budget) and `ROOT/memory/NAME/APP`; with the freezer, `ROOT/freezer/NAME`
+///   and `ROOT/freezer/NAME/APP`.
 /// - cgroup v2: `ROOT/NAME` with `memory.max` (the memory controller enabled for it), and
-///   `ROOT/NAME/APP` with `cgroup.freeze`.
-final class DeviceCgroups: @unchecked Sendable {
-    let root: String
+///   `ROOT/NAME/APP`, which is also what `cgroup.freeze` freezes.
+final class DeviceCgroups: Sendable {
     let name: String
     let isV2: Bool
-    /// The memory cgroup holding the budget (nil without a budget).
-    let memoryGroup: String?
-    let budgetBytes: Int?
+    /// The device's memory group (v1 memory hierarchy; v2 the one group), if any.
+    let memory: CgroupDirectory?
+    /// The v1 device freezer group, if the freezer is used; on v2 the app groups freeze.
+    let freezer: CgroupDirectory?
     let usesFreezer: Bool
-    private var created: [String] = []
+    let budgetBytes: Int?
+
+    /// The groups to make, by name, before any is made (what a state file records).
+    static func plan(root: String, name: String, freezer: Bool) -> [CgroupDirectory] {
+        if let v2 = CgroupDirectory.v2(root: root) { return [v2.child(name)] }
+        return [CgroupDirectory.v1("memory", root: root)?.child(name), freezer ? CgroupDirectory.v1("freezer", root: root)?.child(name) : nil]
+            .compactMap { $0 }
+    }
 
     init(root: String, name: String, budgetBytes: Int?, freezer: Bool) throws(CgroupError) {
-        self.root = root
         self.name = name
         self.budgetBytes = budgetBytes
         usesFreezer = freezer
-        let isV2 = ProcFS.isFile("\(root)/cgroup.controllers")
-        self.isV2 = isV2
-        var made: [String] = []
-        do {
-            memoryGroup = try Self.setUp(root: root, name: name, isV2: isV2, budgetBytes: budgetBytes, freezer: freezer, made: &made)
+        var made: [CgroupDirectory] = []
+        do throws(CgroupError) {
+            if let v2 = CgroupDirectory.v2(root: root) {
+                isV2 = true
+                let group = v2.child(name)
+                // The root and the device hand the memory controller down. A refusal is not an
+                // error here: without the controller the device has no memory.max, and writing
+                // the budget below fails and says so.
+                do { try v2.write("+memory", to: "cgroup.subtree_control") } catch { _ = error }
+                try group.create()
+                made.append(group)
+                do { try group.write("+memory", to: "cgroup.subtree_control") } catch { _ = error }
+                if let budgetBytes { try group.write("\(budgetBytes)", to: "memory.max") }
+                memory = group
+                self.freezer = nil
+            } else {
+                isV2 = false
+                let memoryHierarchy = CgroupDirectory.v1("memory", root: root)
+                if budgetBytes != nil, memoryHierarchy == nil {
+                    throw CgroupError.noController("v1 memory controller", path: "\(root)/memory", consequence: "cannot give the device a RAM budget")
+                }
+                if let memoryHierarchy {
+                    let group = memoryHierarchy.child(name)
+                    try group.create()
+                    made.append(group)
+                    if let budgetBytes { try group.write("\(budgetBytes)", to: "memory.limit_in_bytes") }
+                    memory = group
+                } else {
+                    memory = nil
+                }
+                if freezer {
+                    guard let freezerHierarchy = CgroupDirectory.v1("freezer", root: root) else {
+                        throw CgroupError.noController("v1 freezer", path: "\(root)/freezer", consequence: "suspend with SIGSTOP instead")
+                    }
+                    let group = freezerHierarchy.child(name)
+                    try group.create()
+                    made.append(group)
+                    self.freezer = group
+                } else {
+                    self.freezer = nil
+                }
+                if memory == nil && self.freezer == nil {
+                    throw CgroupError.noController("v1 memory or freezer controller", path: root, consequence: "apps cannot be cgroups")
+                }
+            }
         } catch {
-            // Leave nothing behind: remove what was made before the step that failed.
-            _ = Self.remove(made)
+            // Leave nothing behind: remove what was made before the step that failed (empty
+            // groups, just made; the error that matters is the one thrown).
+            for group in made.reversed() {
+                do { try group.remove() } catch { _ = error }
+            }
             throw error
         }
-        created = made
     }
 
-    /// Creates the groups; returns the memory group; `made` lists what was created, in order.
-    private static func setUp(root: String, name: String, isV2: Bool, budgetBytes: Int?, freezer: Bool, made: inout [String]) throws(CgroupError) -> String? {
-        guard budgetBytes != nil || freezer else { return nil }
-        if isV2 {
-            let group = "\(root)/\(name)"
-            try makeDirectory(group)
-            made.append(group)
-            guard let budgetBytes else { return nil }
-            try write("+memory", to: "\(root)/cgroup.subtree_control", optional: true)
-            try write("+memory", to: "\(group)/cgroup.subtree_control", optional: true)
-            try write("\(budgetBytes)", to: "\(group)/memory.max")
-            return group
-        }
-        var memoryGroup: String?
-        if let budgetBytes {
-            let base = "\(root)/memory"
-            guard ProcFS.isFile("\(base)/cgroup.procs") else {
-                throw .noController("memory controller", path: base, consequence: "cannot give the device a RAM budget")
-            }
-            let group = "\(base)/\(name)"
-            try makeDirectory(group)
-            made.append(group)
-            try write("\(budgetBytes)", to: "\(group)/memory.limit_in_bytes")
-            memoryGroup = group
-        }
-        if freezer {
-            let base = "\(root)/freezer"
-            guard ProcFS.isFile("\(base)/cgroup.procs") else {
-                throw .noController("freezer", path: base, consequence: "suspend with SIGSTOP instead")
-            }
-            let group = "\(base)/\(name)"
-            try makeDirectory(group)
-            made.append(group)
-        }
-        return memoryGroup
-    }
+    /// The device-level groups (what the guardian and the state file are told of).
+    var deviceGroups: [CgroupDirectory] { [memory, freezer].compactMap { $0 } }
 
-    /// The cgroups an app of this name joins at launch (created now).
-    func groups(forApp app: String) throws(CgroupError) -> [String] {
-        var out: [String] = []
-        if isV2 {
-            let leaf = "\(root)/\(name)/\(app)"
-            try Self.makeDirectory(leaf)
-            out.append(leaf)
-        } else {
-            if let memoryGroup { out.append(memoryGroup) }
-            if usesFreezer {
-                let leaf = "\(root)/freezer/\(name)/\(app)"
-                try Self.makeDirectory(leaf)
-                out.append(leaf)
-            }
-        }
-        return out
-    }
+    /// The memory cgroup holding the budget (nil when there is no memory controller).
+    var memoryGroup: String? { memory?.path }
 
-    private func freezerGroup(_ app: String) -> String {
-        isV2 ? "\(root)/\(name)/\(app)" : "\(root)/freezer/\(name)/\(app)"
-    }
-
-    func freeze(_ app: String) throws(CgroupError) {
-        if isV2 {
-            try Self.write("1", to: "\(freezerGroup(app))/cgroup.freeze")
-        } else {
-            try Self.write("FROZEN", to: "\(freezerGroup(app))/freezer.state")
-        }
-    }
-
-    func thaw(_ app: String) throws(CgroupError) {
-        if isV2 {
-            try Self.write("0", to: "\(freezerGroup(app))/cgroup.freeze")
-        } else {
-            try Self.write("THAWED", to: "\(freezerGroup(app))/freezer.state")
-        }
-    }
-
-    /// Whether the app's cgroup has finished freezing (v1 FROZEN, v2 "frozen 1").
-    func isFrozen(_ app: String) -> Bool {
-        let file = isV2 ? "\(freezerGroup(app))/cgroup.events" : "\(freezerGroup(app))/freezer.state"
-        do {
-            let text = String(decoding: try ProcFS.readBytes(file), as: UTF8.self)
-            return isV2 ? text.contains("frozen 1") : text.hasPrefix("FROZEN")
-        } catch {
-            return false
-        }
+    /// The cgroups of the app named `app` (not made yet: `AppCgroup.create()`).
+    func app(_ app: String) -> AppCgroup {
+        let memoryGroup = memory?.child(app)
+        let freezerGroup = isV2 ? (usesFreezer ? memoryGroup : nil) : freezer?.child(app)
+        return AppCgroup(memory: memoryGroup, freezer: freezerGroup)
     }
 
     /// How many times the kernel's memory-cgroup OOM killer has killed a process in the device
     /// cgroup (v1 `memory.oom_control`, v2 `memory.events`: `oom_kill N`); nil without one.
     func kernelOOMKills() -> UInt64? {
-        guard let memoryGroup else { return nil }
-        let file = isV2 ? "\(memoryGroup)/memory.events" : "\(memoryGroup)/memory.oom_control"
+        guard let memory else { return nil }
         do {
-            return ByteScanner.value(of: "oom_kill", inSpaceSeparatedLines: try ProcFS.readBytes(file))
+            return ByteScanner.value(of: "oom_kill", inSpaceSeparatedLines: try memory.read(isV2 ? "memory.events" : "memory.oom_control"))
         } catch {
             return nil  // the cgroup is gone
         }
     }
 
-    /// Removes an app's own cgroup (after its process is gone); returns why it could not.
-    @discardableResult
-    func removeApp(_ app: String) -> CgroupError? {
-        guard isV2 || usesFreezer else { return nil }
-        return Self.remove([freezerGroup(app)]).first
-    }
-
-    /// Removes everything this supervisor created; returns what could not be removed, and why
-    /// (a group still holding a process: one an app forked and left behind, which the supervisor
-    /// did not launch and so does not signal).
-    @discardableResult
+    /// Removes the device groups, and any app group left in them after ending what is still in
+    /// it (an app group holds no process once its app has ended; one that does is reported).
+    /// Returns what could not be removed, and why.
     func removeAll() -> [CgroupError] {
-        let failures = Self.remove(created.reversed().flatMap { group -> [String] in
-            let entries: [[UInt8]]
-            do {
-                entries = try ProcFS.listDirectory(group)
-            } catch {
-                entries = []  // already gone
-            }
-            let children = entries.map { "\(group)/\(String(decoding: $0, as: UTF8.self))" }.filter { ProcFS.isDirectory($0) }
-            return children + [group]
-        })
-        created.removeAll()
-        return failures
-    }
-
-    /// rmdir each path (a missing one is fine); the failures, described.
-    static func remove(_ groups: [String]) -> [CgroupError] {
         var failures: [CgroupError] = []
-        for group in groups where rmdir(group) != 0 && errno != ENOENT {
-            failures.append(.remove(path: group, Errno(rawValue: errno)))
+        for device in deviceGroups {
+            for leftover in device.children() {
+                do {
+                    try leftover.end(thawing: leftover, timeout: 5)
+                    try leftover.remove()
+                } catch {
+                    failures.append(error)
+                }
+            }
+            do { try device.remove() } catch { failures.append(error) }
         }
         return failures
     }
+}
 
-    static func makeDirectory(_ path: String) throws(CgroupError) {
-        if mkdir(path, 0o755) != 0 && errno != EEXIST {
-            throw .create(path: path, Errno(rawValue: errno))
+/// The cgroups of one app: its memory group (what it is charged, read for its footprint) and
+/// its freezer group (suspension), both holding every process it starts.
+struct AppCgroup: Sendable, Hashable {
+    let memory: CgroupDirectory?
+    /// The group frozen to suspend the app (v1 freezer hierarchy; v2 the memory group itself).
+    let freezer: CgroupDirectory?
+
+    /// The group whose `cgroup.procs` lists the app's processes.
+    var members: CgroupDirectory { (memory ?? freezer)! }
+
+    /// The groups mempressure-exec joins before it execs the app (distinct directories).
+    var joinPaths: [String] {
+        var paths: [String] = []
+        for group in [memory, freezer].compactMap({ $0 }) where !paths.contains(group.path) { paths.append(group.path) }
+        return paths
+    }
+
+    func create() throws(CgroupError) {
+        var made: [CgroupDirectory] = []
+        do throws(CgroupError) {
+            for group in [memory, freezer].compactMap({ $0 }) where !made.contains(group) {
+                if try group.create() { made.append(group) }
+                // A group left by an earlier run (a supervisor that died) must hold nobody now.
+                if try !group.processes().isEmpty { try group.end(thawing: freezer, timeout: 5) }
+                if group == freezer { try group.thaw() }
+            }
+        } catch {
+            for group in made.reversed() {
+                do { try group.remove() } catch { _ = error }
+            }
+            throw error
         }
     }
 
-    static func write(_ text: String, to path: String, optional: Bool = false) throws(CgroupError) {
-        do {
-            try ProcFS.writeFileInPlace(path, Array(text.utf8))
-        } catch {
-            if optional { return }
-            throw .write(text: text, path: path, error.errno)
+    /// Removes the groups (empty once the app has ended); the failures.
+    func remove() -> [CgroupError] {
+        var failures: [CgroupError] = []
+        var removed: [CgroupDirectory] = []
+        for group in [memory, freezer].compactMap({ $0 }) where !removed.contains(group) {
+            do { try group.remove() } catch { failures.append(error) }
+            removed.append(group)
         }
+        return failures
     }
 }

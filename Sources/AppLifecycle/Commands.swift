@@ -1,6 +1,7 @@
 import Glibc
 import LifecycleProtocol
 import LinuxSystem
+import SystemPackage
 
 // MARK: Commands
 //
@@ -226,37 +227,57 @@ extension Supervisor {
         a.exitStatus = nil
         a.terminating = false
         a.killReason = nil
+        a.othersKilled = 0
         a.commandAnswers = [:]
         a.outputPath = "\(runtimeDirectory)/\(name)-\(generation).log"
-        var groups: [String] = []
+        var members = AppMembers.processGroup
         if let cgroups {
+            let group = cgroups.app(name)
             do {
-                groups = try cgroups.groups(forApp: name)
+                try group.create()
             } catch {
                 record(.error, a, detail: "launch: \(error)")
                 throw .cgroup(error)
             }
+            members = .cgroup(group)
         }
         var env = a.spec.environment ?? [:]
         env[ControlProtocol.socketVariable] = socket.path
         env[ControlProtocol.appVariable] = name
         env[ControlProtocol.tokenVariable] = a.token
+        func undo(_ error: any Error) {
+            if case .cgroup(let group) = members { _ = group.remove() }  // just made, empty
+            record(.error, a, detail: "launch: \(error)")
+        }
+        let output: CInt
+        do {
+            output = try openOutput("\(name)-\(generation).log")
+        } catch {
+            undo(error)
+            throw error
+        }
+        defer { close(output) }
         let process: AppProcess
         do {
-            process = try AppProcess.spawn(launcher: launcher, cgroups: groups, command: a.spec.command, environment: env, outputPath: a.outputPath)
+            process = try AppProcess.spawn(launcher: launcher, members: members, command: a.spec.command, environment: env, output: output)
         } catch {
-            _ = cgroups?.removeApp(name)
-            record(.error, a, detail: "launch: \(error)")
+            undo(error)
             throw .launch(app: name, error)
         }
         a.process = process
+        if case .processGroup = members {
+            // Without a cgroup, the guardian and the next supervisor know the app by its leader.
+            guardian.watch(processGroupOf: process.handle)
+            runRecord.apps.append(.init(name: name, pid: process.pid, startTicks: process.startTicks))
+            saveRunRecord()
+        }
         record(.launch, a, detail: a.spec.command.joined(separator: " "))
         a.lastSample = UsageSample.read(pid: process.pid)
         a.stateSince = monotonicSeconds()
         let events = self.events
         let reaper: @Sendable () -> Void = {
-            let status = process.waitForExit()
-            events.yield(.exited(app: name, generation: generation, status: status))
+            let (status, ending) = process.waitForEnd()
+            events.yield(.exited(app: name, generation: generation, status: status, ending: ending))
         }
         do {
             try startThread(reaper)
@@ -264,10 +285,21 @@ extension Supervisor {
             // Nothing would reap the app or report its exit: it must not run on. Killed and
             // reaped here (SIGKILL ends it at once), it exits like an app that crashed at launch.
             record(.error, a, detail: "launch: cannot start the thread that waits for the app: \(error)")
-            process.signal(SIGKILL)
-            events.yield(.exited(app: name, generation: generation, status: process.waitForExit()))
+            _ = process.killApp(releaseMemory: false)
+            let (status, ending) = process.waitForEnd()
+            events.yield(.exited(app: name, generation: generation, status: status, ending: ending))
             throw .system(error)
         }
+    }
+
+    /// Creates the app's output file in the runtime directory, through the directory's
+    /// descriptor: never through a link, never another's file (a leftover of the same name is
+    /// replaced). Mode 0600.
+    private func openOutput(_ fileName: String) throws(SupervisorError) -> CInt {
+        unlinkat(lock.directoryFD, fileName, 0)
+        let fd = openat(lock.directoryFD, fileName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0o600)
+        guard fd >= 0 else { throw .system(SystemCallError("openat", errno: Errno(rawValue: errno), subject: "\(runtimeDirectory)/\(fileName)")) }
+        return fd
     }
 
     /// Waits for the client to connect and say hello; a program that does not is supervised

@@ -133,12 +133,19 @@ public enum SetupError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The runtime directory is a link, another user's, or writable by others.
     case runtimeDirectory(RuntimeDirectory.Refusal)
     case socketPathTooLong(String)
+    /// Another supervisor, alive, holds the runtime directory (its lock file is locked).
+    case busy(directory: String, pid: Int32?)
+    /// The guardian (mempressure-guard) could not be started.
+    case guardian(String)
 
     public var description: String {
         switch self {
         case .system(let e): "\(e)"
         case .runtimeDirectory(let r): "\(r)"
         case .socketPathTooLong(let p): "socket path too long: \(p)"
+        case .busy(let directory, let pid):
+            "another supervisor\(pid.map { " (pid \($0))" } ?? "") is running on \(directory): stop it first, or give another --dir"
+        case .guardian(let why): "cannot start the guardian: \(why)"
         }
     }
 }
@@ -160,24 +167,6 @@ public enum LaunchError: Error, Sendable, Hashable, CustomStringConvertible {
         case .notExecutable(let p): "cannot launch \(p): not executable (permission denied)"
         case .spawn(let launcher, let e): "cannot start \(launcher): \(e.symbolicName) (\(e))"
         case .pidfd(let pid, let e): "pidfd_open(\(pid)) failed: \(e.symbolicName) (pidfds need Linux 5.3)"
-        }
-    }
-}
-
-/// Why a cgroup could not be set up or used.
-public enum CgroupError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The controller is not mounted where the supervisor looked.
-    case noController(String, path: String, consequence: String)
-    case create(path: String, Errno)
-    case write(text: String, path: String, Errno)
-    case remove(path: String, Errno)
-
-    public var description: String {
-        switch self {
-        case .noController(let name, let path, let consequence): "no cgroup v1 \(name) at \(path): \(consequence)"
-        case .create(let path, let e): "cannot create cgroup \(path): \(e.symbolicName) (\(e))"
-        case .write(let text, let path, let e): "cannot write '\(text)' to \(path): \(e.symbolicName) (\(e))"
-        case .remove(let path, let e): "cannot remove cgroup \(path): \(e.symbolicName)"
         }
     }
 }

@@ -54,6 +54,11 @@ public enum RuntimeDirectory {
             throw .system(SystemCallError("open", errno: e, subject: path))
         }
         defer { close(fd) }
+        try verify(descriptor: fd, path, owners: owners, expected: expected)
+    }
+
+    /// The checks of `verify` on a directory already open (`path` names it in messages).
+    static func verify(descriptor fd: CInt, _ path: String, owners: Set<UInt32>, expected: String) throws(Refusal) {
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw .system(SystemCallError("fstat", errno: Errno(rawValue: errno), subject: path)) }
         guard (st.st_mode & S_IFMT) == S_IFDIR else { throw .notADirectory(path) }

@@ -2,6 +2,7 @@ import Glibc
 import LifecycleProtocol
 import Pressure
 import LinuxSystem
+import SystemPackage
 import VMTracker
 
 /// What runs beside the supervisor's core and decides: memory warnings on pressure, jetsam.
@@ -33,6 +34,8 @@ public struct KillReceipt: Sendable, Hashable {
     /// Whether process_mrelease freed its memory at once (false: the kernel lacks it, or the
     /// process was already gone; its memory comes back as it exits).
     public var memoryReleased: Bool
+    /// Other processes of the app (helpers, children) the SIGKILL reached with it.
+    public var othersKilled: Int = 0
 }
 
 /// What a page-out (freeze-dry) did.
@@ -80,8 +83,10 @@ extension Supervisor {
         return view(a)
     }
 
-    /// Kills the app at once: SIGKILL through its pidfd (a suspended app is let run so that it
-    /// can die), then its memory is freed with process_mrelease where the kernel has it. No
+    /// Kills the app at once: SIGKILL to its main process through its pidfd, then to every other
+    /// process it started (through its cgroup or process group: `AppProcess.killApp`); a
+    /// suspended app is let run so that it can die; their memory is freed with process_mrelease
+    /// where the kernel has it. No
     /// callback, no grace period, and no waiting behind a command that holds the app's lock (a
     /// launch waiting for didFinishLaunching fails instead). The exit is logged as an exit with
     /// the reason, not as a crash.
@@ -107,7 +112,29 @@ extension Supervisor {
             throw .staleTarget(app: name, expectedPID: pid, currentPID: nil)  // it had exited already
         }
         metrics.killed(name, reason: reason)
-        return KillReceipt(app: name, pid: pid, signalledAt: signalledAt, memoryReleased: t.memoryReleased)
+        return KillReceipt(app: name, pid: pid, signalledAt: signalledAt, memoryReleased: t.memoryReleased, othersKilled: t.othersKilled)
+    }
+
+    /// The processes of the app now — its main process and every other one it started (its
+    /// cgroup's, or its process group's) — ascending; empty when it is not running.
+    public func processes(of name: String) throws(SupervisorError) -> [Int32] {
+        guard let process = try app(name).process else { return [] }
+        switch process.members {
+        case .cgroup(let group):
+            do {
+                return try group.members.processes().sorted()
+            } catch {
+                throw .cgroup(error)
+            }
+        case .processGroup:
+            return ([process.pid] + AppProcess.processes(inGroup: process.pid)).sorted()
+        }
+    }
+
+    /// The app's cgroup directories (memory, freezer; one on cgroup v2), empty without.
+    public func cgroups(of name: String) throws(SupervisorError) -> [String] {
+        guard let process = try app(name).process, case .cgroup(let group) = process.members else { return [] }
+        return group.joinPaths
     }
 
     /// Waits until the app's run with this PID has exited and been reaped; false on timeout.
@@ -146,6 +173,25 @@ extension Supervisor {
     /// The merged pressure level now (nil when pressure is not watched): where a policy that
     /// subscribes to `pressureEvents()` late starts from.
     public nonisolated var pressureLevel: PressureLevel? { pressureMonitor?.level }
+
+    /// The device's memory that belongs to no running app: the device cgroup's charge minus its
+    /// app cgroups' (page cache and tmpfs files left by apps that ended, kernel memory charged
+    /// to the device itself). Nil without a device memory cgroup, or when it cannot be read.
+    public func memoryOutsideApps() -> UInt64? {
+        guard let device = cgroups?.memory else { return nil }
+        func usage(_ group: CgroupDirectory) throws(CgroupError) -> UInt64 {
+            let bytes = try group.read(group.isV2 ? "memory.current" : "memory.usage_in_bytes")
+            guard let value = ByteScanner.singleNumber(bytes) else { throw .read(path: group.path, .invalidArgument) }
+            return value
+        }
+        do {
+            var outside = try usage(device)
+            for app in device.children() { outside &-= min(outside, try usage(app)) }
+            return outside
+        } catch {
+            return nil  // gone (shutting down): nothing to say
+        }
+    }
 
     /// The device's memory cgroup (nil without a budget).
     public nonisolated var deviceMemoryCgroup: String? { cgroups?.memoryGroup }

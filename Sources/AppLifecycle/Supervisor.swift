@@ -35,8 +35,21 @@ public actor Supervisor {
     var admin: ControlSocket?
     /// The admin socket's inbox (see `events`).
     let adminEvents: AsyncStream<SocketEvent>.Continuation
+    /// The device's cgroups and each app's below them (nil: apps are process groups).
     let cgroups: DeviceCgroups?
     let launcher: String
+    /// The runtime directory, held (flock) for as long as this supervisor lives.
+    let lock: RuntimeLock
+    /// Its record in the lock file: what the next supervisor on the directory would clean up.
+    var runRecord: RunRecord
+    /// The guardian that cleans up if this supervisor dies without shutting down.
+    let guardian: Guardian
+    /// What this supervisor cleaned up at start, left by a supervisor that had died on the same
+    /// runtime directory (one line each; empty when there was nothing).
+    public let recovered: [String]
+    /// What its shutdown could not clean up (processes still running, cgroups it could not
+    /// remove, connections that did not close), one line each; empty after a clean shutdown.
+    public private(set) var leftovers: [String] = []
     /// The supervisor's own inbox: socket events, exits, pressure changes, timers. Unbounded on
     /// purpose: an exit or a closed connection must never be dropped (an app would stay
     /// "running" forever), and what arrives is bounded by what the supervisor itself started
@@ -95,7 +108,7 @@ public actor Supervisor {
 
     enum Event: Sendable {
         case socket(SocketEvent)
-        case exited(app: String, generation: Int, status: ExitStatus)
+        case exited(app: String, generation: Int, status: ExitStatus, ending: AppEnding)
         case pressure(PressureEvent)
         case timer(app: String, generation: Int, period: Int, kind: TimerKind)
     }
@@ -123,35 +136,80 @@ public actor Supervisor {
         events = continuation
         let (adminStream, adminContinuation) = AsyncStream<SocketEvent>.makeStream(bufferingPolicy: .unbounded)
         adminEvents = adminContinuation
-        do {
-            socket = try ControlSocket(directory: directory) { event in continuation.yield(.socket(event)) }
-        } catch {
-            if configuration.runtimeDirectory == nil { rmdir(directory) }  // made above, for this run
-            throw .setup(error)
-        }
         let exeDir = configuration.executableDirectory ?? Programs.ownDirectory()
         launcher = "\(exeDir)/mempressure-exec"
         guard access(launcher, X_OK) == 0 else {
-            socket.close()
-            rmdir(directory)
+            if configuration.runtimeDirectory == nil { rmdir(directory) }
             throw .launcherMissing(path: launcher)
         }
-        if configuration.budgetBytes != nil || configuration.suspendMethod == .freezer {
+        // The directory, locked: a live supervisor's is refused; a dead one's is cleaned up.
+        let (lock, made, previous) = try Self.acquire(directory)
+        self.lock = lock
+        let madeDirectory = made || configuration.runtimeDirectory == nil
+        func abandon(_ guardian: Guardian? = nil) {
+            guardian?.dismiss()
+            lock.release()
+            if madeDirectory { rmdir(directory) }
+        }
+        recovered = previous.map { Recovery.cleanUp(after: $0, lock: lock) } ?? []
+        let guardian: Guardian
+        do {
+            guardian = try Guardian.start(executable: "\(exeDir)/mempressure-guard", directoryFD: lock.directoryFD)
+        } catch {
+            abandon()
+            throw .setup(error)
+        }
+        self.guardian = guardian
+        var record = RunRecord(pid: getpid(), startTicks: Self.startTicks(of: getpid()))
+        record.guardian = .init(name: "mempressure-guard", pid: guardian.handle.pid, startTicks: Self.startTicks(of: guardian.handle.pid))
+        let wantsCgroups: Bool
+        switch configuration.containment {
+        case .processGroup: wantsCgroups = false
+        case .cgroup: wantsCgroups = true
+        case .automatic:
+            wantsCgroups = configuration.budgetBytes != nil || configuration.suspendMethod == .freezer
+                || Self.canContainInCgroups(cgroupRoot: configuration.cgroupRoot)
+        }
+        var deviceGroups: DeviceCgroups?
+        if wantsCgroups {
+            let name = "mempressure-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            // Recorded and told to the guardian before they exist: a death at any point after
+            // leaves nothing unwatched.
+            let planned = DeviceCgroups.plan(root: configuration.cgroupRoot, name: name, freezer: configuration.suspendMethod == .freezer)
+            record.groups = planned.map(RunRecord.Group.init)
+            for group in planned { guardian.watch(group) }
+        }
+        do {
+            try lock.write(record)
+        } catch {
+            abandon(guardian)
+            throw .setup(.system(error))
+        }
+        if let name = record.groups.first.map({ String($0.relativePath.dropFirst()) }) {
             do {
-                cgroups = try DeviceCgroups(
-                    root: configuration.cgroupRoot, name: "mempressure-\(getpid())-\(UInt32.random(in: 0...UInt32.max))",
-                    budgetBytes: configuration.budgetBytes, freezer: configuration.suspendMethod == .freezer)
+                deviceGroups = try DeviceCgroups(
+                    root: configuration.cgroupRoot, name: name, budgetBytes: configuration.budgetBytes, freezer: configuration.suspendMethod == .freezer)
             } catch {
-                socket.close()
-                rmdir(directory)
+                abandon(guardian)
                 throw .cgroup(error)
             }
-        } else {
-            cgroups = nil
+        } else if wantsCgroups {
+            abandon(guardian)
+            throw .cgroup(.noController("memory or freezer controller, nor cgroup v2,", path: configuration.cgroupRoot, consequence: "apps cannot be cgroups"))
+        }
+        cgroups = deviceGroups
+        runRecord = record
+        do {
+            socket = try ControlSocket(directory: directory) { event in continuation.yield(.socket(event)) }
+        } catch {
+            _ = deviceGroups?.removeAll()  // just made, empty: nothing in them to report
+            abandon(guardian)
+            throw .setup(error)
         }
         if configuration.pressure != nil || configuration.policies.contains(where: \.watchesPressure) {
             var pc = configuration.pressure ?? PressureConfiguration()
-            if pc.cgroup == nil { pc.cgroup = cgroups?.memoryGroup }
+            // The device's budget is what pressure is judged against; without one, the machine's.
+            if pc.cgroup == nil, configuration.budgetBytes != nil { pc.cgroup = cgroups?.memoryGroup }
             let monitor = PressureMonitor(configuration: pc)
             pressureMonitor = monitor
             // Which sources are in use: the log's first lines (before anyone can subscribe).
@@ -160,7 +218,28 @@ public actor Supervisor {
             pressureMonitor = nil
         }
         let monitor = pressureMonitor
+        for line in recovered { logEvents.append(SupervisorEvent(t: 0, kind: .note, name: "recovered", detail: line)) }
         Task { await self.startLoops(stream, adminStream, monitor) }
+    }
+
+    /// `RuntimeLock.acquire`, as a supervisor's error.
+    private static func acquire(_ directory: String) throws(SupervisorError) -> (RuntimeLock, Bool, RunRecord?) {
+        do {
+            let (lock, made, previous) = try RuntimeLock.acquire(directory)
+            return (lock, made, previous)
+        } catch {
+            throw .setup(error)
+        }
+    }
+
+    /// A process's start time (field 22 of /proc/PID/stat), which with its PID names it.
+    static func startTicks(of pid: Int32) -> UInt64? {
+        do {
+            let bytes = try ProcFS.readBytes("/proc/\(pid)/stat")
+            return try bytes.withUnsafeBytes { (b) throws(ProcError) in try ProcessStat.parse(b, pid: pid) }.startTicks
+        } catch {
+            return nil
+        }
     }
 
     private func startLoops(_ stream: AsyncStream<Event>, _ adminStream: AsyncStream<SocketEvent>, _ monitor: PressureMonitor?) {
@@ -305,8 +384,8 @@ public actor Supervisor {
         switch event {
         case .socket(let e):
             handleChannel(e)
-        case .exited(let name, let generation, let status):
-            exited(name, generation, status)
+        case .exited(let name, let generation, let status, let ending):
+            exited(name, generation, status, ending)
         case .pressure(let e):
             record(SupervisorEvent(t: now(), kind: .pressure, name: e.level.description, detail: "\(e.source): \(e.detail)"))
         case .timer(let name, let generation, let period, let kind):
@@ -314,9 +393,10 @@ public actor Supervisor {
         }
     }
 
-    /// The app's process ended: log it (an exit, a kill the supervisor made, or a crash), close
-    /// its channel, leave it not running, remove its own cgroup.
-    private func exited(_ name: String, _ generation: Int, _ status: ExitStatus) {
+    /// The app's run ended — its main process exited, and every other process it started was
+    /// ended (`AppProcess.waitForEnd`): log it (an exit, a kill the supervisor made, or a crash),
+    /// close its channel, leave it not running, remove its cgroups.
+    private func exited(_ name: String, _ generation: Int, _ status: ExitStatus, _ ending: AppEnding) {
         guard let a = records[name], a.generation == generation, let process = a.process else { return }
         account(a)
         a.exitStatus = status
@@ -326,6 +406,16 @@ public actor Supervisor {
         if let reason = a.killReason, status == .signaled(SIGKILL) { detail += ": jetsam, \(reason.rawValue)" }
         if !clean, let tail = Self.tail(of: a.outputPath), !tail.isEmpty { detail += "; its last output: \(tail)" }
         record(SupervisorEvent(t: now(), app: name, pid: process.pid, kind: clean ? .exit : .crash, detail: detail))
+        // The kill and the end of the run may both have seen the same dying helper: the larger
+        // count is how many there were.
+        let others = max(a.othersKilled, ending.othersEnded)
+        if others > 0 {
+            record(.note, a, name: "ended", detail: "\(others) other process(es) of the app ended with it (SIGKILL)")
+        }
+        if let failure = ending.failure {
+            record(.error, a, detail: "\(failure): they run on, outside the supervisor's control")
+            leftovers.append("\(name): \(failure)")
+        }
         if let fd = a.connection {
             ControlSocket.disconnect(fd)
             a.connection = nil
@@ -336,12 +426,29 @@ public actor Supervisor {
         a.latest = nil
         a.backgroundEnteredAt = nil  // its stay in the background ended with it
         transition(a, to: .notRunning)
-        if let failure = cgroups?.removeApp(name) {
-            record(.error, a, detail: "\(failure) (a process it started is still in it)")
+        switch process.members {
+        case .cgroup(let group):
+            for failure in group.remove() {
+                record(.error, a, detail: "\(failure)")
+                leftovers.append("\(name): \(failure)")
+            }
+        case .processGroup:
+            guardian.forget(processGroup: process.pid)
+            runRecord.apps.removeAll { $0.pid == process.pid }
+            saveRunRecord()
         }
         // A region registry file the app could not withdraw itself (killed, or ended by SIGTERM).
         if let ticks = process.startTicks { RegionRegistry().withdrawExited(pid: process.pid, startTicks: ticks) }
         checkWaiters(name)
+    }
+
+    /// Writes the run record (the apps without a cgroup changed); a failure is logged.
+    func saveRunRecord() {
+        do {
+            try lock.write(runRecord)
+        } catch {
+            record(SupervisorEvent(t: now(), kind: .error, detail: "cannot update \(lock.directory)/\(RuntimeLock.fileName): \(error)"))
+        }
     }
 
     /// The last few hundred bytes an app wrote, on one line.
@@ -402,6 +509,7 @@ public actor Supervisor {
                 try await run(.terminate, name, byShutdown: true)
             } catch {
                 record(SupervisorEvent(t: now(), app: name, kind: .error, detail: "\(error)"))
+                leftovers.append("\(name): \(error)")
             }
         }
         phase = .closed
@@ -416,18 +524,29 @@ public actor Supervisor {
         for fd in adminConnections.keys { ControlSocket.disconnect(fd) }
         await waitForConnectionsClosed(timeout: 1)
         if !connections.isEmpty || !adminConnections.isEmpty {
-            record(SupervisorEvent(t: now(), kind: .error, detail: "\(connections.count + adminConnections.count) connection(s) not closed 1 s after shutdown"))
+            let what = "\(connections.count + adminConnections.count) connection(s) not closed 1 s after shutdown"
+            record(SupervisorEvent(t: now(), kind: .error, detail: what))
+            leftovers.append(what)
         }
         adminEvents.finish()
-        for failure in cgroups?.removeAll() ?? [] { record(SupervisorEvent(t: now(), kind: .error, detail: "\(failure)")) }
+        for failure in cgroups?.removeAll() ?? [] {
+            record(SupervisorEvent(t: now(), kind: .error, detail: "\(failure)"))
+            leftovers.append("\(failure)")
+        }
+        if let failure = guardian.failure {
+            leftovers.append(failure)
+        }
+        if let ending = guardian.dismiss() { leftovers.append(ending) }
         logSubscribers.finishAll()
         sampleSubscribers.finishAll()
         events.finish()
-        // The apps' output files (crash output is in the log already), then the directory.
+        // The apps' output files (crash output is in the log already), then the lock, then the
+        // directory.
         for name in order {
             guard let a = records[name] else { continue }
-            for g in 1...max(1, a.generation) { unlink("\(runtimeDirectory)/\(name)-\(g).log") }
+            for g in 1...max(1, a.generation) { unlinkat(lock.directoryFD, "\(name)-\(g).log", 0) }
         }
+        lock.release()
         rmdir(runtimeDirectory)
     }
 

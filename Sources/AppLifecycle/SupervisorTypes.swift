@@ -69,6 +69,10 @@ public struct SupervisorConfiguration: Sendable {
     /// nothing is being answered on it; then it is closed.
     public var adminIdleTimeout = 30.0
     public var suspendMethod: SuspendMethod = .sigstop
+    /// How each app's processes are held together (killed, suspended, accounted together): a
+    /// cgroup per app where the machine allows it, else its process group (`AppContainment`).
+    /// A budget or the freezer needs cgroups.
+    public var containment: AppContainment = .automatic
     /// The device's RAM: a memory cgroup with this limit holds every app.
     public var budgetBytes: Int?
     /// How long a background task may run after the app entered the background.
@@ -122,6 +126,9 @@ public struct SupervisorConfiguration: Sendable {
             throw .warningAfterLimit(warning: expirationWarning, limit: backgroundTaskLimit)
         }
         if let budgetBytes, budgetBytes <= 0 { throw .notPositive("budgetBytes", budgetBytes) }
+        if containment == .processGroup, budgetBytes != nil || suspendMethod == .freezer {
+            throw .needsCgroups(budgetBytes != nil ? "a budget" : "the freezer")
+        }
         guard logLimit > 0 else { throw .notPositive("logLimit", logLimit) }
         guard timelineLimit > 0 else { throw .notPositive("timelineLimit", timelineLimit) }
         guard maximumAdminConnections > 0 else { throw .notPositive("maximumAdminConnections", maximumAdminConnections) }
@@ -133,6 +140,8 @@ public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertib
     case seconds(SecondsError)
     case warningAfterLimit(warning: Double, limit: Double)
     case notPositive(String, Int)
+    /// Process-group containment with what only cgroups give (a budget, the freezer).
+    case needsCgroups(String)
 
     public var description: String {
         switch self {
@@ -140,6 +149,7 @@ public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertib
         case .warningAfterLimit(let w, let l):
             "expirationWarning (\(ByteFormat.fixed(w, 3)) s) must not exceed backgroundTaskLimit (\(ByteFormat.fixed(l, 3)) s)"
         case .notPositive(let what, let value): "\(what) must be positive, not \(value)"
+        case .needsCgroups(let what): "\(what) needs apps in cgroups: containment process-group cannot have it"
         }
     }
 }

@@ -10,10 +10,12 @@ extension Supervisor {
         guard let process = a.process else { return }
         switch configuration.suspendMethod {
         case .sigstop:
-            process.signal(SIGSTOP)
+            // Every process of the app: a helper left running would go on using the CPU and
+            // its memory while the app is "suspended".
+            if let failure = process.signalApp(SIGSTOP).failure { record(.error, a, detail: "suspend: \(failure)") }
         case .freezer:
             do {
-                try cgroups?.freeze(a.name)
+                try Self.freezer(of: process).freeze()
             } catch {
                 record(.error, a, detail: "\(error)")
                 throw .cgroup(error)
@@ -27,15 +29,30 @@ extension Supervisor {
         guard let process = a.process else { return }
         switch configuration.suspendMethod {
         case .sigstop:
-            process.signal(SIGCONT)
+            if let failure = process.signalApp(SIGCONT).failure { record(.error, a, detail: "resume: \(failure)") }
         case .freezer:
             do {
-                try cgroups?.thaw(a.name)
+                try Self.freezer(of: process).thaw()
             } catch {
                 throw .cgroup(error)
             }
         }
         await waitUntil(a, process, stopped: false)
+    }
+
+    /// Whether the app's freezer group has finished freezing (false without one).
+    static func isFrozen(_ process: AppProcess) -> Bool {
+        guard case .cgroup(let group) = process.members, let freezer = group.freezer else { return false }
+        return freezer.isFrozen()
+    }
+
+    /// The app's freezer group (the freezer method needs apps in cgroups: the configuration
+    /// refuses it otherwise).
+    static func freezer(of process: AppProcess) throws(CgroupError) -> CgroupDirectory {
+        guard case .cgroup(let group) = process.members, let freezer = group.freezer else {
+            throw .noController("freezer", path: "(the app has no freezer group)", consequence: "suspend with SIGSTOP instead")
+        }
+        return freezer
     }
 
     /// Waits (up to 5 s) for the stop or the continuation to take effect: signal delivery and
@@ -60,7 +77,7 @@ extension Supervisor {
             var pause = 0.001
             var reached = false
             while monotonicSeconds() < deadline, a.process === process {
-                if cgroups?.isFrozen(a.name) == stopped {
+                if Self.isFrozen(process) == stopped {
                     reached = true
                     break
                 }

@@ -28,6 +28,8 @@ struct TeardownRun {
     var foundExited = false
     /// Whether process_mrelease freed its memory.
     var memoryReleased = false
+    /// Other processes of the app its SIGKILL reached.
+    var othersKilled = 0
 
     init(process: AppProcess, generation: Int, exit: TeardownExit) {
         self.process = process
@@ -62,6 +64,20 @@ extension Supervisor {
         case .callback(let c):
             mark(a, t)
             await deliver(c, to: a)
+        case .signal(SIGKILL):
+            // SIGKILL takes the whole app: the main process first, then every other one it
+            // started; their memory freed at once (process_mrelease).
+            guard !t.foundExited else { break }
+            if let kill = t.process.killApp(releaseMemory: true) {
+                if t.signalledAt == nil { t.signalledAt = kill.signalledAt }
+                t.memoryReleased = kill.memoryReleased
+                t.othersKilled += kill.others
+                a.othersKilled = max(a.othersKilled, kill.others)
+                if let failure = kill.failure { record(.error, a, detail: "kill: \(failure)") }
+                mark(a, t)
+            } else {
+                t.foundExited = true  // ESRCH: it exited by itself; its exit is on its way
+            }
         case .signal(let sig):
             guard !t.foundExited else { break }
             let at = monotonicSeconds()
@@ -74,7 +90,7 @@ extension Supervisor {
         case .thaw:
             if !t.foundExited { letRun(a, t.process) }
         case .releaseMemory:
-            if !t.foundExited { t.memoryReleased = releaseMemory(a, t.process) }
+            break  // done with the SIGKILL (see above): the memory of every process of the app
         case .awaitExit(let wait):
             let seconds = wait == .grace ? configuration.terminateGrace : 10
             let generation = t.generation
@@ -95,26 +111,14 @@ extension Supervisor {
         if let reason { a.killReason = reason }
     }
 
-    /// Lets a suspended app run (so that a pending SIGKILL can take it).
+    /// Lets a suspended app run (so that a pending SIGKILL can take it): every process of it.
     func letRun(_ a: AppRecord, _ process: AppProcess) {
         switch configuration.suspendMethod {
         case .freezer:
-            do { try cgroups?.thaw(a.name) } catch { record(.error, a, detail: "\(error)") }
+            guard case .cgroup(let group) = process.members, let freezer = group.freezer else { return }
+            do { try freezer.thaw() } catch { record(.error, a, detail: "\(error)") }
         case .sigstop:
-            process.signal(SIGCONT)
-        }
-    }
-
-    /// Frees a dying app's memory at once (process_mrelease, Linux 5.15); where the kernel
-    /// lacks it, the memory comes back when the process exits.
-    /// Whether it freed the memory (an error is logged).
-    func releaseMemory(_ a: AppRecord, _ process: AppProcess) -> Bool {
-        do {
-            try process.releaseMemory()
-            return true
-        } catch {
-            record(.error, a, detail: "\(error)")
-            return false
+            if let failure = process.signalApp(SIGCONT).failure { record(.error, a, detail: "\(failure)") }
         }
     }
 }

@@ -12,6 +12,8 @@
 #include <sys/uio.h>
 #include <sys/swap.h>
 #include <sys/statfs.h>
+#include <spawn.h>
+#include <string.h>
 #include <unistd.h>
 
 #ifndef PR_SET_VMA
@@ -134,4 +136,31 @@ int mp_fstatfs_type(int fd, unsigned long long *type) {
     if (fstatfs(fd, &info) != 0) return -1;
     *type = (unsigned long long)info.f_type;
     return 0;
+}
+
+int mp_spawn_file_actions_addchdir(void *actions, const char *path) {
+    return posix_spawn_file_actions_addchdir_np((posix_spawn_file_actions_t *)actions, path);
+}
+
+long mp_send_with_descriptor(int socket, const void *data, size_t length, int fd) {
+    struct iovec iov = {(void *)data, length};
+    struct msghdr message = {0};
+    message.msg_iov = &iov;
+    message.msg_iovlen = 1;
+    char control[CMSG_SPACE(sizeof(int))];
+    if (fd >= 0) {
+        memset(control, 0, sizeof control);
+        message.msg_control = control;
+        message.msg_controllen = sizeof control;
+        struct cmsghdr *c = CMSG_FIRSTHDR(&message);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    }
+    ssize_t n;
+    do {
+        n = sendmsg(socket, &message, MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    return (long)n;
 }

@@ -1,3 +1,6 @@
+import Glibc
+import LinuxSystem
+
 /// The value of `body`, or nil if it has not finished within `timeout` seconds (it is then
 /// cancelled). The one timeout of the tests' waits: they wait on the real event, never a sleep.
 public func within<T: Sendable>(_ timeout: Double, _ body: @escaping @Sendable () async -> T?) async -> T? {
@@ -47,4 +50,54 @@ public func withCleanup(_ cleanup: () async -> Void, _ body: () async throws -> 
         throw error
     }
     await cleanup()
+}
+
+/// A process the test watches (never signals): a pidfd opened on it and checked to be the
+/// process meant (`check`, run after the pidfd is open: a reused PID is never watched).
+public final class WatchedProcess: Sendable {
+    public let pid: Int32
+    let handle: ProcessHandle
+
+    /// Nil if `pid` is gone, or `check` says it is not the process meant.
+    public init?(_ pid: Int32, check: (Int32) -> Bool = { _ in true }) {
+        do {
+            handle = try ProcessHandle(pid: pid)
+        } catch {
+            return nil
+        }
+        guard check(pid) else { return nil }
+        self.pid = pid
+    }
+
+    /// Whether it is still running (its pidfd not yet readable).
+    public var isAlive: Bool {
+        var p = pollfd(fd: handle.descriptor, events: Int16(POLLIN), revents: 0)
+        return poll(&p, 1, 0) == 0
+    }
+
+    /// Waits (on a thread of its own, not the tests' executor) until it has exited; false after
+    /// `timeout` seconds.
+    public func waitForExit(timeout: Double) async -> Bool {
+        let fd = handle.descriptor
+        return await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
+            do {
+                try OSThread.detached {
+                    var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                    let n = retryOnInterrupt { poll(&p, 1, Int32(timeout * 1000)) }
+                    c.resume(returning: n > 0)
+                }
+            } catch {
+                c.resume(returning: false)
+            }
+        }
+    }
+}
+
+/// The cgroup lines of /proc/PID/cgroup (empty when it is gone).
+public func cgroupLines(of pid: Int32) -> [String] {
+    do {
+        return String(decoding: try ProcFS.readBytes("/proc/\(pid)/cgroup"), as: UTF8.self).split(separator: "\n").map(String.init)
+    } catch {
+        return []
+    }
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "MappedAccess.h"  // guarded reads of file mappings (SIGBUS on truncation)
+#include "CgroupKill.h"    // ending every process of a cgroup (the supervisor and its guardian)
 
 #ifdef __cplusplus
 extern "C" {
@@ -63,6 +64,12 @@ int mp_process_mrelease(int pidfd, unsigned int flags);
 // `fd` (the write end of a pipe): a thread reading the pipe then handles them, whichever
 // thread the kernel delivered them to. Returns 0, or -1 with errno from sigaction(2).
 int mp_forward_signals(int fd, const int *signals, int count);
+// posix_spawn_file_actions_addchdir_np (glibc 2.29), which glibc declares only for _GNU_SOURCE:
+// the child changes to `path` before exec. Returns 0 or an errno value.
+int mp_spawn_file_actions_addchdir(void *actions, const char *path);
+// sendmsg(2) of one packet on a UNIX socket, passing descriptor `fd` with it (SCM_RIGHTS) when
+// it is not negative; MSG_NOSIGNAL. Returns the bytes sent, or -1 with errno.
+long mp_send_with_descriptor(int socket, const void *data, size_t length, int fd);
 
 #ifdef __cplusplus
 }

@@ -29,6 +29,10 @@ public struct JetsamEpisode: Sendable, Hashable, Codable {
     public var targetAvailableBytes: UInt64
     /// The app with the largest footprint when it opened.
     public var largestApp: String?
+    /// The device's memory that belonged to no app when it opened (its cgroup's charge minus its
+    /// apps' cgroups': page cache and tmpfs files of apps that ended, kernel memory); nil
+    /// without a device cgroup, and in reports written before it was recorded.
+    public var memoryOutsideAppsBytes: UInt64?
     /// Every app when it opened.
     public var apps: [App]
     /// Warnings, freeze-drys, kills and measurements, in order.

@@ -40,6 +40,7 @@ extension JetsamEngine {
             },
             timeline: [], victims: [], freezes: [], decisions: [], kernelOOMKillsBefore: await supervisor.kernelOOMKills(),
             kernelOOMKillsAfter: nil, outcome: "")
+        ep.memoryOutsideAppsBytes = await supervisor.memoryOutsideApps()
         ep.timeline.append(await entry("measure", bytes: status.availableBytes, "\(Format.bytes(status.availableBytes)) available of \(Format.bytes(status.budgetBytes)); target \(Format.bytes(target)) (\(status.source))"))
         if let forced { ep.timeline.append(await entry("note", forced)) }
 

@@ -110,6 +110,7 @@ extension JetsamEpisode {
             out += "Kernel cgroup OOM kills: \(b) before, \(kernelOOMKillsAfter.map(String.init) ?? "?") after.\n"
         }
         if let largestApp { out += "Largest app: \(largestApp)\n" }
+        if let outside = memoryOutsideAppsBytes { out += "Memory of the device outside its apps: \(Format.bytes(outside)) (page cache and files of ended apps, kernel memory)\n" }
 
         var apps = TextTable([
             .init("App", .left), .init("PID"), .init("State", .left), .init("Footprint"), .init("Purgeable"), .init("Resident"),

@@ -1,0 +1,141 @@
+import AppLifecycle
+import Glibc
+import LifecycleProtocol
+import LinuxSystem
+import Testing
+import TestSupport
+
+/// Whether apps can be cgroups here (root, and a cgroup controller).
+let canContain = Supervisor.canContainInCgroups()
+
+/// A shell app whose helper ignores SIGTERM and leaves the process tree (double fork: it is
+/// reparented away from the app), while the app itself waits in `sleep` (it ignores SIGTERM too).
+let doubleForking = ["/bin/sh", "-c", "trap '' TERM; (sleep 31998 &); exec sleep 31998"]
+
+/// Waits until the app has at least `count` processes; their PIDs.
+func processes(of s: Supervisor, _ name: String, atLeast count: Int, within timeout: Double = 10) async throws -> [Int32] {
+    let found = await within(timeout) { () async -> [Int32]? in
+        while !Task.isCancelled {
+            do {
+                let pids = try await s.processes(of: name)
+                if pids.count >= count { return pids }
+            } catch {
+                return nil
+            }
+            // No kernel event says a process joined a cgroup: look again shortly.
+            do { try await Task.sleep(for: .milliseconds(5)) } catch { return nil }
+        }
+        return nil
+    }
+    return try #require(found, "\(name) did not have \(count) processes within \(timeout) s")
+}
+
+/// The app's processes other than its main one, each watched through a pidfd (checked to be in
+/// the app's cgroup, or its process group, after the pidfd was opened).
+func helpers(of s: Supervisor, _ name: String, count: Int = 1) async throws -> [WatchedProcess] {
+    let main = try #require(try await s.pid(of: name))
+    let groups = try await s.cgroups(of: name)
+    let pids = try await processes(of: s, name, atLeast: count + 1).filter { $0 != main }
+    return pids.compactMap { pid in
+        WatchedProcess(pid) { pid in
+            if let memory = groups.first {
+                let relative = "/" + memory.split(separator: "/").suffix(2).joined(separator: "/")
+                return cgroupLines(of: pid).contains { $0.hasSuffix(":" + relative) }
+            }
+            return AppGroupTests.processGroup(of: pid) == main
+        }
+    }
+}
+
+@Suite("an app is all of its processes", .serialized)
+struct AppGroupTests {
+    static func processGroup(of pid: Int32) -> Int32? {
+        do {
+            let bytes = try ProcFS.readBytes("/proc/\(pid)/stat")
+            return try bytes.withUnsafeBytes { (b) throws(ProcError) in try ProcessStat.parse(b, pid: pid) }.processGroup
+        } catch {
+            return nil
+        }
+    }
+
+    static let containments: [AppContainment] = canContain ? [.cgroup, .processGroup] : [.processGroup]
+
+    @Test("terminate ends every process of the app, a helper that ignores SIGTERM and left the process tree included; its cgroup and the device's are removed", arguments: containments)
+    func terminateEndsHelpers(_ containment: AppContainment) async throws {
+        let s = try Supervisor(configuration: configuration {
+            $0.containment = containment
+            if containment == .cgroup { $0.budgetBytes = 64 << 20 }
+            $0.terminateGrace = 0.2
+        })
+        try await withCleanup({ await s.shutdown() }) {
+            try await s.register(AppSpec(name: "A", command: doubleForking, client: false))
+            try await s.launch("A")
+            let helper = try #require(try await helpers(of: s, "A").first, "the helper is watched")
+            let groups = try await s.cgroups(of: "A")
+            #expect(groups.isEmpty == (containment == .processGroup))
+            try await s.terminate("A")
+            #expect(await helper.waitForExit(timeout: 10), "the helper (pid \(helper.pid)) ended with the app")
+            #expect(try await s.state(of: "A") == .notRunning)
+            #expect(try await s.processes(of: "A").isEmpty)
+            for g in groups { #expect(!ProcFS.isDirectory(g), "\(g) removed") }
+            let log = await s.log
+            #expect(log.contains { $0.app == "A" && $0.kind == .note && $0.name == "ended" })
+            #expect(!log.contains { $0.kind == .error }, "\(log.filter { $0.kind == .error })")
+        }
+        let leftovers = await s.leftovers
+        #expect(leftovers.isEmpty, "\(leftovers)")
+        if let device = s.deviceMemoryCgroup { #expect(!ProcFS.isDirectory(device), "the device cgroup is removed") }
+    }
+
+    @Test("an app whose main process crashes takes its helpers with it: they are ended before it is not running, and a relaunch starts clean", arguments: containments)
+    func crashEndsHelpers(_ containment: AppContainment) async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let go = "\(dir.path)/go"
+        // The app forks a helper, then crashes (SIGSEGV) once the test has watched the helper
+        // and made the file `go`.
+        let script = "(sleep 31998 &); while [ ! -e \"$0\" ]; do sleep 0.01; done; kill -SEGV $$"
+        let s = try Supervisor(configuration: configuration { $0.containment = containment })
+        try await withCleanup({ await s.shutdown() }) {
+            try await s.register(AppSpec(name: "C", command: ["/bin/sh", "-c", script, go], client: false))
+            try await s.launch("C")
+            let helper = try #require(try await helpers(of: s, "C").first)
+            let crashes = await s.logStream()
+            #expect(creat(go, 0o600) >= 0)
+            let crash = await first(of: crashes, within: 10) { $0.app == "C" && ($0.kind == .crash || $0.kind == .exit) }
+            #expect(crash?.kind == .crash, "\(String(describing: crash))")
+            // By the time the app is not running, its helper is gone.
+            try await s.waitForState("C", .notRunning, timeout: 10)
+            #expect(!helper.isAlive, "the helper (pid \(helper.pid)) ended with the app")
+            #expect(await s.log.contains { $0.app == "C" && $0.kind == .note && $0.name == "ended" })
+            unlink(go)
+            try await s.launch("C")
+            let fresh = try await s.processes(of: "C")
+            #expect(!fresh.contains(helper.pid))
+        }
+        let leftovers = await s.leftovers
+        #expect(leftovers.isEmpty, "\(leftovers)")
+    }
+
+    @Test("a second supervisor on a live one's runtime directory refuses to start and touches nothing; once the first has shut down, a new one starts")
+    func oneSupervisorPerDirectory() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let runtime = "\(dir.path)/run"
+        let first = try Supervisor(configuration: configuration { $0.runtimeDirectory = runtime })
+        try await withCleanup({ await first.shutdown() }) {
+            let socket = await first.socketPath
+            let before = ProcFS.fileIdentity(Array(socket.utf8))
+            #expect(throws: SupervisorError.setup(.busy(directory: runtime, pid: getpid()))) {
+                _ = try Supervisor(configuration: configuration { $0.runtimeDirectory = runtime })
+            }
+            #expect(ProcFS.fileIdentity(Array(socket.utf8)) == before, "the live supervisor's socket is untouched")
+            try await first.register(AppSpec(name: "P", command: ["/bin/sleep", "60"], client: false))
+            try await first.launch("P")
+            #expect(try await first.state(of: "P") == .inactive)
+        }
+        let second = try Supervisor(configuration: configuration { $0.runtimeDirectory = runtime })
+        #expect(await second.recovered.isEmpty, "a clean shutdown leaves nothing to recover")
+        await second.shutdown()
+    }
+}
