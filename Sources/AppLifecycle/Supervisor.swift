@@ -46,7 +46,7 @@ public actor Supervisor {
     let guardian: Guardian
     /// What this supervisor cleaned up at start, left by a supervisor that had died on the same
     /// runtime directory (one line each; empty when there was nothing).
-    public let recovered: [String]
+    public nonisolated let recovered: [String]
     /// What its shutdown could not clean up (processes still running, cgroups it could not
     /// remove, connections that did not close), one line each; empty after a clean shutdown.
     public private(set) var leftovers: [String] = []

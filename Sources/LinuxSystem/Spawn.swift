@@ -102,7 +102,7 @@ public enum Spawn {
         defer { for c in copies { close(c) } }
         for d in options.inheriting {
             precondition(d.child > 2, "Spawn: inheriting onto \(d.child), a standard stream")
-            let copy = fcntl(d.parent, F_DUPFD_CLOEXEC, max(64, (options.inheriting.map(\.child).max() ?? 0) + 1))
+            let copy = fcntl(d.parent, F_DUPFD_CLOEXEC, (options.inheriting.map(\.child).max() ?? 2) + 1)
             guard copy >= 0 else { throw .open(path: "descriptor \(d.parent)", Errno(rawValue: errno)) }
             copies.append(copy)
             posix_spawn_file_actions_adddup2(&actions, copy, d.child)

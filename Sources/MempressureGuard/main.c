@@ -190,8 +190,8 @@ static void finish_app(struct group *g, const char *name, const char *dir, const
     if (!(strcmp(g->controller, "freezer") == 0 && has_memory_group())) {
         struct mp_cgroup_kill out;
         memset(&out, 0, sizeof out);
+        // Those still listed are mostly dying already (signalled above): not counted again.
         mp_cgroup_kill_all(dir, g->controller, relative, 1, 8, &out);
-        if (out.signalled > 0) note("ended %d more process(es) of app %s\n", out.signalled, name);
     }
     int empty = mp_cgroup_wait_empty(dir, 10000);
     if (empty == 1) {

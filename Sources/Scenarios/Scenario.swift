@@ -262,6 +262,9 @@ extension Scenario {
             await supervisor.shutdown()
         }
         _ = await printer.value
+        // What the run could not clean up (a process still running, a cgroup it could not
+        // remove) fails it: nothing may be left behind unsaid.
+        errors += await supervisor.leftovers.map { "left behind: \($0)" }
         return ScenarioLog(events: await supervisor.log, apps: reports, errors: errors, episodes: killer?.episodes ?? [], kernelOOMKills: oomKills)
     }
 

@@ -243,6 +243,8 @@ struct SupervisorService: Service {
         try await supervisor.serveAdmin()
         let stream = await supervisor.logStream()
         // The header first, then the log as it happens (pressure sources included).
+        // What a supervisor that died on this directory had left, and was cleaned up now.
+        for line in supervisor.recovered { output("recovered: \(line)\n") }
         output("supervising: apps connect to \(await supervisor.socketPath); commands on \(await supervisor.adminSocketPath ?? "?")\n")
         for s in await supervisor.pressureSources { output("pressure: \(s)\n") }
         let printer = Task { for await e in stream { output(renderEvent(e) + "\n") } }
@@ -253,6 +255,10 @@ struct SupervisorService: Service {
         }
         await supervisor.shutdown()
         _ = await printer.value
+        // A run that leaves anything behind says what, and fails.
+        let leftovers = await supervisor.leftovers
+        for line in leftovers { writeStandardError("mempressure: left behind: \(line)\n") }
+        if !leftovers.isEmpty { throw ExitCode(1) }
     }
 }
 

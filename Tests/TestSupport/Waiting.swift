@@ -69,6 +69,18 @@ public final class WatchedProcess: Sendable {
         self.pid = pid
     }
 
+    /// Sends `sig` through the pidfd (for a process the test itself, or a supervisor it started,
+    /// launched); false once it has exited.
+    @discardableResult
+    public func signal(_ sig: Int32) -> Bool {
+        do {
+            try handle.signal(sig)
+            return true
+        } catch {
+            return false
+        }
+    }
+
     /// Whether it is still running (its pidfd not yet readable).
     public var isAlive: Bool {
         var p = pollfd(fd: handle.descriptor, events: Int16(POLLIN), revents: 0)
