@@ -78,7 +78,7 @@ public struct AdminResponse<Result: Codable & Sendable>: Codable, Sendable {
 /// by it.
 public enum AdminErrorCode: String, Sendable, Hashable, Codable, CaseIterable {
     case invalidAppName, alreadyRegistered, noSuchApp, wrongState, exited, didNotExit, timedOut, staleTarget, dying
-    case launch, setup, configuration, cgroup, system, launcherMissing, invalidNotificationKind, commandFailed, invalidCommand, shuttingDown
+    case launch, setup, configuration, cgroup, system, launcherMissing, invalidNotificationKind, commandFailed, invalidCommand, shuttingDown, tooManyApps
     /// The line is not a request: not JSON, or not an object the admin socket knows.
     case notARequest
     /// The answer could not be encoded (its `error` says so; nothing else is known).

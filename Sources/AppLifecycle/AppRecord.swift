@@ -12,7 +12,8 @@ final class AppRecord {
     var generation = 0
     var process: AppProcess?
     var token = ""
-    var outputPath = ""
+    /// The current run's output (`AppOutput`: the pipe's read end naming it); nil when none.
+    var output: CInt?
     var exitStatus: ExitStatus?
     /// Set once a teardown began: its SIGTERM or SIGKILL is an exit, not a crash.
     var terminating = false

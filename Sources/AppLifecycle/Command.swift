@@ -23,6 +23,7 @@ import LinuxSystem
 ///     {"waitState": "A", "state": "suspended", "timeout": 60}
 ///     {"allocate": "A", "bytes": 33554432}                the model app grows its dirty memory
 ///     {"release": "A", "bytes": 33554432}                 ... or shrinks it
+///     {"forget": "A"}                                     an app not running: its record goes
 public enum Command: Sendable, Hashable {
     case register(AppSpec)
     /// `registering`: the spec to register first when no app of that name exists (admin `launch`
@@ -40,6 +41,8 @@ public enum Command: Sendable, Hashable {
     case waitState(String, LifecycleState, timeout: Double?)
     case allocate(String, bytes: Int)
     case release(String, bytes: Int)
+    /// Forgets an app that is not running: its record, accounting and metrics go.
+    case forget(String)
 
     /// The verbs of the command vocabulary, as JSON and the CLI spell them: what a user, an
     /// admin client or a scenario can ask for. Not the same thing as `LifecycleVerb`, the state
@@ -48,6 +51,7 @@ public enum Command: Sendable, Hashable {
     /// `LifecycleMachine`.
     public enum Verb: String, Sendable, Hashable, Codable, CaseIterable {
         case register, launch, activate, deactivate, background, terminate, relaunch, warn, notify, wait, waitReady, waitState, allocate, release
+        case forget
 
         /// The verbs whose argument is the app they act on (every one but wait; warn and notify
         /// may name all apps).
@@ -82,6 +86,7 @@ public enum Command: Sendable, Hashable {
         case .waitState: .waitState
         case .allocate: .allocate
         case .release: .release
+        case .forget: .forget
         }
     }
 
@@ -90,7 +95,7 @@ public enum Command: Sendable, Hashable {
         switch self {
         case .register(let spec): spec.name
         case .launch(let a, _), .activate(let a), .deactivate(let a), .background(let a, _), .terminate(let a), .relaunch(let a),
-            .waitReady(let a, _, _), .waitState(let a, _, _), .allocate(let a, _), .release(let a, _):
+            .waitReady(let a, _, _), .waitState(let a, _, _), .allocate(let a, _), .release(let a, _), .forget(let a):
             a
         case .warn(let t), .notify(let t, _, _):
             if case .app(let a) = t { a } else { nil }
@@ -196,6 +201,7 @@ extension Command: Codable {
     private enum Key: String, CodingKey, CaseIterable {
         case command, app, argv, client, environment, kind, value, seconds, count, timeout, state, wait, bytes
         case register, launch, activate, deactivate, background, terminate, relaunch, warn, notify, waitReady, waitState, allocate, release
+        case forget
     }
 
     public init(from decoder: any Decoder) throws {
@@ -259,6 +265,7 @@ extension Command: Codable {
         case .allocate, .release:
             guard let bytes = try c.decodeIfPresent(Int.self, forKey: .bytes) else { throw CommandError.missingField(verb, .bytes) }
             self = verb == .allocate ? .allocate(try named(), bytes: bytes) : .release(try named(), bytes: bytes)
+        case .forget: self = .forget(try named())
         }
     }
 
@@ -287,7 +294,7 @@ extension Command: Codable {
             try c.encodeIfPresent(timeout, forKey: .timeout)
         case .allocate(_, let bytes), .release(_, let bytes):
             try c.encode(bytes, forKey: .bytes)
-        case .launch, .activate, .deactivate, .terminate, .relaunch, .warn:
+        case .launch, .activate, .deactivate, .terminate, .relaunch, .warn, .forget:
             break
         }
     }
@@ -309,7 +316,11 @@ extension Supervisor {
         case .register(let spec):
             try register(spec)
         case .launch(let name, let spec):
-            if let spec, !isRegistered(name) { try register(spec) }
+            if let spec {
+                // A known app launched with another command runs that command from now on
+                // (a running one is refused by the launch itself: it is already running).
+                if isRegistered(name) { try replaceSpec(spec) } else { try register(spec) }
+            }
             try await launch(name)
         case .activate(let name): try await activate(name)
         case .deactivate(let name): try await deactivate(name)
@@ -332,6 +343,9 @@ extension Supervisor {
             _ = try await self.command(name, "allocate \(bytes)")
         case .release(let name, let bytes):
             _ = try await self.command(name, "release \(bytes)")
+        case .forget(let name):
+            try forget(name)
+            return nil
         }
         return command.app.flatMap { records[$0]?.state }
     }

@@ -229,7 +229,6 @@ extension Supervisor {
         a.killReason = nil
         a.othersKilled = 0
         a.commandAnswers = [:]
-        a.outputPath = "\(runtimeDirectory)/\(name)-\(generation).log"
         var members = AppMembers.processGroup
         if let cgroups {
             let group = cgroups.app(name)
@@ -249,21 +248,23 @@ extension Supervisor {
             if case .cgroup(let group) = members { _ = group.remove() }  // just made, empty
             record(.error, a, detail: "launch: \(error)")
         }
-        let output: CInt
+        let pipe: (write: CInt, run: CInt)
         do {
-            output = try openOutput("\(name)-\(generation).log")
+            pipe = try output.open("\(name)-\(generation).log")
         } catch {
             undo(error)
-            throw error
+            throw .system(error)
         }
-        defer { close(output) }
         let process: AppProcess
         do {
-            process = try AppProcess.spawn(launcher: launcher, members: members, command: a.spec.command, environment: env, output: output)
+            defer { close(pipe.write) }
+            process = try AppProcess.spawn(launcher: launcher, members: members, command: a.spec.command, environment: env, output: pipe.write)
         } catch {
+            _ = output.finish(pipe.run)
             undo(error)
             throw .launch(app: name, error)
         }
+        a.output = pipe.run
         a.process = process
         if case .processGroup = members {
             // Without a cgroup, the guardian and the next supervisor know the app by its leader.
@@ -290,16 +291,6 @@ extension Supervisor {
             events.yield(.exited(app: name, generation: generation, status: status, ending: ending))
             throw .system(error)
         }
-    }
-
-    /// Creates the app's output file in the runtime directory, through the directory's
-    /// descriptor: never through a link, never another's file (a leftover of the same name is
-    /// replaced). Mode 0600.
-    private func openOutput(_ fileName: String) throws(SupervisorError) -> CInt {
-        unlinkat(lock.directoryFD, fileName, 0)
-        let fd = openat(lock.directoryFD, fileName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0o600)
-        guard fd >= 0 else { throw .system(SystemCallError("openat", errno: Errno(rawValue: errno), subject: "\(runtimeDirectory)/\(fileName)")) }
-        return fd
     }
 
     /// Waits for the client to connect and say hello; a program that does not is supervised

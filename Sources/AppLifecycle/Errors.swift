@@ -48,6 +48,9 @@ public enum SupervisorError: Error, Sendable, Hashable, CustomStringConvertible 
     case invalidCommand(CommandError)
     /// Shutdown (or an abort) has begun: no command starts any more (`app`: the app it named).
     case shuttingDown(refused: Command.Verb, app: String?)
+    /// `maximumApps` apps are known and all are running (or busy): none can be forgotten to
+    /// make room for another.
+    case tooManyApps(limit: Int)
 
     /// What was asked of an app that was in the wrong state for it.
     public enum Operation: Sendable, Hashable, CustomStringConvertible {
@@ -57,6 +60,8 @@ public enum SupervisorError: Error, Sendable, Hashable, CustomStringConvertible 
         case kill
         /// A page-out (freeze-dry).
         case pageOut
+        /// Forgetting the app (it must not be running).
+        case forget
         /// An app-defined command, by its text (`allocate 1048576`).
         case appCommand(String)
 
@@ -65,6 +70,7 @@ public enum SupervisorError: Error, Sendable, Hashable, CustomStringConvertible 
             case .lifecycle(let verb): verb.rawValue
             case .kill: "kill"
             case .pageOut: "page out"
+            case .forget: "forget"
             case .appCommand(let text): text
             }
         }
@@ -97,6 +103,7 @@ public enum SupervisorError: Error, Sendable, Hashable, CustomStringConvertible 
         case .commandFailed(let app, let command, let answer): "\(app) could not \(command): \(answer)"
         case .invalidCommand(let error): "\(error)"
         case .shuttingDown(let verb, let app): "the supervisor is shutting down: \(verb.rawValue)\(app.map { " \($0)" } ?? "") refused"
+        case .tooManyApps(let limit): "\(limit) apps are known and none can be forgotten (all are running): forget or terminate one first"
         }
     }
 
@@ -122,6 +129,7 @@ public enum SupervisorError: Error, Sendable, Hashable, CustomStringConvertible 
         case .commandFailed: .commandFailed
         case .invalidCommand: .invalidCommand
         case .shuttingDown: .shuttingDown
+        case .tooManyApps: .tooManyApps
         }
     }
 }

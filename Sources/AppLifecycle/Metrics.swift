@@ -129,6 +129,15 @@ final class SupervisorMetricsRecorder {
         apps[app]?.timeToReady.recordSeconds(seconds)
     }
 
+    /// The app was forgotten: its series are destroyed (no label set outlives its app).
+    func forget(_ app: String) {
+        guard let a = apps.removeValue(forKey: app) else { return }
+        for g in a.stateGauges.values { g.destroy() }
+        for c in a.stateSeconds.values { c.destroy() }
+        for c in [a.launches, a.crashes, a.warnings, a.freezeDrys] + Array(a.kills.values) { c.destroy() }
+        a.timeToReady.destroy()
+    }
+
     func warningSent(_ app: String) { apps[app]?.warnings.increment() }
 
     func frozeDry(_ app: String) { apps[app]?.freezeDrys.increment() }

@@ -44,6 +44,8 @@ public actor Supervisor {
     var runRecord: RunRecord
     /// The guardian that cleans up if this supervisor dies without shutting down.
     let guardian: Guardian
+    /// The apps' standard output and error.
+    let output: AppOutput
     /// What this supervisor cleaned up at start, left by a supervisor that had died on the same
     /// runtime directory (one line each; empty when there was nothing).
     public nonisolated let recovered: [String]
@@ -160,6 +162,12 @@ public actor Supervisor {
             throw .setup(error)
         }
         self.guardian = guardian
+        do {
+            output = try AppOutput(directoryFD: lock.directoryFD)
+        } catch {
+            abandon(guardian)
+            throw .setup(.system(error))
+        }
         var record = RunRecord(pid: getpid(), startTicks: Self.startTicks(of: getpid()))
         record.guardian = .init(name: "mempressure-guard", pid: guardian.handle.pid, startTicks: Self.startTicks(of: guardian.handle.pid))
         let wantsCgroups: Bool
@@ -344,9 +352,63 @@ public actor Supervisor {
             throw .invalidCommand(error)
         }
         guard records[spec.name] == nil else { throw .alreadyRegistered(spec.name) }
+        if records.count >= configuration.maximumApps {
+            // Bounded: the app not running that has been idle longest makes room.
+            let idle = records.values.filter { $0.state == .notRunning && !lockedApps.contains($0.name) }
+            guard let oldest = idle.min(by: { ($0.stateSince, $0.name) < ($1.stateSince, $1.name) }) else {
+                throw .tooManyApps(limit: configuration.maximumApps)
+            }
+            forgetRecord(oldest.name)
+            record(SupervisorEvent(t: now(), app: oldest.name, kind: .note, name: "forgotten", detail: "forgotten to make room for \(spec.name): at most \(configuration.maximumApps) apps are kept"))
+        }
         records[spec.name] = AppRecord(spec: spec, timelineLimit: configuration.timelineLimit)
         order.append(spec.name)
         metrics.registered(spec.name, at: now())
+    }
+
+    /// Replaces what a known app that is not running runs (its command, environment, whether it
+    /// is a client); the change is logged. A running app keeps its command (its launch is
+    /// refused: it is already running).
+    func replaceSpec(_ spec: AppSpec) throws(SupervisorError) {
+        do {
+            try spec.validate()
+        } catch {
+            throw .invalidCommand(error)
+        }
+        let a = try app(spec.name)
+        guard a.spec != spec else { return }
+        guard a.state == .notRunning else { throw .wrongState(app: spec.name, state: a.state, operation: .lifecycle(.launch)) }
+        record(.note, a, name: "command", detail: "from now on runs \(spec.command.joined(separator: " ")) (was \(a.spec.command.joined(separator: " ")))")
+        a.spec = spec
+    }
+
+    /// Forgets an app that is not running and that no command is acting on: its record, its
+    /// accounting, its timeline and its metrics go; its name can be registered anew.
+    public func forget(_ name: String) throws(SupervisorError) {
+        let a = try app(name)
+        guard a.state == .notRunning, a.process == nil, !lockedApps.contains(name) else {
+            throw .wrongState(app: name, state: a.state, operation: .forget)
+        }
+        forgetRecord(name)
+        record(SupervisorEvent(t: now(), app: name, kind: .note, name: "forgotten", detail: "forgotten"))
+    }
+
+    private func forgetRecord(_ name: String) {
+        records[name] = nil
+        order.removeAll { $0 == name }
+        lockQueues[name] = nil
+        metrics.forget(name)
+        // Waiters on a forgotten app would never be resumed by its events: they end now.
+        var i = 0
+        while i < waiters.count {
+            if waiters[i].app == name {
+                let w = waiters.remove(at: i)
+                w.timer?.cancel()
+                w.continuation.resume(returning: false)
+            } else {
+                i += 1
+            }
+        }
     }
 
     /// Whether an app of this name is registered.
@@ -404,7 +466,9 @@ public actor Supervisor {
         let clean = status.isCleanExit || (expected && (status == .signaled(SIGTERM) || status == .signaled(SIGKILL)))
         var detail = status.description
         if let reason = a.killReason, status == .signaled(SIGKILL) { detail += ": jetsam, \(reason.rawValue)" }
-        if !clean, let tail = Self.tail(of: a.outputPath), !tail.isEmpty { detail += "; its last output: \(tail)" }
+        let tail = a.output.map(output.finish)
+        a.output = nil
+        if !clean, let tail, !tail.isEmpty { detail += "; its last output: \(tail)" }
         record(SupervisorEvent(t: now(), app: name, pid: process.pid, kind: clean ? .exit : .crash, detail: detail))
         // The kill and the end of the run may both have seen the same dying helper: the larger
         // count is how many there were.
@@ -449,18 +513,6 @@ public actor Supervisor {
         } catch {
             record(SupervisorEvent(t: now(), kind: .error, detail: "cannot update \(lock.directory)/\(RuntimeLock.fileName): \(error)"))
         }
-    }
-
-    /// The last few hundred bytes an app wrote, on one line.
-    static func tail(of path: String) -> String? {
-        let bytes: [UInt8]
-        do {
-            bytes = try ProcFS.readBytes(path)
-        } catch {
-            return nil  // nothing written, or no file
-        }
-        let last = String(decoding: bytes.suffix(400), as: UTF8.self)
-        return last.split(whereSeparator: { $0 == "\n" }).joined(separator: " | ")
     }
 
     // MARK: Shutdown
@@ -540,12 +592,9 @@ public actor Supervisor {
         logSubscribers.finishAll()
         sampleSubscribers.finishAll()
         events.finish()
-        // The apps' output files (crash output is in the log already), then the lock, then the
-        // directory.
-        for name in order {
-            guard let a = records[name] else { continue }
-            for g in 1...max(1, a.generation) { unlinkat(lock.directoryFD, "\(name)-\(g).log", 0) }
-        }
+        // The apps' output files (removed as each run ended; any left now), then the lock, then
+        // the directory.
+        output.stop()
         lock.release()
         rmdir(runtimeDirectory)
     }

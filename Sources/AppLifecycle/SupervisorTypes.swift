@@ -102,6 +102,9 @@ public struct SupervisorConfiguration: Sendable {
     public var logLimit = 100_000
     /// The most footprint samples one app's timeline keeps (the oldest go first).
     public var timelineLimit = 10_000
+    /// The most apps the supervisor keeps records of: registering one more forgets the app not
+    /// running that has been idle longest (logged); with every app running it is refused.
+    public var maximumApps = 1000
 
     public init() {}
 
@@ -131,6 +134,7 @@ public struct SupervisorConfiguration: Sendable {
         }
         guard logLimit > 0 else { throw .notPositive("logLimit", logLimit) }
         guard timelineLimit > 0 else { throw .notPositive("timelineLimit", timelineLimit) }
+        guard maximumApps > 0 else { throw .notPositive("maximumApps", maximumApps) }
         guard maximumAdminConnections > 0 else { throw .notPositive("maximumAdminConnections", maximumAdminConnections) }
     }
 }

@@ -12,6 +12,7 @@
 #include <sys/uio.h>
 #include <sys/swap.h>
 #include <sys/statfs.h>
+#include <fcntl.h>
 #include <spawn.h>
 #include <string.h>
 #include <unistd.h>
@@ -163,4 +164,8 @@ long mp_send_with_descriptor(int socket, const void *data, size_t length, int fd
         n = sendmsg(socket, &message, MSG_NOSIGNAL);
     } while (n < 0 && errno == EINTR);
     return (long)n;
+}
+
+int mp_pipe_cloexec(int fds[2]) {
+    return pipe2(fds, O_CLOEXEC);
 }

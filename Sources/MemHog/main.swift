@@ -246,20 +246,17 @@ func makePipe() -> (read: Int32, write: Int32) {
 }
 
 func spawn(_ args: [String], stdin: Int32?, stdout: Int32?) -> pid_t {
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    if let stdin { posix_spawn_file_actions_adddup2(&actions, stdin, 0) }
-    if let stdout { posix_spawn_file_actions_adddup2(&actions, stdout, 1) }
-    var pid: pid_t = 0
-    var argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
-    defer { for a in argv { free(a) } }
-    let rc = posix_spawn(&pid, args[0], &actions, nil, &argv, environ)
-    if rc != 0 {
-        errno = rc
-        failErrno("posix_spawn", args[0])
+    var options = SpawnOptions(args)
+    options.standardInput = stdin.map { .descriptor($0) } ?? .inherit
+    options.standardOutput = stdout.map { .descriptor($0) } ?? .inherit
+    options.newProcessGroup = false
+    options.defaultSignals = []
+    do {
+        // Our child, reaped by its PID (waitpid) in `Child`: the pidfd is not kept.
+        return try Spawn.start(options).pid
+    } catch {
+        fail("\(error)")
     }
-    return pid
 }
 
 /// Starts a child hog holding `dirty` bytes and waits for its ready line.

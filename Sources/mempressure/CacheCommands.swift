@@ -243,23 +243,16 @@ func findExecutable(_ name: String) -> String? {
 /// Runs `executable` with `arguments` (standard input from /dev/null, output and errors
 /// inherited) and returns its exit status (128 + the signal when killed).
 func spawnAndWait(_ executable: String, _ arguments: [String]) throws -> Int32 {
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    var options = SpawnOptions([executable] + arguments.dropFirst())
+    options.standardInput = .null
     // gnuplot's standard output stays away from ours (which may be a table or JSON).
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-    var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-    defer { for p in argv { free(p) } }
-    var pid: pid_t = 0
-    let rc = posix_spawn(&pid, executable, &actions, nil, &argv, environ)
-    guard rc == 0 else { throw SystemCallError("posix_spawn", errno: Errno(rawValue: rc), subject: executable) }
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 {
-        guard errno == EINTR else { throw SystemCallError("waitpid", errno: Errno(rawValue: errno)) }
+    options.standardOutput = .null
+    options.newProcessGroup = false
+    options.defaultSignals = []
+    switch try Spawn.start(options).waitForTermination() {
+    case .exited(let code): return code
+    case .signaled(let signal): return 128 + signal
     }
-    let signal = status & 0x7f
-    return signal == 0 ? (status >> 8) & 0xff : 128 + signal
 }
 
 /// A progress line on standard error, only when it is a terminal and only once a run has gone

@@ -300,7 +300,9 @@ struct AppCommand: AsyncParsableCommand {
             `launch NAME -- PROGRAM ARGS...` registers the app on first use. `warn` without a name \
             warns every running app; `notify NAME|all --kind KIND --value VALUE` posts a system change; \
             `allocate NAME --bytes N` and `release NAME --bytes N` make the model app grow or shrink \
-            its dirty memory; `background NAME --no-wait` returns once didEnterBackground was delivered.
+            its dirty memory; `background NAME --no-wait` returns once didEnterBackground was delivered; \
+            `forget NAME` drops an app that is not running (its record, accounting and metrics). \
+            `launch NAME -- PROGRAM` on a known app that is not running runs PROGRAM from then on.
             """
     )
 
@@ -352,6 +354,7 @@ struct AppCommand: AsyncParsableCommand {
         case .notify: return .notify(target, kind: kind ?? "", value: value ?? "")
         case .allocate: return .allocate(named(), bytes: try parseBytes(bytes ?? "", flag: "--bytes"))
         case .release: return .release(named(), bytes: try parseBytes(bytes ?? "", flag: "--bytes"))
+        case .forget: return .forget(named())
         case .register, .wait, .waitReady, .waitState:
             throw ValidationError("\(verb.rawValue) is a scenario step, not an app command")
         }

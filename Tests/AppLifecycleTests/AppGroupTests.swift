@@ -135,7 +135,7 @@ struct AppGroupTests {
             #expect(try await first.state(of: "P") == .inactive)
         }
         let second = try Supervisor(configuration: configuration { $0.runtimeDirectory = runtime })
-        #expect(await second.recovered.isEmpty, "a clean shutdown leaves nothing to recover")
+        #expect(second.recovered.isEmpty, "a clean shutdown leaves nothing to recover")
         await second.shutdown()
     }
 }

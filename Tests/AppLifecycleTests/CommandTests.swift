@@ -101,7 +101,7 @@ struct CommandTests {
     func scenarioSteps() throws {
         let json = #"{"apps": [{"name": "A", "command": ["x"]}], "steps": [{"launch": "A"}, {"wait": 1}, {"launch": "A", "terminate": "A"}]}"#
         let error = #expect(throws: ScenarioError.self) { try JSONDecoder().decode(Scenario.self, from: Data(json.utf8)) }
-        #expect(error?.description == "step 3: needs exactly one action (launch, activate, deactivate, background, terminate, relaunch, warn, notify, wait, waitReady, waitState, allocate, release), has launch, terminate")
+        #expect(error?.description == "step 3: needs exactly one action (launch, activate, deactivate, background, terminate, relaunch, warn, notify, wait, waitReady, waitState, allocate, release, forget), has launch, terminate")
         guard case .step(3, .actionCount([.launch, .terminate])) = error else {
             Issue.record("not the step's CommandError: \(String(describing: error))")
             return

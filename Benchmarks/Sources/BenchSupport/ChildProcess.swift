@@ -39,53 +39,23 @@ public final class ChildProcess {
             let script = "while [ \"$1\" != -- ]; do echo $$ > \"$1\" || exit 126; shift; done; shift; exec \"$@\""
             argv = ["/bin/sh", "-c", script, "sh"] + cgroupProcs + ["--"] + argv
         }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        for descriptor in inheriting {
-            precondition(descriptor.child > 2 && descriptor.parent != descriptor.child, "ChildProcess: inheriting \(descriptor)")
-            posix_spawn_file_actions_adddup2(&actions, descriptor.parent, descriptor.child)
-        }
-        if let workingDirectory {
-            let rc = bench_spawn_file_actions_addchdir(&actions, workingDirectory)
-            guard rc == 0 else { throw BenchError("posix_spawn_file_actions_addchdir_np \(workingDirectory): \(String(cString: strerror(rc)))") }
-        }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
+        // The log: appended to, never through a link; our own file (0600).
+        let log = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard log >= 0 else { throw SystemCallError("open", errno: Errno(rawValue: errno), subject: logPath) }
+        defer { close(log) }
+        var options = SpawnOptions(argv)
+        options.standardInput = .null
+        options.standardOutput = .descriptor(log)
+        options.standardError = .output
+        options.inheriting = inheriting.map { .init(parent: $0.parent, child: $0.child) }
+        options.workingDirectory = workingDirectory
         // Its own process group; the signals the benchmark ignores itself (SIGINT, SIGTERM,
-        // SIGHUP, SIGPIPE: an ignored signal stays ignored across exec) back to their defaults;
-        // no signal blocked.
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for s in [SIGINT, SIGTERM, SIGHUP, SIGPIPE] { sigaddset(&defaults, s) }
-        var mask = sigset_t()
-        sigemptyset(&mask)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setsigmask(&attributes, &mask)
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-        let args = argv.map { strdup($0) } + [nil]
-        defer { for a in args { free(a) } }
-        var pid: pid_t = 0
+        // SIGHUP, SIGPIPE: an ignored signal stays ignored across exec) back to their defaults.
+        options.defaultSignals = [SIGINT, SIGTERM, SIGHUP, SIGPIPE]
         let start = monotonicSeconds()
-        let rc = posix_spawn(&pid, argv[0], &actions, &attributes, args, environ)
-        guard rc == 0 else { throw BenchError("posix_spawn \(argv[0]): \(String(cString: strerror(rc)))") }
+        handle = try Spawn.start(options)
         spawnedAt = start
-        self.pid = pid
-        do {
-            handle = try ProcessHandle(pid: pid)  // our child, not yet reaped: the PID is still its
-        } catch {
-            // Without a pidfd it cannot be signalled safely; it is our unreaped child, so its
-            // PID is still its own for this one kill.
-            Glibc.kill(pid, SIGKILL)
-            var status: Int32 = 0
-            _ = retryOnInterrupt { waitpid(pid, &status, 0) }
-            throw error
-        }
+        pid = handle.pid
         self.name = name
         self.tool = tool
         self.logPath = logPath

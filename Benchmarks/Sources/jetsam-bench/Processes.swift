@@ -20,29 +20,32 @@ final class Child: @unchecked Sendable {
         var outPipe: [Int32] = [0, 0]
         guard pipe(&inPipe) == 0, pipe(&outPipe) == 0 else { throw BenchError("pipe: errno \(errno)") }
         for fd in inPipe + outPipe { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }  // the child gets only what dup2 gives it
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, inPipe[0], 0)
+        var options = SpawnOptions(argv)
+        options.standardInput = .descriptor(inPipe[0])
+        options.newProcessGroup = false
+        options.defaultSignals = []
+        var log: Int32 = -1
         if let logPath {
-            posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-            posix_spawn_file_actions_adddup2(&actions, 1, 2)
+            log = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            guard log >= 0 else { throw BenchError("open \(logPath): \(String(cString: strerror(errno)))") }
+            options.standardOutput = .descriptor(log)
+            options.standardError = .output
         } else {
-            posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
+            options.standardOutput = .descriptor(outPipe[1])
         }
-        let args = argv.map { strdup($0) } + [nil]
-        defer { for a in args { free(a) } }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, argv[0], &actions, nil, args, environ)
+        let started: ProcessHandle
+        do {
+            started = try Spawn.start(options)
+        } catch {
+            for fd in inPipe + outPipe { close(fd) }
+            if log >= 0 { close(log) }
+            throw error
+        }
+        if log >= 0 { close(log) }
         close(inPipe[0])
         close(outPipe[1])
-        guard rc == 0 else {
-            close(inPipe[1])
-            close(outPipe[0])
-            throw BenchError("posix_spawn \(argv[0]): \(String(cString: strerror(rc)))")
-        }
-        self.pid = pid
-        handle = try ProcessHandle(pid: pid)  // our child, not yet reaped: the PID is still its
+        handle = started
+        pid = started.pid
         input = inPipe[1]
         output = outPipe[0]
     }

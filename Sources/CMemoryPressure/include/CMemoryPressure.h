@@ -70,6 +70,8 @@ int mp_spawn_file_actions_addchdir(void *actions, const char *path);
 // sendmsg(2) of one packet on a UNIX socket, passing descriptor `fd` with it (SCM_RIGHTS) when
 // it is not negative; MSG_NOSIGNAL. Returns the bytes sent, or -1 with errno.
 long mp_send_with_descriptor(int socket, const void *data, size_t length, int fd);
+// pipe2(fds, O_CLOEXEC) (glibc declares pipe2 only for _GNU_SOURCE). 0, or -1 with errno.
+int mp_pipe_cloexec(int fds[2]);
 
 #ifdef __cplusplus
 }
