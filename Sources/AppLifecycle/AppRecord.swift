@@ -176,6 +176,14 @@ struct BoundedLog<Element> {
         }
     }
 
+    /// Keeps only the newest `count` (counted as dropped).
+    mutating func trim(to count: Int) {
+        let extra = elements.count - max(0, count)
+        guard extra > 0 else { return }
+        elements.removeFirst(extra)
+        dropped += extra
+    }
+
     /// Oldest first.
     var all: [Element] { Array(elements) }
     var last: Element? { elements.last }

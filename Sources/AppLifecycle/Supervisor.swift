@@ -490,6 +490,9 @@ public actor Supervisor {
         a.latest = nil
         a.backgroundEnteredAt = nil  // its stay in the background ended with it
         transition(a, to: .notRunning)
+        // An app not running keeps only the end of its timeline: what the records of up to
+        // `maximumApps` apps hold stays bounded.
+        a.timeline.trim(to: configuration.endedTimelineLimit)
         switch process.members {
         case .cgroup(let group):
             for failure in group.remove() {

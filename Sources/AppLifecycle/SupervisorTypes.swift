@@ -100,8 +100,13 @@ public struct SupervisorConfiguration: Sendable {
     public var policies: [any SupervisorPolicy] = []
     /// The most events the log keeps (the oldest go first; `droppedLogEvents` counts them).
     public var logLimit = 100_000
-    /// The most footprint samples one app's timeline keeps (the oldest go first).
+    /// The most footprint samples one app's timeline keeps while it runs (the oldest go first).
     public var timelineLimit = 10_000
+    /// The most samples it keeps once its run has ended (its timeline is cut to the newest).
+    /// With `maximumApps`, what the records hold is bounded: at most `maximumApps` ×
+    /// `endedTimelineLimit` samples of apps not running (1,000 × 600 × 56 bytes ≈ 34 MB by
+    /// default), plus `timelineLimit` per running app.
+    public var endedTimelineLimit = 600
     /// The most apps the supervisor keeps records of: registering one more forgets the app not
     /// running that has been idle longest (logged); with every app running it is refused.
     public var maximumApps = 1000
@@ -135,6 +140,7 @@ public struct SupervisorConfiguration: Sendable {
         guard logLimit > 0 else { throw .notPositive("logLimit", logLimit) }
         guard timelineLimit > 0 else { throw .notPositive("timelineLimit", timelineLimit) }
         guard maximumApps > 0 else { throw .notPositive("maximumApps", maximumApps) }
+        guard endedTimelineLimit > 0 else { throw .notPositive("endedTimelineLimit", endedTimelineLimit) }
         guard maximumAdminConnections > 0 else { throw .notPositive("maximumAdminConnections", maximumAdminConnections) }
     }
 }

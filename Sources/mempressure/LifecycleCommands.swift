@@ -165,10 +165,14 @@ struct Supervise: AsyncParsableCommand {
     @Option(name: .customLong("high-memory"), help: "For jetsam: high memory in bytes (k, m, g) or a share of the budget (12.5%).") var highMemory: String?
     @Option(name: .customLong("protect"), help: "For jetsam: an app never killed (repeatable).") var protect: [String] = []
     @Option(name: .customLong("jetsam-reports"), help: "For jetsam: a directory for each episode's report (episode-N.json).") var jetsamReports: String?
+    @Option(name: .customLong("max-apps"), help: "The most apps kept on record: one more forgets the app not running idle longest (default 1000).") var maxApps: Int?
+    @Option(name: .customLong("log-limit"), help: "The most events the log keeps, the oldest going first (default 100000).") var logLimit: Int?
     @Option(name: .customLong("export"), help: "Also serve /metrics for Prometheus on HOST:PORT ([IPv6]:PORT, or :PORT for every IPv4 address), the supervisor's metrics included (default: off).") var export: String?
 
     func validate() throws {
         try checkSeconds(backgroundTaskLimit, "--background-task-limit")
+        if let maxApps, maxApps < 1 { throw ValidationError("--max-apps must be at least 1") }
+        if let logLimit, logLimit < 1 { throw ValidationError("--log-limit must be at least 1") }
         if let export {
             do {
                 _ = try ExporterConfiguration.parseListen(export)
@@ -184,6 +188,8 @@ struct Supervise: AsyncParsableCommand {
         c.suspendMethod = suspend
         c.backgroundTaskLimit = backgroundTaskLimit
         c.expirationWarning = min(5, backgroundTaskLimit / 2)
+        if let maxApps { c.maximumApps = maxApps }
+        if let logLimit { c.logLimit = logLimit }
         if warnOnPressure { c.policies.append(WarnOnPressure()) }
         do {
             if let budget { c.budgetBytes = try parseBytes(budget, flag: "--budget") }
