@@ -27,6 +27,7 @@ let package = Package(
         .library(name: "Pressure", targets: ["Pressure"]),
         .library(name: "LifecycleProtocol", targets: ["LifecycleProtocol"]),
         .library(name: "SupervisedApp", targets: ["SupervisedApp"]),
+        .library(name: "WorkloadProtocol", targets: ["WorkloadProtocol"]),
         .library(name: "AppLifecycle", targets: ["AppLifecycle"]),
         .library(name: "Jetsam", targets: ["Jetsam"]),
         .library(name: "Scenarios", targets: ["Scenarios"]),
@@ -90,6 +91,8 @@ let package = Package(
         ),
         // The control channel's wire protocol and the lifecycle vocabulary (apps and supervisor).
         .target(name: "LifecycleProtocol", swiftSettings: strict),
+        // The model app's commands and replies, typed, with their one line on the wire.
+        .target(name: "WorkloadProtocol", swiftSettings: strict),
         // The client library a supervised app links: callbacks, background tasks, readiness.
         .target(
             name: "SupervisedApp",
@@ -207,7 +210,7 @@ let package = Package(
         .executableTarget(
             name: "WorkloadApp",
             dependencies: [
-                "SupervisedApp", "LifecycleProtocol", "Purgeable", "MappedFiles", "CachePolicies", "Pressure", "LinuxSystem",
+                "SupervisedApp", "LifecycleProtocol", "WorkloadProtocol", "Purgeable", "MappedFiles", "CachePolicies", "Pressure", "LinuxSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -283,6 +286,11 @@ let package = Package(
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "WorkloadProtocolTests",
+            dependencies: ["WorkloadProtocol"],
             swiftSettings: strict
         ),
         .testTarget(
