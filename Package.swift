@@ -156,7 +156,7 @@ let package = Package(
         .target(name: "CachePolicies", swiftSettings: strict),
         .target(
             name: "VMTracker",
-            dependencies: ["LinuxSystem", "RegionTags"],
+            dependencies: ["LinuxSystem", "RegionTags", "LifecycleProtocol"],
             swiftSettings: strict
         ),
         .executableTarget(
@@ -229,7 +229,7 @@ let package = Package(
         ),
         .testTarget(
             name: "VMTrackerTests",
-            dependencies: ["VMTracker", "LinuxSystem", "RegionTags", "TestSupport", "MemHogClient", "MemHog"],
+            dependencies: ["VMTracker", "LinuxSystem", "LifecycleProtocol", "RegionTags", "TestSupport", "MemHogClient", "MemHog"],
             swiftSettings: strict
         ),
         .testTarget(
