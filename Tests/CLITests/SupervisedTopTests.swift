@@ -105,6 +105,16 @@ struct SupervisedTopTests {
                 #expect(vm.totals.dirtyBytes >= 32 << 20, "\(arguments): \(vm.totals.dirtyBytes)")
                 #expect(vm.supervisedApp?.path == layout.appPath && vm.supervisedApp?.supervisorPID == getpid(), "\(arguments)")
             }
+
+            // watch's Watcher follows the app by name until its last process has gone.
+            var watcher = Watcher(definition: .supervisedApp(app), options: SnapshotOptions(detail: .rollup))
+            let first = try #require(try watcher.step())
+            #expect(first.entry.processCount == 2)
+            layout.killApp()
+            let last = try #require(try watcher.step())
+            #expect(last.snapshot == nil && last.entry.processCount == 0)
+            #expect(last.entry.markers.filter { $0.kind == .exited }.map(\.pid) == [main.pid, helper].sorted())
+            #expect(try watcher.step() == nil)
         }
         #expect(!ProcFS.isDirectory(layout.memoryDevice) && !ProcFS.isDirectory(layout.freezerDevice), "the cgroups are gone")
     }
@@ -182,7 +192,7 @@ final class SupervisedLayout: Sendable {
     }
 
     func remove() {
-        if ProcFS.isDirectory(memoryApp) { killMembers() }
+        if ProcFS.isDirectory(memoryApp) { killApp() }
         if let main = started.withLock({ $0 }) {
             do {
                 // Killed above with the cgroup's processes, unless it never joined (and exited):
@@ -205,7 +215,7 @@ final class SupervisedLayout: Sendable {
 
     /// SIGKILL to every process in the app's cgroup through a pidfd, then waits on each pidfd
     /// until it has exited; again while the cgroup is not empty (a process that forked meanwhile).
-    private func killMembers() {
+    func killApp() {
         for _ in 0..<8 {
             let pids: [Int32]
             do {
