@@ -28,6 +28,7 @@ let package = Package(
         .library(name: "Pressure", targets: ["Pressure"]),
         .library(name: "LifecycleProtocol", targets: ["LifecycleProtocol"]),
         .library(name: "SupervisedApp", targets: ["SupervisedApp"]),
+        .library(name: "WorkloadProtocol", targets: ["WorkloadProtocol"]),
         .library(name: "AppLifecycle", targets: ["AppLifecycle"]),
         .library(name: "Jetsam", targets: ["Jetsam"]),
         .library(name: "Scenarios", targets: ["Scenarios"]),
@@ -91,6 +92,8 @@ let package = Package(
         ),
         // The control channel's wire protocol and the lifecycle vocabulary (apps and supervisor).
         .target(name: "LifecycleProtocol", swiftSettings: strict),
+        // The model app's commands and replies, typed, with their one line on the wire.
+        .target(name: "WorkloadProtocol", swiftSettings: strict),
         // The client library a supervised app links: callbacks, background tasks, readiness.
         .target(
             name: "SupervisedApp",
@@ -154,7 +157,7 @@ let package = Package(
         .target(name: "CachePolicies", swiftSettings: strict),
         .target(
             name: "VMTracker",
-            dependencies: ["LinuxSystem", "RegionTags"],
+            dependencies: ["LinuxSystem", "RegionTags", "LifecycleProtocol"],
             swiftSettings: strict
         ),
         .executableTarget(
@@ -211,7 +214,7 @@ let package = Package(
         .executableTarget(
             name: "WorkloadApp",
             dependencies: [
-                "SupervisedApp", "LifecycleProtocol", "Purgeable", "MappedFiles", "CachePolicies", "Pressure", "LinuxSystem",
+                "SupervisedApp", "LifecycleProtocol", "WorkloadProtocol", "Purgeable", "MappedFiles", "CachePolicies", "Pressure", "LinuxSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -230,7 +233,7 @@ let package = Package(
         ),
         .testTarget(
             name: "VMTrackerTests",
-            dependencies: ["VMTracker", "LinuxSystem", "RegionTags", "TestSupport", "MemHogClient", "MemHog"],
+            dependencies: ["VMTracker", "LinuxSystem", "LifecycleProtocol", "RegionTags", "TestSupport", "MemHogClient", "MemHog"],
             swiftSettings: strict
         ),
         .testTarget(
@@ -272,7 +275,8 @@ let package = Package(
         .testTarget(
             name: "JetsamTests",
             dependencies: [
-                "Jetsam", "CachePolicies", "LifecycleProtocol", "AppLifecycle", "Scenarios", "VMTracker", "LinuxSystem", "TestSupport", "WorkloadApp", "mempressure-exec", "mempressure-guard",
+                "Jetsam", "CachePolicies", "LifecycleProtocol", "AppLifecycle", "Scenarios", "VMTracker", "LinuxSystem", "TestSupport", "WorkloadApp",
+                "WorkloadProtocol", "mempressure-exec", "mempressure-guard",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             swiftSettings: strict
@@ -287,6 +291,11 @@ let package = Package(
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "WorkloadProtocolTests",
+            dependencies: ["WorkloadProtocol"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -91,6 +91,7 @@ let package = Package(
                 .product(name: "AppLifecycle", package: "MemoryPressure"),
                 .product(name: "LifecycleProtocol", package: "MemoryPressure"),
                 .product(name: "LinuxSystem", package: "MemoryPressure"),
+                .product(name: "WorkloadProtocol", package: "MemoryPressure"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
@@ -103,6 +104,7 @@ let package = Package(
                 .product(name: "LifecycleProtocol", package: "MemoryPressure"),
                 .product(name: "VMTracker", package: "MemoryPressure"),
                 .product(name: "LinuxSystem", package: "MemoryPressure"),
+                .product(name: "WorkloadProtocol", package: "MemoryPressure"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
@@ -116,6 +118,7 @@ let package = Package(
                 .product(name: "AppLifecycle", package: "MemoryPressure"),
                 .product(name: "LifecycleProtocol", package: "MemoryPressure"),
                 .product(name: "LinuxSystem", package: "MemoryPressure"),
+                .product(name: "WorkloadProtocol", package: "MemoryPressure"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]

@@ -1,6 +1,7 @@
 /// Every process on the machine with its parent, name and state, from `/proc/*/stat`.
 
 import Glibc
+import LifecycleProtocol
 import LinuxSystem
 public struct ProcessTable: Sendable {
     public var processes: [Int32: ProcessStat]
@@ -75,6 +76,9 @@ public enum AppDefinition: Sendable, Hashable, Codable, CustomStringConvertible 
     case cgroup(String)
     /// Every process whose name matches a shell pattern (fnmatch(3): `*`, `?`, `[...]`).
     case namePattern(String)
+    /// Every process in the cgroup a supervisor made for the app of this name
+    /// (`SupervisedAppCgroup`), whatever its parent.
+    case supervisedApp(String)
 
     public var description: String {
         switch self {
@@ -82,6 +86,7 @@ public enum AppDefinition: Sendable, Hashable, Codable, CustomStringConvertible 
         case .tree(let pid): "process \(pid) and its descendants"
         case .cgroup(let path): "cgroup \(path)"
         case .namePattern(let pattern): "processes named '\(pattern)'"
+        case .supervisedApp(let name): "supervised app \(name)"
         }
     }
 }
@@ -89,7 +94,7 @@ public enum AppDefinition: Sendable, Hashable, Codable, CustomStringConvertible 
 /// One app at one instant: its processes and what could not be read.
 public struct AppSnapshot: Sendable {
     public var definition: AppDefinition
-    /// The app's name: its root process's name, or the cgroup or pattern.
+    /// The app's name: its root process's name, the supervised app's, or the cgroup or pattern.
     public var name: String
     /// The process the app was defined by, if any.
     public var rootPID: Int32?
@@ -97,14 +102,27 @@ public struct AppSnapshot: Sendable {
     public var processes: [ProcessSnapshot]
     /// Members that vanished or could not be read while the snapshot was taken.
     public var skipped: [ProcError]
+    /// The supervised app these processes are, when the app is one (by name, or a cgroup that
+    /// is one app's): every process read is in that app's cgroup.
+    public var supervisedApp: SupervisedAppCgroup?
 
-    public init(definition: AppDefinition, name: String, rootPID: Int32?, capturedAt: Timestamp, processes: [ProcessSnapshot], skipped: [ProcError]) {
+    public init(
+        definition: AppDefinition, name: String, rootPID: Int32?, capturedAt: Timestamp, processes: [ProcessSnapshot], skipped: [ProcError],
+        supervisedApp: SupervisedAppCgroup? = nil
+    ) {
         self.definition = definition
         self.name = name
         self.rootPID = rootPID
         self.capturedAt = capturedAt
         self.processes = processes
         self.skipped = skipped
+        self.supervisedApp = supervisedApp
+    }
+
+    /// The process that heads the app: the root process it was defined by, else a supervised
+    /// app's main process (the one its supervisor started), else the lowest PID.
+    public var mainPID: Int32? {
+        rootPID ?? supervisedApp?.mainPID(of: processes.map(\.stat)) ?? processes.map(\.pid).min()
     }
 
     public var totals: MemoryCounters { MemoryCounters.sum(processes.lazy.map(\.totals)) }
@@ -141,6 +159,8 @@ extension Snapshotter {
             return table.processes.values
                 .filter { !$0.isKernelThread && fnmatch(pattern, $0.name.description, 0) == 0 }
                 .map(\.pid).sorted()
+        case .supervisedApp(let name):
+            return try supervisedAppMembers(name)
         }
     }
 
@@ -180,10 +200,13 @@ extension Snapshotter {
     /// A snapshot of an app.
     ///
     /// The root process of a `.process` or `.tree` app must be readable, or this throws its
-    /// error; any other member that vanishes or cannot be read is listed in `skipped`.
+    /// error; any other member that vanishes or cannot be read is listed in `skipped`. The
+    /// processes of a `.cgroup` or `.supervisedApp` app are read with their cgroups: when they
+    /// are all in one supervised app's cgroup, the snapshot says which (and takes its name).
     public func app(_ definition: AppDefinition, options: SnapshotOptions = .detailed) throws -> AppSnapshot {
         let rootPID: Int32?
         let pids: [Int32]
+        var options = options
         switch definition {
         case .process(let pid):
             rootPID = pid
@@ -196,9 +219,14 @@ extension Snapshotter {
         case .cgroup(let path):
             rootPID = nil
             pids = try cgroupMembers(path)
+            options.cgroup = true
         case .namePattern:
             rootPID = nil
             pids = try members(of: definition, table: try processTable())
+        case .supervisedApp(let name):
+            rootPID = nil
+            pids = try supervisedAppMembers(name)
+            options.cgroup = true
         }
         var processes: [ProcessSnapshot] = []
         var skipped: [ProcError] = []
@@ -213,18 +241,28 @@ extension Snapshotter {
                 skipped.append(error)
             }
         }
+        if processes.isEmpty, rootPID == nil {
+            throw LookupError.emptyApp(definition.description)
+        }
+        // One supervised app: every process read is in its cgroup (a cgroup above several apps'
+        // is none of them).
+        var supervisedApp: SupervisedAppCgroup?
+        if options.cgroup, let first = processes.first?.supervisedApp, processes.allSatisfy({ $0.supervisedApp == first }) {
+            supervisedApp = first
+        }
         let name: String
         switch definition {
         case .process(let pid), .tree(let pid):
             name = processes.first { $0.pid == pid }?.name ?? "\(pid)"
         case .cgroup(let path):
-            name = path
+            name = supervisedApp?.app ?? path
         case .namePattern(let pattern):
             name = pattern
+        case .supervisedApp(let app):
+            name = app
         }
-        if processes.isEmpty, rootPID == nil {
-            throw LookupError.emptyApp(definition.description)
-        }
-        return AppSnapshot(definition: definition, name: name, rootPID: rootPID, capturedAt: capturedAt, processes: processes, skipped: skipped)
+        return AppSnapshot(
+            definition: definition, name: name, rootPID: rootPID, capturedAt: capturedAt, processes: processes, skipped: skipped,
+            supervisedApp: supervisedApp)
     }
 }

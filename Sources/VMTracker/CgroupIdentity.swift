@@ -1,3 +1,5 @@
+import LifecycleProtocol
+
 /// What a cgroup path says about the processes in it: the systemd unit, the Kubernetes pod, the
 /// container and its runtime, recognised from the path alone (no I/O).
 ///
@@ -17,21 +19,24 @@
 /// | `/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid_>.slice/cri-containerd-<id>.scope` | `pod/<uid>/<short id>` | unit, pod, container, runtime `containerd` |
 /// | `…/crio-<id>.scope` | `pod/<uid>/<short id>` | runtime `cri-o` |
 /// | `/system.slice/containerd.service/kubepods-besteffort-pod<uid_>.slice:cri-containerd:<id>` | `pod/<uid>/<short id>` | unit `containerd.service`, pod, container, runtime `containerd` |
+/// | `/mempressure-<supervisor PID>-<random>/<APP>` | `<APP>` | supervised (`SupervisedAppCgroup`) |
 ///
 /// A systemd pod slice writes the pod UID with underscores for dashes (`-` separates a slice
 /// name's parents); it is given back with dashes, as the Kubernetes API knows it. The runtime
 /// `kubepods` means a container of a Kubernetes pod whose runtime the path does not say (the
-/// cgroupfs driver names the container cgroup by its bare ID). Any other shape falls back to
-/// the path: its last component is the name, and "/" is the root cgroup.
+/// cgroupfs driver names the container cgroup by its bare ID). A supervised app's cgroup (and any
+/// below it) is named by the app, whatever else the path says. Any other shape falls back to the
+/// path: its last component is the name, and "/" is the root cgroup.
 ///
 /// Only IDs are in a path: a pod's name and namespace need the kubelet's API, a container's name
 /// its runtime's.
 public struct CgroupIdentity: Sendable, Hashable, Codable {
     /// The cgroup path, as in `/proc/PID/cgroup` (relative to the hierarchy's root).
     public var path: String
-    /// What `top` shows as the app: the container (`pod/<uid>/<short id>`, `docker/<short id>`,
-    /// `<runtime>/<short id>`), else the pod (`pod/<uid>`), else the innermost systemd service or
-    /// scope, else the last path component ("/" for the root cgroup).
+    /// What `top` shows as the app: the supervised app's name, else the container
+    /// (`pod/<uid>/<short id>`, `docker/<short id>`, `<runtime>/<short id>`), else the pod
+    /// (`pod/<uid>`), else the innermost systemd service or scope, else the last path component
+    /// ("/" for the root cgroup).
     public var name: String
     /// The systemd unit the cgroup belongs to, as `systemctl status PID` names it (a service or
     /// scope of the system manager, such as `nginx.service`, `session-3.scope`,
@@ -45,6 +50,8 @@ public struct CgroupIdentity: Sendable, Hashable, Codable {
     /// What runs the container: `docker`, `containerd`, `cri-o`, `podman`, or `kubepods` for a
     /// Kubernetes container whose runtime the path does not say.
     public var runtime: String?
+    /// The app a supervisor launched in this cgroup (or in one above it), and its supervisor.
+    public var supervised: SupervisedAppCgroup?
 
     /// Recognises `path` (pure: no I/O).
     public init(path: String) {
@@ -105,7 +112,10 @@ public struct CgroupIdentity: Sendable, Hashable, Codable {
         self.pod = pod
         self.container = container
         self.runtime = runtime
-        if let container {
+        supervised = SupervisedAppCgroup(path: path)
+        if let supervised {
+            name = supervised.app
+        } else if let container {
             let short = Self.shortID(container)
             if let pod {
                 name = "pod/\(pod)/\(short)"

@@ -4,6 +4,10 @@ public enum LookupError: Error, Sendable, Hashable, CustomStringConvertible {
     case ambiguousName(String, candidates: [Int32])
     case emptyApp(String)
     case cgroupNotFound(String)
+    /// No process is in the cgroup of a supervised app of this name.
+    case noSupervisedApp(String)
+    /// Several supervised apps have this name (under several supervisors): their cgroups.
+    case ambiguousSupervisedApp(String, cgroups: [String])
 
     public var description: String {
         switch self {
@@ -15,6 +19,10 @@ public enum LookupError: Error, Sendable, Hashable, CustomStringConvertible {
             "\(what) has no processes"
         case .cgroupNotFound(let path):
             "cgroup \(path) does not exist"
+        case .noSupervisedApp(let name):
+            "no process is in the cgroup of a supervised app named '\(name)'"
+        case .ambiguousSupervisedApp(let name, let cgroups):
+            "\(cgroups.count) supervised apps are named '\(name)' (cgroups \(cgroups.joined(separator: ", "))); pass --cgroup PATH instead"
         }
     }
 }

@@ -1,5 +1,6 @@
 import Dispatch
 import Glibc
+import LifecycleProtocol
 import LinuxSystem
 import Synchronization
 
@@ -56,8 +57,9 @@ public struct MachineSnapshot: Sendable {
             var current = pid
             while true {
                 chain.append(current)
+                // A supervised app's process heads no tree outside its app.
                 guard let me = byPID[current], let parent = byPID[me.stat.ppid], me.stat.ppid > 1,
-                    parent.stat.name == me.stat.name, chain.count < 4096
+                    parent.stat.name == me.stat.name, parent.supervisedApp == nil, chain.count < 4096
                 else { break }
                 if let cached = rootCache[parent.pid] {
                     current = cached
@@ -80,10 +82,18 @@ public struct MachineSnapshot: Sendable {
                 root = p.pid
                 name = p.name
             case .app:
-                let r = appRoot(p.pid)
-                key = "\(r)"
-                root = r
-                name = byPID[r]?.name ?? p.name
+                if let app = p.supervisedApp {
+                    // The app's cgroup holds all its processes, whatever their parents.
+                    key = app.path
+                    root = nil  // its main process, once all its processes are known
+                    name = app.app
+                    cgroup = CgroupIdentity(path: app.path)
+                } else {
+                    let r = appRoot(p.pid)
+                    key = "\(r)"
+                    root = r
+                    name = byPID[r]?.name ?? p.name
+                }
             case .cgroup:
                 // The key is the path; the name is what the path says (unit, pod, container).
                 key = p.cgroup ?? "?"
@@ -100,7 +110,8 @@ public struct MachineSnapshot: Sendable {
             groups[key]!.totals += p.totals
         }
         return groups.map { key, g in
-            AppSummary(key: key, rootPID: g.root, name: g.name, pids: g.pids.sorted(), totals: g.totals, cgroup: g.cgroup)
+            let root = g.root ?? g.cgroup?.supervised?.mainPID(of: g.pids.compactMap { byPID[$0]?.stat })
+            return AppSummary(key: key, rootPID: root, name: g.name, pids: g.pids.sorted(), totals: g.totals, cgroup: g.cgroup)
         }.sorted { ($0.totals.footprint, $1.key) > ($1.totals.footprint, $0.key) }
     }
 }
@@ -111,7 +122,9 @@ public enum AppGrouping: String, Sendable, CaseIterable {
     case process
     /// A process with the descendants that run the same program (a server and its workers, a
     /// browser and its renderers); a child running another program heads an app of its own.
-    /// (Grouping every descendant would make PID 1's app the whole machine.)
+    /// (Grouping every descendant would make PID 1's app the whole machine.) A supervised app
+    /// (its processes read with their cgroups) is every process in its cgroup, whatever their
+    /// parents (`SupervisedAppCgroup`).
     case app
     /// The processes of each cgroup: the memory controller's hierarchy on cgroup v1 (also on a
     /// machine that mounts both, where v1's memory controller holds the limits), the unified
@@ -126,7 +139,8 @@ public struct AppSummary: Sendable, Hashable {
     public var name: String
     public var pids: [Int32]
     public var totals: MemoryCounters
-    /// What the cgroup path says, when grouped by cgroup (nil for a process whose cgroup is unknown).
+    /// What the cgroup path says, when grouped by cgroup (nil for a process whose cgroup is
+    /// unknown), or a supervised app's cgroup when grouped by app.
     public var cgroup: CgroupIdentity? = nil
 }
 

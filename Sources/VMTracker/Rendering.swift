@@ -1,11 +1,14 @@
 // Text and CSV layouts of the reports. The JSON layouts are the Codable types themselves.
 
+import LifecycleProtocol
 import LinuxSystem
 
 extension VMReport {
     /// The VM Tracker summary (and, with regions, the regions map) as text.
     public func renderText(fullPaths: Bool = false) -> String {
-        var out = "\(name) [\(pid)]  \(scope == "app" ? "app of \(processes.count) processes" : "process")\n"
+        var out = "\(name) [\(pid)]  \(scope == "app" ? "app of \(processes.count) processes" : "process")"
+        if let s = supervisedApp { out += ", supervised: cgroup \(s.path) of supervisor \(s.supervisorPID)" }
+        out += "\n"
         out += "footprint \(ByteFormat.human(totals.footprintBytes))   dirty \(ByteFormat.human(totals.dirtyBytes))"
         out += "   clean \(ByteFormat.human(totals.cleanBytes))   purgeable \(ByteFormat.human(totals.purgeableBytes))"
         out += "   swapped \(ByteFormat.human(totals.swappedBytes))   resident \(ByteFormat.human(totals.residentBytes))"
@@ -255,8 +258,17 @@ public struct TopReport: Codable, Sendable, Hashable {
         out += "total footprint \(bytes(totals.footprintBytes)), dirty \(bytes(totals.dirtyBytes)), "
         out += "purgeable \(bytes(totals.purgeableBytes)), swapped \(bytes(totals.swappedBytes)), "
         out += "PSS \(bytes(totals.pssBytes)), USS \(bytes(totals.ussBytes))\n"
+        if let note = Self.supervisedNote(apps) { out += "note: \(note)\n" }
         for n in notes { out += "note: \(n)\n" }
         return out
+    }
+
+    /// The note under the `--group-by app` table naming the supervised apps among those shown
+    /// (the table has no column for it); nil when there are none.
+    static func supervisedNote(_ apps: [App]) -> String? {
+        let supervised = apps.compactMap { a in a.cgroup?.supervised.map { "\(a.name) (supervisor \($0.supervisorPID))" } }
+        guard !supervised.isEmpty else { return nil }
+        return "supervised apps (each is every process in its cgroup, whatever its parent): \(supervised.joined(separator: ", "))"
     }
 
     /// The table of `--group-by cgroup`: each cgroup's name and unit, the sum over its processes,
@@ -269,7 +281,7 @@ public struct TopReport: Codable, Sendable, Hashable {
         for app in apps {
             let own = app.cgroupMemory
             table.append([
-                app.name, app.cgroup?.shortUnit ?? "-", "\(app.processCount)", bytes(app.totals.footprintBytes),
+                app.name, app.cgroup?.unitColumn ?? "-", "\(app.processCount)", bytes(app.totals.footprintBytes),
                 bytes(app.totals.dirtyBytes), bytes(app.totals.cleanBytes), bytes(app.totals.purgeableBytes),
                 bytes(app.totals.swappedBytes), bytes(app.totals.residentBytes), bytes(app.totals.pssBytes), bytes(app.totals.ussBytes),
                 own.map { bytes($0.usageBytes) } ?? "-", own.map { $0.limitBytes.map { bytes($0) } ?? "none" } ?? "-",
@@ -324,7 +336,7 @@ public struct TopReport: Codable, Sendable, Hashable {
 
     static let cgroupCSVColumns = [
         "unit", "pod", "container", "runtime", "cgroupUsageBytes", "cgroupLimitBytes", "cgroupOomKills", "cgroupAnonBytes",
-        "cgroupFileBytes", "cgroupShmemBytes",
+        "cgroupFileBytes", "cgroupShmemBytes", "supervisedApp", "supervisorPid",
     ]
 }
 
@@ -334,6 +346,12 @@ extension CgroupIdentity {
     var shortUnit: String? {
         guard let unit, let container, container.utf8.count > 12 else { return unit }
         return unit.replacing(container, with: container.prefix(12) + "…", maxReplacements: 1)
+    }
+
+    /// The Unit column of the `--group-by cgroup` table: a supervised app says whose, anything
+    /// else its unit.
+    var unitColumn: String? {
+        supervised.map { "supervised by \($0.supervisorPID)" } ?? shortUnit
     }
 }
 
@@ -345,6 +363,7 @@ extension TopReport.App {
         return [
             cgroup?.unit ?? "", cgroup?.pod ?? "", cgroup?.container ?? "", cgroup?.runtime ?? "", number(own?.usageBytes),
             number(own?.limitBytes), number(own?.oomKills), number(own?.anonBytes), number(own?.fileBytes), number(own?.shmemBytes),
+            cgroup?.supervised?.app ?? "", cgroup?.supervised.map { String($0.supervisorPID) } ?? "",
         ]
     }
 }

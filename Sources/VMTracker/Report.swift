@@ -2,12 +2,14 @@
 /// `mempressure vm --json` (see README, "JSON reports"). Fields are only ever added; a change in
 /// meaning bumps `formatVersion`.
 
+import LifecycleProtocol
 import LinuxSystem
 public struct VMReport: Codable, Sendable, Hashable {
     public static let currentFormatVersion = 1
 
     public var formatVersion: Int
-    /// The app's root process (for cgroup and pattern apps, its lowest PID).
+    /// The app's root process (for a supervised app, the process its supervisor started; for
+    /// cgroup and pattern apps, its lowest PID).
     public var pid: Int32
     public var name: String
     public var capturedAt: Timestamp
@@ -22,6 +24,9 @@ public struct VMReport: Codable, Sendable, Hashable {
     public var regions: [RegionRow]?
     /// What the report could not include and why (vanished members, unreadable processes).
     public var notes: [String]
+    /// The supervised app these processes are (`vm APP`, or `--cgroup` of one app's cgroup);
+    /// absent otherwise.
+    public var supervisedApp: SupervisedAppCgroup?
 
     public struct TypeRow: Codable, Sendable, Hashable {
         public var type: String
@@ -184,7 +189,7 @@ extension VMReport {
         let allRegions = app.processes.flatMap { p in p.regions.lazy.map { (p.pid, $0) } }
         let totals = app.totals
         formatVersion = Self.currentFormatVersion
-        pid = app.rootPID ?? app.processes.map(\.pid).min() ?? 0
+        pid = app.mainPID ?? 0
         name = app.name
         capturedAt = app.capturedAt
         scope = app.processes.count == 1 && app.rootPID != nil ? "process" : "app"
@@ -220,6 +225,7 @@ extension VMReport {
             regions = nil
         }
         notes = app.skipped.map(\.description) + app.processes.flatMap(\.notes)
+        supervisedApp = app.supervisedApp
     }
 }
 

@@ -1,5 +1,6 @@
 /// How much of a process to read.
 
+import LifecycleProtocol
 import LinuxSystem
 import RegionTags
 public enum Detail: Sendable, Hashable {
@@ -17,7 +18,8 @@ public struct SnapshotOptions: Sendable {
     public var threadStacks: Bool = false
     /// Read `/proc/PID/status` too (peak resident size, RssAnon/RssFile/RssShmem).
     public var status: Bool = false
-    /// Read `/proc/PID/cgroup` (for grouping by cgroup).
+    /// Read `/proc/PID/cgroup`: the process's cgroup (for grouping by cgroup) and the supervised
+    /// app whose cgroup holds it (a supervised app is one app, whatever its processes' parents).
     public var cgroup: Bool = false
     public var tagSource: (any RegionTagSource)?
 
@@ -49,6 +51,9 @@ public struct ProcessSnapshot: Sendable {
     public var capturedAt: Timestamp
     /// The process's cgroup (memory controller on v1, unified on v2), when asked for.
     public var cgroup: String?
+    /// The supervised app whose cgroup holds the process, when its cgroup was asked for and is
+    /// an app's (`SupervisedAppCgroup`).
+    public var supervisedApp: SupervisedAppCgroup?
     /// What could not be used for this process, in one line each (a region registry file that
     /// is a FIFO, a link, another user's, ...): the report's notes.
     public var notes: [String] = []
@@ -119,9 +124,11 @@ public struct Snapshotter: Sendable {
             status = try buffer.withBytes { (b) throws(ProcError) in try ProcessStatus.parse(b, pid: pid, file: file) }
         }
         var cgroup: String?
+        var supervisedApp: SupervisedAppCgroup?
         if options.cgroup {
             try dir.read("cgroup", into: &buffer)
             cgroup = buffer.withBytes { Self.cgroupPath(fromProcCgroup: $0, controller: "memory") }
+            supervisedApp = buffer.withBytes { Self.supervisedApp(fromProcCgroup: $0) }
         }
         var stackPointers: [UInt64] = []
         if options.threadStacks && options.detail == .regions {
@@ -153,6 +160,7 @@ public struct Snapshotter: Sendable {
         }
         var snapshot = ProcessSnapshot(stat: after, status: status, regions: regions, totals: totals, detail: options.detail, capturedAt: capturedAt, cgroup: cgroup)
         snapshot.notes = notes
+        snapshot.supervisedApp = supervisedApp
         return snapshot
     }
 

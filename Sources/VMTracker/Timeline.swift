@@ -109,9 +109,10 @@ public struct Watcher: Sendable {
         self.options = options
     }
 
-    /// Takes the next snapshot. Returns nil once the app's root process has exited (the entry
-    /// that reports the exit is returned by the step that saw it). A process that is not there at
-    /// the first step is an error (`ProcError.noSuchProcess`...): there is nothing to watch.
+    /// Takes the next snapshot. Returns nil once the app's root process has exited, or a cgroup
+    /// or supervised app has no process left (the entry that reports the exit is returned by the
+    /// step that saw it). A process that is not there at the first step is an error
+    /// (`ProcError.noSuchProcess`, `LookupError.noSupervisedApp`...): there is nothing to watch.
     public mutating func step() throws -> (snapshot: AppSnapshot?, entry: TimelineEntry)? {
         guard !finished else { return nil }
         let snapshot: AppSnapshot
@@ -121,17 +122,16 @@ public struct Watcher: Sendable {
             switch error {
             case .noSuchProcess, .processExited, .zombie:
                 guard previous != nil else { throw error }
-                finished = true
-                let now = Timestamp.now()
-                var markers: [Marker] = []
-                for (key, seen) in previous ?? [:] {
-                    markers.append(Marker(kind: .exited, pid: key.pid, name: seen.name))
-                }
-                markers.sort { $0.pid < $1.pid }
-                let entry = TimelineEntry(
-                    t: firstCapture.map { $0.seconds(to: now) } ?? 0, capturedAt: now, processCount: 0,
-                    totals: Totals(), markers: markers, notes: [error.description])
-                return (nil, entry)
+                return (nil, finish(error.description))
+            default:
+                throw error
+            }
+        } catch let error as LookupError {
+            // A cgroup or supervised app with no process left has ended too.
+            switch error {
+            case .emptyApp, .noSupervisedApp:
+                guard previous != nil else { throw error }
+                return (nil, finish(error.description))
             default:
                 throw error
             }
@@ -169,6 +169,20 @@ public struct Watcher: Sendable {
             processCount: snapshot.processes.count, totals: Totals(snapshot.totals), markers: markers,
             notes: snapshot.skipped.map(\.description))
         return (snapshot, entry)
+    }
+
+    /// The last entry, once the app has ended: every process seen before has exited.
+    private mutating func finish(_ note: String) -> TimelineEntry {
+        finished = true
+        let now = Timestamp.now()
+        var markers: [Marker] = []
+        for (key, seen) in previous ?? [:] {
+            markers.append(Marker(kind: .exited, pid: key.pid, name: seen.name))
+        }
+        markers.sort { $0.pid < $1.pid }
+        return TimelineEntry(
+            t: firstCapture.map { $0.seconds(to: now) } ?? 0, capturedAt: now, processCount: 0, totals: Totals(), markers: markers,
+            notes: [note])
     }
 
     /// Whether the process's cgroup v1 freezer (or v2 `cgroup.freeze`) has it frozen; nil when

@@ -3,7 +3,7 @@
 // saved state, a decoded-image cache in a PurgeableCache, view backing stores in purgeable
 // buffers, mmap'd asset files, a model it computed (plain dirty memory it can rebuild), and plain
 // dirty memory it can be told to grow and shrink while it runs (`allocate N` / `release N`, from a
-// scenario step or `mempressure app allocate`).
+// scenario step or `mempressure app allocate`). Its commands and replies are WorkloadProtocol's.
 //
 // On didEnterBackground it saves its state and releases `--trim` of what it can rebuild (images,
 // backing stores, the model); on resume it rebuilds what is missing, before reporting ready
@@ -24,6 +24,7 @@ import Purgeable
 import SupervisedApp
 import Synchronization
 import LinuxSystem
+import WorkloadProtocol
 
 enum Restore: String, ExpressibleByArgument, Sendable {
     case lazy, eager
@@ -137,22 +138,6 @@ final class DirtyMemory: @unchecked Sendable {
     }
 }
 
-/// What one rebuild did: what it rebuilt, and its wall and CPU time (this thread's).
-struct Rebuild {
-    var images = 0
-    var stores = 0
-    var modelChunks = 0
-    var seconds = 0.0
-    var cpuSeconds = 0.0
-    /// Of `seconds`, the time spent reading the working set again (assets, model, state): the
-    /// refaults of whatever the kernel took.
-    var refaultSeconds = 0.0
-
-    var text: String {
-        "images=\(images) stores=\(stores) model=\(modelChunks) seconds=\(seconds) cpu=\(cpuSeconds) refault=\(refaultSeconds)"
-    }
-}
-
 /// Reads one word of every page of `bytes`.
 func touchPages(_ bytes: [UInt8]) -> UInt64 {
     bytes.withUnsafeBytes { raw in
@@ -199,7 +184,7 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
     /// The model: 1 MiB chunks of computed content; nil where trimmed.
     var model: [[UInt8]?] = []
     /// What the last rebuild did and cost (read by the `restored` command).
-    var lastRebuild = Rebuild()
+    var lastRebuild = WorkloadRebuild()
 
     let dirty = DirtyMemory()
 
@@ -280,25 +265,14 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
         launchChecksum = stateChecksum
     }
 
-    /// Word `i` of a new state; word 0 then counts activations.
-    static func stateWord(_ i: Int) -> UInt64 { UInt64(truncatingIfNeeded: i) &* 0x9E37_79B9_7F4A_7C15 }
+    /// Word `i` of a new state (`WorkloadStateLayout`); word 0 then counts activations.
+    static func stateWord(_ i: Int) -> UInt64 { WorkloadStateLayout.word(i, activations: 0) }
 
     /// The bytes of the state that differ from what it must hold after `activations`
     /// activations since its first launch: every byte is compared, and a missing or short state
     /// counts whole.
     func lostBytes(activations: UInt64) -> Int {
-        let size = o.stateMB << 20
-        guard state.count == size else { return size }
-        return state.withUnsafeBytes { raw in
-            let words = raw.bindMemory(to: UInt64.self)
-            var lost = 0
-            for i in words.indices {
-                let expected = i == 0 ? activations : Self.stateWord(i)
-                let x = words[i] ^ expected
-                for byte in 0..<8 where (x >> (byte * 8)) & 0xFF != 0 { lost += 1 }
-            }
-            return lost
-        }
+        state.withUnsafeBytes { WorkloadStateLayout.lostBytes($0, expectedBytes: o.stateMB << 20, activations: activations) }
     }
 
     /// Blocks until one byte can be read from the FIFO at `path` (EOF counts too).
@@ -373,7 +347,7 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
     /// chunks trimmed; touches the assets again. Records what it did in `lastRebuild`.
     func rebuildMissing() {
         let start = monotonicSeconds(), cpu = threadCPUSeconds()
-        var r = Rebuild()
+        var r = WorkloadRebuild()
         for id in 0..<imageCount where images.object(forKey: id) == nil {
             buildImage(id)
             r.images += 1
@@ -496,45 +470,39 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
         if o.warningFrees > 0 { dirty.release(Int(Double(dirty.bytes) * o.warningFrees)) }
     }
 
-    /// An app command (from the supervisor, or a line on standard input when unsupervised):
-    ///
-    ///     allocate N          map and write N more bytes of dirty memory    -> "dirty BYTES"
-    ///     release N           unmap N bytes of it                           -> "dirty BYTES"
-    ///     grow RATE TOTAL     allocate TOTAL bytes at RATE bytes a second, in 4 MiB steps,
-    ///                         on a thread of its own (an allocation spike)   -> "growing"
-    ///     state               the checksum of its state (now, and as launch found it), whether it
-    ///                         was restored from disk, its size and its activation count
-    ///     verify N            compares every byte of the state with what it must hold after N
-    ///                         activations                                   -> "lost BYTES"
-    ///     restored            waits until the rebuild after a resume has finished (at once for
-    ///                         an eager restore) and says what it did       -> "restored images=..."
+    /// An app command (from the supervisor, or a line on standard input when unsupervised): a
+    /// `WorkloadCommand` line, answered with a `WorkloadReply` line (the grammar is there).
     func didReceiveCommand(_ client: LifecycleClient, _ text: String) -> String { command(text) }
 
     func command(_ text: String) -> String {
-        let words = text.split(separator: " ")
-        if words == ["state"] {
-            let activations = state.count >= 8 ? state.withUnsafeBytes { $0.load(as: UInt64.self) } : 0
-            return "state fnv=\(String(stateChecksum, radix: 16)) launch=\(String(launchChecksum, radix: 16)) restored=\(restoredFromDisk) bytes=\(state.count) activations=\(activations)"
+        do {
+            return perform(try WorkloadCommand(line: text)).line
+        } catch {
+            return WorkloadReply.failed(error.description).line
         }
-        if words == ["restored"] {
+    }
+
+    func perform(_ command: WorkloadCommand) -> WorkloadReply {
+        switch command {
+        case .state:
+            let activations = state.count >= 8 ? state.withUnsafeBytes { $0.load(as: UInt64.self) } : 0
+            return .state(
+                WorkloadStateReport(
+                    checksum: stateChecksum, launchChecksum: launchChecksum, restoredFromDisk: restoredFromDisk, bytes: state.count,
+                    activations: activations))
+        case .restored:
             // The lazy rebuild runs on a thread of its own; it is short (seconds at most).
             while rebuilding.load(ordering: .acquiring) { sched_yield() }
-            return "restored " + lock.withLock { _ in lastRebuild.text }
-        }
-        if words.count == 2, words[0] == "verify", let n = UInt64(words[1]) {
-            return "lost \(lostBytes(activations: n))"
-        }
-        let numbers = words.dropFirst().compactMap { Int($0) }
-        guard numbers.count == words.count - 1, !numbers.isEmpty, numbers.allSatisfy({ $0 > 0 && $0 <= 1 << 40 }) else {
-            return "error: expected 'allocate N', 'release N', 'grow RATE TOTAL', 'state', 'verify N' or 'restored'"
-        }
-        switch (words[0], numbers.count) {
-        case ("allocate", 1):
-            guard dirty.allocate(numbers[0]) else { return "error: mmap of \(numbers[0]) bytes refused" }
-        case ("release", 1):
-            dirty.release(numbers[0])
-        case ("grow", 2):
-            let (rate, total) = (Double(numbers[0]), numbers[1])
+            return .restored(lock.withLock { _ in lastRebuild })
+        case .verify(let activations):
+            return .lost(bytes: lostBytes(activations: activations))
+        case .allocate(let bytes):
+            guard dirty.allocate(bytes) else { return .failed("mmap of \(bytes) bytes refused") }
+            return .dirty(bytes: dirty.bytes)
+        case .release(let bytes):
+            dirty.release(bytes)
+            return .dirty(bytes: dirty.bytes)
+        case .grow(let rate, let total):
             let step = 4 << 20
             thread("grow") { [dirty] in
                 let start = monotonicSeconds()
@@ -544,7 +512,7 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
                     guard dirty.allocate(n) else { fail("grow: mmap of \(n) bytes refused") }
                     done += n
                     // Paced: the next step when the rate says so.
-                    let due = start + Double(done) / rate
+                    let due = start + Double(done) / Double(rate)
                     let wait = due - monotonicSeconds()
                     if wait > 0 {
                         var ts = timespec(tv_sec: Int(wait), tv_nsec: Int((wait - Double(Int(wait))) * 1e9))
@@ -552,11 +520,8 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
                     }
                 }
             }
-            return "growing"
-        default:
-            return "error: unknown command '\(words[0])'"
+            return .growing
         }
-        return "dirty \(dirty.bytes)"
     }
 }
 
@@ -589,7 +554,7 @@ if LifecycleClient.start(delegate: workload) == nil {
     // standard input, until end of file.
     workload.launch()
     func say(_ line: String) { _ = (line + "\n").withCString { write(1, $0, strlen($0)) } }
-    say("ready \(getpid())")
+    say(WorkloadReply.ready(pid: getpid()).line)
     while let line = readLine() { say(workload.command(line)) }
     exit(0)
 }

@@ -10,8 +10,11 @@ struct VM: AsyncParsableCommand {
         abstract: "The VM Tracker report of a process or app: a summary by region type, and with --regions every region.",
         discussion: """
             An app is a process and its descendants unless --only is given; --cgroup and --match \
-            define one by cgroup or by name pattern. Rows are sorted by dirty size unless --sort \
-            says otherwise. With --csv the summary is printed, or the regions map with --regions.
+            define one by cgroup or by name pattern. A supervised app's name (`vm Photos`) is every \
+            process in the cgroup its supervisor made for it (/mempressure-PID-RANDOM/Photos), \
+            whatever their parents: a helper that double-forked is still the app's. Rows are sorted \
+            by dirty size unless --sort says otherwise. With --csv the summary is printed, or the \
+            regions map with --regions.
             """
     )
 
@@ -65,7 +68,9 @@ struct Top: AsyncParsableCommand {
             Reads /proc/PID/smaps_rollup of every process (the kernel's totals, cheaper than full \
             smaps). A process that exits or cannot be read is skipped with a note. By default a \
             process joins its parent's app when it runs the same program (a server and its \
-            workers); --group-by process shows every process, --group-by cgroup every cgroup. \
+            workers), and every process in a supervised app's cgroup (/mempressure-PID-RANDOM/APP) \
+            is that app, named APP, whatever its parent (a note under the table names them); \
+            --group-by process shows every process, --group-by cgroup every cgroup. \
             Above the table: the machine's memory and swap (/proc/meminfo) and memory PSI \
             (/proc/pressure/memory). USS = Private_Clean + Private_Dirty + Private_Hugetlb; THP = \
             AnonHugePages + ShmemPmdMapped + FilePmdMapped; SwapPss, THP and Locked show as n/a \
@@ -76,7 +81,8 @@ struct Top: AsyncParsableCommand {
 
             --group-by cgroup names each cgroup by what its path says: the systemd unit, the \
             Kubernetes pod UID and container ID, the Docker, Podman, containerd or CRI-O \
-            container ID (IDs only: names need the kubelet's or the runtime's API). Beside the \
+            container ID (IDs only: names need the kubelet's or the runtime's API), a supervised \
+            app by its name (the Unit column says whose supervisor). Beside the \
             sum over its processes it shows the cgroup's own usage, limit and OOM kills. A \
             process's cgroup is its memory controller's on cgroup v1, including on a machine that \
             mounts both v1 and v2 (where the v1 memory controller holds the limits), and the \
@@ -143,7 +149,7 @@ struct Top: AsyncParsableCommand {
             let uid = try user.map(userID)
             let snapshot = TopSnapshot(
                 snapshotter: source.snapshotter, procRoot: source.procRoot, cgroupRoot: source.cgroupRoot,
-                options: SnapshotOptions(detail: full ? .regions : .rollup, status: uid != nil, cgroup: grouping == .cgroup),
+                options: SnapshotOptions(detail: full ? .regions : .rollup, status: uid != nil, cgroup: grouping != .process),
                 grouping: grouping, limit: limit, sort: sort, filter: TopFilter(namePattern: match, uid: uid))
             guard let interval else {
                 let report = try snapshot.take()

@@ -1,6 +1,7 @@
 import ArgumentParser
 import FoundationEssentials
 import Glibc
+import LifecycleProtocol
 import LinuxSystem
 import VMTracker
 
@@ -43,13 +44,13 @@ struct SourceOptions: ParsableArguments {
 
 /// Which process or app a command is about.
 struct TargetOptions: ParsableArguments {
-    @Argument(help: "A PID, or a process name (its comm) that names one process or one process tree.")
+    @Argument(help: "A PID, a supervised app's name (every process in its cgroup), or a process name (its comm) that names one process or one process tree.")
     var target: String?
 
     @Flag(name: .customLong("only"), help: "The process alone, without its descendants.")
     var processOnly = false
 
-    @Option(name: .customLong("cgroup"), help: "An app made of every process in this cgroup (path relative to the hierarchy, or absolute).")
+    @Option(name: .customLong("cgroup"), help: "An app made of every process in this cgroup and its sub-cgroups (path relative to the hierarchy, or absolute); a supervised app's cgroup takes its name.")
     var cgroup: String?
 
     @Option(name: .customLong("match"), help: "An app made of every process whose name matches this shell pattern.")
@@ -72,6 +73,9 @@ struct TargetOptions: ParsableArguments {
         let pid: Int32
         if let number = Int32(text), number > 0 {
             pid = number
+        } else if !processOnly, ControlProtocol.isAppName(Substring(text)), try snapshotter.supervisedApp(named: text) != nil {
+            // A supervised app's name: every process in its cgroup, before any process name.
+            return .supervisedApp(text)
         } else {
             pid = try snapshotter.processTable().lookup(name: text)
         }

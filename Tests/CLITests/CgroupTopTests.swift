@@ -85,12 +85,12 @@ struct CgroupTopTests {
 
         let csv = try await runMempressure(args + ["--csv"])
         let rows = csv.standardOutput.split(separator: "\n")
-        #expect(rows.first?.hasSuffix(",unit,pod,container,runtime,cgroupUsageBytes,cgroupLimitBytes,cgroupOomKills,cgroupAnonBytes,cgroupFileBytes,cgroupShmemBytes") == true)
+        #expect(rows.first?.hasSuffix(",unit,pod,container,runtime,cgroupUsageBytes,cgroupLimitBytes,cgroupOomKills,cgroupAnonBytes,cgroupFileBytes,cgroupShmemBytes,supervisedApp,supervisorPid") == true)
         #expect(rows.contains {
             $0.hasPrefix(",pod/\(Self.podUID)/5b0c4a1e9f7d,\(Self.containerPath),2,")
-                && $0.hasSuffix(",\(Self.podUID),\(Self.containerID),containerd,52428800,134217728,2,31457280,16777216,1048576")
+                && $0.hasSuffix(",\(Self.podUID),\(Self.containerID),containerd,52428800,134217728,2,31457280,16777216,1048576,,")
         })
-        #expect(rows.contains { $0.hasPrefix(",nginx.service,/system.slice/nginx.service,1,") && $0.hasSuffix(",nginx.service,,,,8388608,,0,4194304,3145728,0") })
+        #expect(rows.contains { $0.hasPrefix(",nginx.service,/system.slice/nginx.service,1,") && $0.hasSuffix(",nginx.service,,,,8388608,,0,4194304,3145728,0,,") })
         #expect(rows.contains { $0.hasPrefix(",/,/,1,") && $0.hasSuffix(",,,,,,,,,,") })
     }
 

@@ -219,21 +219,10 @@ struct TopTests {
         var size = winsize(ws_row: 8, ws_col: 60, ws_xpixel: 0, ws_ypixel: 0)
         try #require(ioctl(master, UInt(TIOCSWINSZ), &size) == 0)
 
-        let executable = buildDirectory + "/mempressure"
-        let arguments = [executable, "top", "--interval", "0.05"]
-        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { for p in argv { free(p) } }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, name, O_WRONLY | O_NOCTTY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "\(dir.path)/stderr", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        var pid: pid_t = 0
-        // Not the test runner's blocked signals: the command runs as it would from a shell.
-        let rc = withShellSignals { posix_spawn(&pid, executable, &actions, $0, argv, environ) }
-        try #require(rc == 0, "posix_spawn: errno \(rc)")
-        let child = try ProcessHandle(pid: pid)
+        let child = try spawnChild(
+            [buildDirectory + "/mempressure", "top", "--interval", "0.05"],
+            files: [ChildFile(1, name, O_WRONLY | O_NOCTTY), ChildFile(2, "\(dir.path)/stderr", O_WRONLY | O_CREAT | O_TRUNC)])
+        let pid = child.pid
         var reaped = false
         defer {
             if !reaped {

@@ -52,8 +52,11 @@ let package = Package(
         // A scenario file decoded and validated; an admin request line decoded and validated.
         fuzzTarget("fuzz-scenario", [.product(name: "Scenarios", package: "MemoryPressure"), .product(name: "AppLifecycle", package: "MemoryPressure")]),
         fuzzTarget("fuzz-admin", [.product(name: "AppLifecycle", package: "MemoryPressure"), .product(name: "LifecycleProtocol", package: "MemoryPressure")]),
-        // The control protocol: bytes split into lines, each parsed as an app's and a supervisor's message.
-        fuzzTarget("fuzz-protocol", [.product(name: "LifecycleProtocol", package: "MemoryPressure")]),
+        // The control protocol: bytes split into lines, each parsed as an app's and a supervisor's
+        // message, and as the model app's command and reply.
+        fuzzTarget("fuzz-protocol", [
+            .product(name: "LifecycleProtocol", package: "MemoryPressure"), .product(name: "WorkloadProtocol", package: "MemoryPressure"),
+        ]),
         // The CSV cache trace of `cache simulate`.
         fuzzTarget("fuzz-trace", [.product(name: "CachePolicies", package: "MemoryPressure")]),
     ]

@@ -5,6 +5,7 @@ import LifecycleProtocol
 import LinuxSystem
 import Testing
 import TestSupport
+import WorkloadProtocol
 
 /// Swap changes how the kernel reclaims for every process on the machine, and so what other
 /// tests running beside this one would see (a dirty page reclaimed would be swapped instead of
@@ -35,7 +36,7 @@ struct FreezeDryTests {
             try await s.activate("F")
             let episodes = killer.episodeUpdates()
             // About 90% of the budget in the working set: past warning (80%), short of critical.
-            _ = try await s.command("F", "allocate \(125 << 20)")
+            _ = try await WorkloadRequest.allocate(bytes: 125 << 20).send { try await s.command("F", $0) }
             let episode = try #require(await first(of: episodes, within: 60), "no episode within 60 s")
             let log = await s.log
             let frozen = Set(episode.freezes.map(\.name))

@@ -6,6 +6,7 @@ import LifecycleProtocol
 import LinuxSystem
 import Testing
 import TestSupport
+import WorkloadProtocol
 
 /// Whether this machine lets the tests give a device a memory budget (root and a memory
 /// cgroup controller); the killer's tests need one.
@@ -67,7 +68,7 @@ struct KillerTests {
             // order (xnu, lmkd, lru: S2 first) tell themselves apart.
             try await park(s, "S2")
             try await s.activate("S1")
-            let savedState = try await s.command("S1", "state")
+            let savedState = try await WorkloadRequest.state.send { try await s.command("S1", $0) }
             try await s.background("S1")
             for name in ["S3", "P"] { try await park(s, name) }
             for name in ["B1", "B2"] { try await park(s, name, running: true) }
@@ -75,7 +76,7 @@ struct KillerTests {
             let oomBefore = try #require(await s.kernelOOMKills())
             let episodes = killer.episodeUpdates()
             // Real pressure: the foreground app allocates.
-            _ = try await s.command("F", "allocate \(48 << 20)")
+            _ = try await WorkloadRequest.allocate(bytes: 48 << 20).send { try await s.command("F", $0) }
             let episode = try #require(await first(of: episodes, within: 60), "no episode within 60 s")
             let log = await s.log
 
@@ -128,10 +129,9 @@ struct KillerTests {
 
             // Relaunched, the first victim has the state it saved when it went to the background.
             try await s.launch("S1")
-            let restored = try await s.command("S1", "state")
-            func checksum(_ answer: String) -> Substring? { answer.split(separator: " ").first { $0.hasPrefix("fnv=") } }
-            #expect(checksum(restored) != nil && checksum(restored) == checksum(savedState), "before: \(savedState); after: \(restored)")
-            #expect(restored.contains("restored=true"), "\(restored)")
+            let restored = try await WorkloadRequest.state.send { try await s.command("S1", $0) }
+            #expect(restored.checksum == savedState.checksum, "before: \(savedState); after: \(restored)")
+            #expect(restored.restoredFromDisk, "\(restored)")
         }
     }
 
@@ -150,7 +150,7 @@ struct KillerTests {
             try await s.activate("F")
             let episodes = killer.episodeUpdates()
             // About 86% of the budget in the working set: past warning (80%), short of critical (95%).
-            _ = try await s.command("F", "allocate \(110 << 20)")
+            _ = try await WorkloadRequest.allocate(bytes: 110 << 20).send { try await s.command("F", $0) }
             let episode = try #require(await first(of: episodes, within: 60), "no episode within 60 s")
             let log = await s.log
             #expect(episode.outcome.hasPrefix("warnings sufficed"), "\(episode.outcome)")
@@ -239,7 +239,7 @@ struct KillerTests {
             let oomBefore = try #require(await s.kernelOOMKills())
             let episodes = killer.episodeUpdates()
             // One allocation far past what is free, faster than any poll: it reaches the limit.
-            _ = try await s.command("F", "allocate \(96 << 20)")
+            _ = try await WorkloadRequest.allocate(bytes: 96 << 20).send { try await s.command("F", $0) }
             let episode = try #require(await first(of: episodes, within: 60), "no episode within 60 s")
             let cgroup = try #require(s.deviceMemoryCgroup)
             let control = String(decoding: try ProcFS.readBytes("\(cgroup)/memory.oom_control"), as: UTF8.self)
@@ -278,7 +278,7 @@ struct KillerTests {
             #expect(await s.view(of: "B")?.callbacksInProgress.contains(.didEnterBackground) == true)
             try await s.activate("F")
             let episodes = killer.episodeUpdates()
-            _ = try await s.command("F", "allocate \(50 << 20)")
+            _ = try await WorkloadRequest.allocate(bytes: 50 << 20).send { try await s.command("F", $0) }
             let episode = try #require(await first(of: episodes, within: 60), "no episode within 60 s")
             // Without the protection, B (background-running, high memory) goes before S
             // (suspended, low memory) in the ios order.
@@ -334,7 +334,7 @@ struct KillerTests {
             try await s.activate("F")
             let episodes = killer.episodeUpdates()
             // About 85% of the budget in the working set.
-            _ = try await s.command("F", "allocate \(36 << 20)")
+            _ = try await WorkloadRequest.allocate(bytes: 36 << 20).send { try await s.command("F", $0) }
             let episode = try #require(await first(of: episodes, within: 60), "no episode within 60 s")
             let victim = try #require(episode.victims.first, "\(episode.outcome)")
             #expect(victim.name == "V" && !victim.exited)

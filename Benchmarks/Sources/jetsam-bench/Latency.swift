@@ -4,6 +4,7 @@ import Glibc
 import Jetsam
 import LifecycleProtocol
 import LinuxSystem
+import WorkloadProtocol
 
 /// The first element of `stream`, or nil after `timeout` seconds.
 func first<Element: Sendable>(of stream: AsyncStream<Element>, within timeout: Double) async -> Element? {
@@ -79,7 +80,7 @@ func decisionLatency(apps count: Int, rounds: Int, build: String, data: String) 
             let before = killer.episodes.count
             let updates = killer.episodeUpdates()
             let started = monotonicSeconds()
-            _ = try await s.command("Grower", "grow \(rate) \(grow)")
+            try await WorkloadRequest.grow(bytesPerSecond: rate, totalBytes: grow).send { try await s.command("Grower", $0) }
             guard let episode = await first(of: updates, within: 60) else { throw BenchFailure("no episode in round \(round)") }
             if let first = episode.victims.first, let latency = first.secondsFromLatestEvent {
                 latencies.append(latency)
@@ -100,7 +101,7 @@ func decisionLatency(apps count: Int, rounds: Int, build: String, data: String) 
                 let log = await s.log.filter { $0.app == "Grower" && ($0.kind == .exit || $0.kind == .crash || $0.kind == .jetsam) }
                 throw BenchFailure("round \(round): the grower is not active any more: \(log.map { "\($0.kind.rawValue) \($0.detail ?? "")" }); episodes: \(summary)")
             }
-            _ = try await s.command("Grower", "release \(grow)")
+            _ = try await WorkloadRequest.release(bytes: grow).send { try await s.command("Grower", $0) }
             for e in killer.episodes[before...] {
                 for v in e.victims {
                     try await s.activate(v.name)

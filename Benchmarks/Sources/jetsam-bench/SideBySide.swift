@@ -5,6 +5,7 @@ import Glibc
 import Jetsam
 import LifecycleProtocol
 import LinuxSystem
+import WorkloadProtocol
 
 /// The same allocation spike under each contender: a device of `budgetMB`, seven model apps in
 /// every band, and the foreground app growing at a fixed rate until the budget cannot hold all.
@@ -33,6 +34,8 @@ struct Spike: Codable, Sendable {
     var foreground: String { apps.first { $0.role == .foreground }!.name }
     var budgetBytes: UInt64 { UInt64(budgetMB) << 20 }
     var growSeconds: Double { Double(growthMB) / Double(growthMBPerSecond) }
+    /// The foreground app's command that makes the spike.
+    var growth: WorkloadRequest<Void> { .grow(bytesPerSecond: growthMBPerSecond << 20, totalBytes: growthMB << 20) }
 
     func workloadArguments(_ app: App, dataDirectory: String) -> [String] {
         ["--name", app.name, "--data-dir", "\(dataDirectory)/\(app.name)", "--state-mb", "1", "--image-cache-mb", "2", "--image-kb", "256",
@@ -142,7 +145,7 @@ func runJetsam(_ spike: Spike, round: Int, build: String, data: String) async th
         let start = monotonicSeconds()
         let sampler = try WorkingSetSampler(cgroup: cgroup, start: start)
         let t0 = await s.now()
-        _ = try await s.command(spike.foreground, "grow \(spike.growthMBPerSecond << 20) \(spike.growthMB << 20)")
+        try await spike.growth.send { try await s.command(spike.foreground, $0) }
         // The run lasts the growth and the settling time (a timer: the spike's length is the experiment).
         try await Task.sleep(for: .seconds(spike.growSeconds + spike.settleSeconds))
         let series = sampler.stop()
@@ -230,7 +233,7 @@ func peerRun(peer: Peer, cgroup: String, build: String, data: String, spike: Spi
     var apps: [(app: Spike.App, child: Child)] = []
     for app in spike.apps {
         let c = try Child(["\(build)/mempressure-exec", "--cgroup", cgroup, "--", "\(build)/mempressure-workload"] + spike.workloadArguments(app, dataDirectory: data))
-        guard let line = c.readLine(timeout: 60), line.hasPrefix("ready") else { throw BenchError("\(app.name) did not start") }
+        guard let line = c.readLine(timeout: 60), case .ready = try WorkloadReply(line: line) else { throw BenchError("\(app.name) did not start") }
         apps.append((app, c))
     }
     for (app, c) in apps where app.role == .suspended {
@@ -295,7 +298,9 @@ func peerRun(peer: Peer, cgroup: String, build: String, data: String, spike: Spi
     let start = monotonicSeconds()
     let sampler = try WorkingSetSampler(cgroup: cgroup, start: start)
     let foreground = apps.first { $0.app.role == .foreground }!.child
-    try foreground.send("grow \(spike.growthMBPerSecond << 20) \(spike.growthMB << 20)")
+    try foreground.send(spike.growth.line)
+    guard let answer = foreground.readLine(timeout: 10) else { throw BenchError("the foreground app did not answer \(spike.growth.line)") }
+    try spike.growth.reply(answer)
     // Reap deaths as they come until the growth and the settling time are over.
     var deaths: [(app: String, t: Double, how: String)] = []
     let end = start + spike.growSeconds + spike.settleSeconds

@@ -5,6 +5,7 @@ import Glibc
 import LifecycleProtocol
 import LinuxSystem
 import VMTracker
+import WorkloadProtocol
 
 /// What the model app holds (MiB), the same at every trim level.
 struct AppSize: Codable, Sendable {
@@ -204,7 +205,7 @@ struct ResumeRun {
         let totals = before.totals
         let t0 = await s.now()
         try await s.activate(name)
-        let reply = try await s.command(name, "restored")
+        let r = try await WorkloadRequest.restored.send { try await s.command(name, $0) }
         let tFull = await s.now()
         let after = try Snapshotter().process(pid, options: .totalsOnly).stat
         let log = await s.log
@@ -212,7 +213,6 @@ struct ResumeRun {
             throw BenchError("\(name): no ready after the resume")
         }
         let thaw = log.first { $0.app == name && $0.kind == .state && $0.from == .suspended && $0.t >= t0 }
-        let r = try RebuildReply(reply)
         let thawMs: Double = ((thaw?.t ?? t0) - t0) * 1000
         let readyMs: Double = (ready.t - t0) * 1000
         let fullMs: Double = (tFull - t0) * 1000
@@ -222,20 +222,14 @@ struct ResumeRun {
             squeezedToBytes: squeezed, pagedOutBytes: pagedOut,
             thawMs: thawMs, readyMs: readyMs, fullMs: fullMs,
             minorFaults: after.minorFaults &- before.stat.minorFaults, majorFaults: after.majorFaults &- before.stat.majorFaults,
-            rebuildMs: r.seconds * 1e3, rebuildCPUMs: r.cpu * 1e3, refaultMs: r.refault * 1e3,
-            imagesRebuilt: r.images, modelChunksRebuilt: r.model)
+            rebuildMs: r.seconds * 1e3, rebuildCPUMs: r.cpuSeconds * 1e3, refaultMs: r.refaultSeconds * 1e3,
+            imagesRebuilt: r.images, modelChunksRebuilt: r.modelChunks)
     }
 
     /// Terminate (the app saves its state), drop the page cache of its files if `cold`, launch
     /// and activate; then every byte of the state is checked.
     func relaunch(_ name: String, trim: Int, restore: String, cold: Bool, round: Int, s: Supervisor, data: String) async throws -> Relaunch {
-        let state = try await s.command(name, "state")
-        var activations: UInt64?
-        for word in state.split(separator: " ") where word.hasPrefix("activations=") {
-            let value: Substring = word.dropFirst(12)
-            activations = UInt64(String(value))
-        }
-        guard let activations else { throw BenchError("\(name): unexpected answer to state: \(state)") }
+        let activations = try await WorkloadRequest.state.send { try await s.command(name, $0) }.activations
         try await s.terminate(name)
         if cold {
             for file in ["\(data)/state.bin", "\(data)/assets.bin", "\(build)/mempressure-workload"] { try dropPageCache(file) }
@@ -248,9 +242,7 @@ struct ResumeRun {
         }
         let connected = log.first { $0.app == name && $0.kind == .connected && $0.t >= t0 }
         let launched = log.first { $0.app == name && $0.kind == .callback && $0.name == "didFinishLaunching" && $0.t >= t0 }
-        let verdict = try await s.command(name, "verify \(activations + 1)")
-        let lostText = String(verdict.dropFirst(5))
-        guard verdict.hasPrefix("lost "), let lost = Int(lostText) else { throw BenchError("\(name): unexpected answer to verify: \(verdict)") }
+        let lost = try await WorkloadRequest.verify(activations: activations + 1).send { try await s.command(name, $0) }
         return Relaunch(
             trim: trim, restore: restore, cache: cold ? "cold" : "warm", round: round, readyMs: (ready.t - t0) * 1000,
             connectedMs: connected.map { ($0.t - t0) * 1000 }, launchedMs: launched.map { ($0.t - t0) * 1000 }, lostBytes: lost)
@@ -287,29 +279,5 @@ struct ResumeRun {
         try ProcFS.writeFileInPlace(limitFile, Array(String(budget).utf8))
         guard let reached else { throw BenchError("the kernel refused every limit up to \(limit / mib) MiB on \(group)") }
         return reached
-    }
-}
-
-/// The app's answer to `restored`.
-struct RebuildReply {
-    var images = 0, stores = 0, model = 0
-    var seconds = 0.0, cpu = 0.0, refault = 0.0
-
-    init(_ text: String) throws {
-        let words = text.split(separator: " ")
-        guard words.first == "restored" else { throw BenchError("unexpected answer to restored: \(text)") }
-        for w in words.dropFirst() {
-            let kv = w.split(separator: "=", maxSplits: 1)
-            guard kv.count == 2 else { throw BenchError("unexpected answer to restored: \(text)") }
-            switch kv[0] {
-            case "images": images = Int(kv[1]) ?? -1
-            case "stores": stores = Int(kv[1]) ?? -1
-            case "model": model = Int(kv[1]) ?? -1
-            case "seconds": seconds = Double(kv[1]) ?? .nan
-            case "cpu": cpu = Double(kv[1]) ?? .nan
-            case "refault": refault = Double(kv[1]) ?? .nan
-            default: break
-            }
-        }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import WorkloadProtocol
 
 /// One model app of the switching benchmark (`mempressure-workload`), its sizes a multiple of
 /// a base profile: saved state, decoded images (a purgeable cache), view backing stores
@@ -47,25 +48,11 @@ struct AppProfile: Codable, Sendable, Hashable {
 }
 
 /// The bytes of a saved state file (`DIR/state.bin`) that differ from what the model app must
-/// have saved after `activations` activations: the same comparison as its `verify N` command
-/// (word 0 counts activations, word i of a new state is `i × 0x9E3779B97F4A7C15`; see
-/// `Workload.stateWord` in Sources/WorkloadApp), for an app that is not running to answer it.
-/// A missing file is what a relaunch would find then, a new state (no activations); a file of
-/// the wrong size counts whole.
+/// have saved after `activations` activations: the comparison of its `verify N` command
+/// (`WorkloadStateLayout`), for an app that is not running to answer it. A missing file is what
+/// a relaunch would find then, a new state (no activations); a file of the wrong size counts whole.
 func savedStateLostBytes(path: String, stateBytes: Int, activations: UInt64) -> Int {
-    guard FileManager.default.fileExists(atPath: path) else {
-        // A new state differs from the expected one in word 0 alone: 0 against `activations`.
-        return (0..<8).filter { (activations >> ($0 * 8)) & 0xFF != 0 }.count
-    }
-    guard let data = FileManager.default.contents(atPath: path), data.count == stateBytes else { return stateBytes }
-    return data.withUnsafeBytes { raw in
-        var lost = 0
-        for i in 0..<(stateBytes / 8) {
-            let word = raw.loadUnaligned(fromByteOffset: i * 8, as: UInt64.self)
-            let expected = i == 0 ? activations : UInt64(truncatingIfNeeded: i) &* 0x9E37_79B9_7F4A_7C15
-            let x = word ^ expected
-            for byte in 0..<8 where (x >> (byte * 8)) & 0xFF != 0 { lost += 1 }
-        }
-        return lost
-    }
+    guard FileManager.default.fileExists(atPath: path) else { return WorkloadStateLayout.lostBytesOfNewState(activations: activations) }
+    guard let data = FileManager.default.contents(atPath: path) else { return stateBytes }
+    return data.withUnsafeBytes { WorkloadStateLayout.lostBytes($0, expectedBytes: stateBytes, activations: activations) }
 }

@@ -6,6 +6,7 @@ import Glibc
 import Jetsam
 import LifecycleProtocol
 import LinuxSystem
+import WorkloadProtocol
 
 /// What every run shares: the apps, the trace, how they are built and restored.
 struct Setup: Sendable {
@@ -243,7 +244,7 @@ struct Switcher {
         if kind == .relaunch { try await verify(app, index: index, log: log) }
         // Fully working before the next switch: waits for a lazy rebuild (at once when eager).
         do {
-            _ = try await s.command(app, "restored")
+            _ = try await WorkloadRequest.restored.send { try await s.command(app, $0) }
         } catch {
             guard try await s.state(of: app) == .notRunning else { throw BenchError("\(app): restored: \(error)") }
             notes.append("\(app) died before its rebuild was confirmed (switch \(index.map { String($0 + 1) } ?? "(warm-up)"))")
@@ -254,22 +255,19 @@ struct Switcher {
     /// After a (re)launch: every byte of the app's state against its activations.
     mutating func verify(_ app: String, index: Int?, log: [SupervisorEvent]) async throws {
         let n = activations[app, default: 0]
-        let answer: String
+        let lost: Int
         do {
-            answer = try await s.command(app, "verify \(n)")
+            lost = try await WorkloadRequest.verify(activations: n).send { try await s.command(app, $0) }
         } catch {
             guard try await s.state(of: app) == .notRunning else { throw BenchError("\(app): verify: \(error)") }
             notes.append("\(app) died before its state could be verified (switch \(index.map { String($0 + 1) } ?? "(warm-up)")); its saved state is checked at its next relaunch or at the end")
             return
         }
-        let words = answer.split(separator: " ")
-        guard words.count == 2, words[0] == "lost", let lost = Int(words[1]) else { throw BenchError("\(app): verify answered '\(answer)'") }
         guard lost > 0 else { return }
         // What the app holds now: from here on the harness expects that, plus what comes.
         var held: UInt64?
         do {
-            let state = try await s.command(app, "state")
-            if let field = state.split(separator: " ").first(where: { $0.hasPrefix("activations=") }) { held = UInt64(field.dropFirst("activations=".count)) }
+            held = try await WorkloadRequest.state.send { try await s.command(app, $0) }.activations
         } catch {
             guard try await s.state(of: app) == .notRunning else { throw BenchError("\(app): state: \(error)") }
         }

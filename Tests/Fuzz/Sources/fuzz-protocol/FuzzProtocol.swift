@@ -1,11 +1,13 @@
 // The control channel: the input's first byte sets the size of the reads the rest arrives in;
 // the bytes are split into lines as both ends split them (after a refused line, skipping to
-// the next), and each line is parsed as an app's message and as the supervisor's. A message
+// the next), and each line is parsed as an app's message and as the supervisor's, and as the
+// model app's command and reply (WorkloadProtocol, the text its app commands carry). A message
 // that parses must print (`line`) as a line that parses back to itself.
 
 import FuzzDriver
 import FuzzSupport
 import LifecycleProtocol
+import WorkloadProtocol
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
@@ -34,21 +36,21 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 }
 
 func check(_ line: Substring) {
+    roundTrip(line, "app message", { try AppMessage.parse($0) }, \.line)
+    roundTrip(line, "supervisor message", { try SupervisorMessage.parse($0) }, \.line)
+    roundTrip(line, "workload command", { try WorkloadCommand(line: $0) }, \.line)
+    roundTrip(line, "workload reply", { try WorkloadReply(line: $0) }, \.line)
+}
+
+/// A line that parses as `what` must print as a line that parses back to the same value.
+func roundTrip<Value: Equatable>(_ line: Substring, _ what: String, _ parse: (Substring) throws -> Value, _ print: (Value) -> String) {
     do {
-        let message = try AppMessage.parse(line)
-        guard try AppMessage.parse(Substring(message.line)) == message else {
-            fatalError("app message \(message) prints as '\(message.line)', which parses differently")
+        let value = try parse(line)
+        guard try parse(Substring(print(value))) == value else {
+            fatalError("\(what) \(value) prints as '\(print(value))', which parses differently")
         }
     } catch {
-        blackHole(error.description)
-    }
-    do {
-        let message = try SupervisorMessage.parse(line)
-        guard try SupervisorMessage.parse(Substring(message.line)) == message else {
-            fatalError("supervisor message \(message) prints as '\(message.line)', which parses differently")
-        }
-    } catch {
-        blackHole(error.description)
+        blackHole(String(describing: error))
     }
 }
 
