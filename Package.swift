@@ -104,7 +104,7 @@ let package = Package(
         .target(
             name: "AppLifecycle",
             dependencies: [
-                "LifecycleProtocol", "Pressure", "RegionTags", "VMTracker", "LinuxSystem", "CMemoryPressure",
+                "LifecycleProtocol", "Pressure", "RegionTags", "VMTracker", "LinuxSystem", "CMemoryPressure", "WorkloadProtocol",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),

@@ -1,5 +1,6 @@
 import LifecycleProtocol
 import LinuxSystem
+import WorkloadProtocol
 
 /// One thing to do with the supervisor's apps: what the CLI (`mempressure app VERB`), the admin
 /// socket and scenario steps all decode, and `Supervisor.perform` carries out.
@@ -340,9 +341,9 @@ extension Supervisor {
         case .waitState(let name, let state, let timeout):
             try await waitForState(name, state, timeout: timeout ?? 60)
         case .allocate(let name, let bytes):
-            _ = try await self.command(name, "allocate \(bytes)")
+            _ = try await self.command(name, WorkloadCommand.allocate(bytes: bytes).line)
         case .release(let name, let bytes):
-            _ = try await self.command(name, "release \(bytes)")
+            _ = try await self.command(name, WorkloadCommand.release(bytes: bytes).line)
         case .forget(let name):
             try forget(name)
             return nil

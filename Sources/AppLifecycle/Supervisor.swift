@@ -180,7 +180,8 @@ public actor Supervisor {
         }
         var deviceGroups: DeviceCgroups?
         if wantsCgroups {
-            let name = "mempressure-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            // The shape VMTracker recognises (`SupervisedAppCgroup`): top and vm show each app as one.
+            let name = SupervisedAppCgroup.deviceGroupName(supervisorPID: getpid(), random: UInt32.random(in: 0...UInt32.max))
             // Recorded and told to the guardian before they exist: a death at any point after
             // leaves nothing unwatched.
             let planned = DeviceCgroups.plan(root: configuration.cgroupRoot, name: name, freezer: configuration.suspendMethod == .freezer)
