@@ -43,7 +43,7 @@ public final class ChildProcess {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
         for descriptor in inheriting {
             precondition(descriptor.child > 2 && descriptor.parent != descriptor.child, "ChildProcess: inheriting \(descriptor)")

@@ -25,7 +25,7 @@ final class Child: @unchecked Sendable {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, inPipe[0], 0)
         if let logPath {
-            posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+            posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0o644)
             posix_spawn_file_actions_adddup2(&actions, 1, 2)
         } else {
             posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
