@@ -67,6 +67,9 @@ func parseSize(_ text: String, _ flag: String) -> Int {
     guard let value = ByteScanner.unsigned(digits.utf8).flatMap({ Int(exactly: $0) }), value <= Int.max / multiplier else {
         fail("\(flag) takes a size in bytes (optionally with k, m or g), not '\(text)'")
     }
+    // Past the address space (128 TiB on x86-64) nothing can be mapped; the page arithmetic
+    // of larger sizes would overflow.
+    guard value * multiplier <= 1 << 47 else { fail("\(flag) \(text): larger than the address space (128 TiB)") }
     return value * multiplier
 }
 

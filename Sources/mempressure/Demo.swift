@@ -45,6 +45,8 @@ struct Demo: AsyncParsableCommand {
 
     func all() async throws {
         do {
+            // The hog holds these: a size the machine cannot hold is refused before it starts.
+            for (text, flag) in [(dirty, "--dirty"), (file, "--file"), (purgeable, "--purgeable")] { _ = try parseBytesInMemory(text, flag: flag) }
             // Everything the demo writes (the hog's file, the apps' data, jetsam's reports unless
             // --report-dir) goes into a directory of its own, made exclusively (mode 0700, under
             // $TMPDIR or /tmp): never a name another user could make first. Removed at the end.
