@@ -302,6 +302,9 @@ public enum AdminClient {
     /// Why a request got no answer, or was refused.
     public enum Failure: Error, Sendable, CustomStringConvertible {
         case noSupervisor(path: String, Errno)
+        /// This user may not enter the runtime directory or connect to its socket (EACCES,
+        /// EPERM): a supervisor of `owner` (when its owner could be read) runs there.
+        case permissionDenied(path: String, Errno, owner: UInt32?)
         case system(SystemCallError)
         case pathTooLong(String)
         /// The request could not be encoded (a number JSON cannot hold: an infinite wait).
@@ -324,6 +327,10 @@ public enum AdminClient {
         public var description: String {
             switch self {
             case .noSupervisor(let path, let e): "no supervisor at \(path) (\(e.symbolicName)): start one with `mempressure supervise`"
+            case .permissionDenied(let path, let e, let owner):
+                "permission denied on \(path) (\(e.symbolicName)): "
+                    + (owner.map { "it belongs to \(AdminClient.userName($0)), not to this user, \(AdminClient.userName(getuid())): run the command as its user or as root" }
+                        ?? "this user, \(AdminClient.userName(getuid())), may not use it: run the command as the supervisor's user or as root")
             case .system(let e): "\(e)"
             case .pathTooLong(let p): "path too long: \(p)"
             case .requestNotEncodable(let e): "cannot encode the request: \(e)"
@@ -352,6 +359,9 @@ public enum AdminClient {
             try RuntimeDirectory.verify(directory, owners: [getuid(), 0], expected: "this user (uid \(getuid())) or root")
         } catch {
             if case .system(let e) = error, e.errno == .noSuchFileOrDirectory { throw .noSupervisor(path: path, e.errno) }
+            if case .system(let e) = error, e.errno == .permissionDenied || e.errno == .notPermitted {
+                throw .permissionDenied(path: directory, e.errno, owner: ownerUID(directory))
+            }
             throw .untrustedDirectory(error)
         }
         let connection: UnixSocket
@@ -362,6 +372,7 @@ public enum AdminClient {
             case ("socket", _): throw .system(error)
             case (_, .fileNameTooLong): throw .pathTooLong(path)
             case ("connect", .resourceTemporarilyUnavailable): throw .timedOut(path: path, seconds: seconds)
+            case ("connect", .permissionDenied), ("connect", .notPermitted): throw .permissionDenied(path: path, error.errno, owner: ownerUID(path))
             case (_, let e): throw .noSupervisor(path: path, e)
             }
         }
@@ -411,6 +422,21 @@ public enum AdminClient {
         }
         guard !answer.isEmpty else { throw .noAnswer }
         return answer
+    }
+
+    /// The owner of the file at `path` itself (a link is not followed), if it can be read.
+    static func ownerUID(_ path: String) -> UInt32? {
+        var st = stat()
+        return lstat(path, &st) == 0 ? st.st_uid : nil
+    }
+
+    /// "uid 0 (root)": a user id and, when the user database has it, its name.
+    static func userName(_ uid: UInt32) -> String {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getpwuid_r(uid, &entry, &buffer, buffer.count, &result) == 0, result != nil, let name = entry.pw_name else { return "uid \(uid)" }
+        return "uid \(uid) (\(printableText(String(cString: name))))"
     }
 
     /// Sends one request and decodes its result (nil when the command has none).

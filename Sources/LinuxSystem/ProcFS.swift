@@ -62,16 +62,9 @@ public struct ProcFS: Sendable, Hashable {
         return buffer.withBytes { Array($0) }
     }
 
-    /// Creates or replaces the file at `path` with `bytes` (mode 0644).
-    public static func writeFile(_ path: String, _ bytes: some Collection<UInt8>) throws(SystemCallError) {
-        let fd = Glibc.open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw SystemCallError("open", errno: Errno(rawValue: errno), subject: path) }
-        defer { close(fd) }
-        try writeAll(fd, Array(bytes), subject: path)
-    }
-
-    /// Writes to an existing file without creating or truncating it (cgroup and /proc files,
-    /// which take one write each).
+    /// Writes to an existing file without creating or truncating it: for the kernel's control
+    /// files only (cgroup, /proc and /sys files, which take one write each). Every other file is
+    /// written through `CheckedDirectory`.
     public static func writeFileInPlace(_ path: String, _ bytes: [UInt8]) throws(SystemCallError) {
         let fd = Glibc.open(path, O_WRONLY | O_CLOEXEC)
         guard fd >= 0 else { throw SystemCallError("open", errno: Errno(rawValue: errno), subject: path) }
@@ -80,7 +73,8 @@ public struct ProcFS: Sendable, Hashable {
         guard n == bytes.count else { throw SystemCallError("write", errno: Errno(rawValue: n < 0 ? errno : EIO), subject: path) }
     }
 
-    /// Creates a directory; an existing one is fine.
+    /// Creates a directory (mode 0755); an existing one is fine, whoever owns it: for cgroup
+    /// directories. A directory files are written in is made and checked by `CheckedDirectory`.
     public static func makeDirectory(_ path: String) throws(SystemCallError) {
         if mkdir(path, 0o755) != 0 && errno != EEXIST {
             throw SystemCallError("mkdir", errno: Errno(rawValue: errno), subject: path)

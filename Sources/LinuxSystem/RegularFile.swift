@@ -57,6 +57,9 @@ public enum FileOpenError: Error, Sendable, Hashable, CustomStringConvertible {
         return nil
     }
 
+    /// Whether there was no such file (ENOENT): nothing saved yet, as a rule.
+    public var isMissing: Bool { errno == .noSuchFileOrDirectory }
+
     public var description: String {
         switch self {
         case .systemCall(let p, let call, let e):
@@ -92,24 +95,30 @@ public struct RegularFile: ~Copyable {
     /// Opens `path` (its exact bytes) for reading. `ownedBy`: when given, the file must belong
     /// to this user or to root. `maxBytes`: the largest file accepted.
     public static func open(_ path: PathBytes, maxBytes: Int, ownedBy expected: UInt32? = nil) throws(FileOpenError) -> RegularFile {
+        try open(at: AT_FDCWD, path, shown: path, maxBytes: maxBytes, ownedBy: expected)
+    }
+
+    /// `open(_:maxBytes:ownedBy:)` for `path` relative to the directory `base` (openat);
+    /// `shown` names the file in errors.
+    static func open(at base: CInt, _ path: PathBytes, shown: PathBytes, maxBytes: Int, ownedBy expected: UInt32?) throws(FileOpenError) -> RegularFile {
         guard !path.bytes.contains(0), !path.isEmpty else {
-            throw .systemCall(path: path, call: "open", errno: path.isEmpty ? .noSuchFileOrDirectory : .invalidArgument)
+            throw .systemCall(path: shown, call: "open", errno: path.isEmpty ? .noSuchFileOrDirectory : .invalidArgument)
         }
         let fd = (path.bytes + [0]).withUnsafeBufferPointer { buf in
             buf.withMemoryRebound(to: CChar.self) { p in
-                retryOnInterrupt { Glibc.open(p.baseAddress!, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
+                retryOnInterrupt { openat(base, p.baseAddress!, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
             }
         }
         guard fd >= 0 else {
             let e = Errno(rawValue: Glibc.errno)
             // O_NOFOLLOW fails with ELOOP on a symbolic link (and ELOOP also means too many links
             // among the directories): say which.
-            if e == .tooManySymbolicLinkLevels, Self.lstatKind(path) == .symbolicLink {
-                throw .notRegularFile(path: path, kind: .symbolicLink)
+            if e == .tooManySymbolicLinkLevels, Self.lstatKind(at: base, path) == .symbolicLink {
+                throw .notRegularFile(path: shown, kind: .symbolicLink)
             }
-            throw .systemCall(path: path, call: "open", errno: e)
+            throw .systemCall(path: shown, call: "open", errno: e)
         }
-        return try RegularFile(adopting: fd, path: path, maxBytes: maxBytes, ownedBy: expected)
+        return try RegularFile(adopting: fd, path: shown, maxBytes: maxBytes, ownedBy: expected)
     }
 
     /// `open(_:maxBytes:ownedBy:)` for a path given as text.
@@ -176,10 +185,10 @@ public struct RegularFile: ~Copyable {
     }
 
     /// The kind of the file at `path` itself (not following a final symbolic link), if any.
-    static func lstatKind(_ path: PathBytes) -> FileKind? {
+    static func lstatKind(at base: CInt = AT_FDCWD, _ path: PathBytes) -> FileKind? {
         var st = stat()
         let ok = (path.bytes + [0]).withUnsafeBufferPointer { buf in
-            buf.withMemoryRebound(to: CChar.self) { lstat($0.baseAddress!, &st) == 0 }
+            buf.withMemoryRebound(to: CChar.self) { fstatat(base, $0.baseAddress!, &st, AT_SYMLINK_NOFOLLOW) == 0 }
         }
         return ok ? FileKind(mode: st.st_mode) : nil
     }

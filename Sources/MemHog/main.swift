@@ -67,6 +67,9 @@ func parseSize(_ text: String, _ flag: String) -> Int {
     guard let value = ByteScanner.unsigned(digits.utf8).flatMap({ Int(exactly: $0) }), value <= Int.max / multiplier else {
         fail("\(flag) takes a size in bytes (optionally with k, m or g), not '\(text)'")
     }
+    // Past the address space (128 TiB on x86-64) nothing can be mapped; the page arithmetic
+    // of larger sizes would overflow.
+    guard value * multiplier <= 1 << 47 else { fail("\(flag) \(text): larger than the address space (128 TiB)") }
     return value * multiplier
 }
 
@@ -134,29 +137,29 @@ func holdDirty(_ bytes: Int) -> Block {
     return Block(start: UInt(bitPattern: p), bytes: n)
 }
 
-/// Writes `bytes` to a new file, flushes it to disk (so its page-cache pages are clean), maps it
-/// read-only and reads every page.
+/// Writes `bytes` to a new file (created safely: `CheckedDirectory`; a file or link already at
+/// `path` is refused), flushes it to disk (so its page-cache pages are clean), maps it read-only
+/// and reads every page.
 func holdFile(_ path: String, _ bytes: Int) -> Block {
     let n = pages(bytes)
-    let out = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0o644)
-    if out < 0 { failErrno("open", path) }
     var chunk = [UInt8](repeating: 0, count: 65536)
     for i in chunk.indices { chunk[i] = UInt8(truncatingIfNeeded: i &* 31 &+ 7) }
-    var written = 0
-    while written < n {
-        let count = min(chunk.count, n - written)
-        let w = chunk.withUnsafeBytes { raw in retryOnInterrupt { write(out, raw.baseAddress!, count) } }
-        if w < 0 { failErrno("write", path) }
-        written += w
+    do {
+        let (directory, name) = try CheckedDirectory.containing(path)
+        let file = try directory.createFile(name, mode: 0o644)
+        var written = 0
+        while written < n {
+            let count = min(chunk.count, n - written)
+            try file.write(count == chunk.count ? chunk : Array(chunk[0..<count]))
+            written += count
+        }
+        try file.sync()
+        guard let p = mmap(nil, n, PROT_READ, MAP_PRIVATE, file.descriptor, 0), p != MAP_FAILED else { failErrno("mmap", path) }
+        touch(p, n)
+        return Block(start: UInt(bitPattern: p), bytes: n)
+    } catch {
+        fail("\(error)")
     }
-    if fsync(out) != 0 { failErrno("fsync", path) }
-    close(out)
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    if fd < 0 { failErrno("open", path) }
-    guard let p = mmap(nil, n, PROT_READ, MAP_PRIVATE, fd, 0), p != MAP_FAILED else { failErrno("mmap", path) }
-    close(fd)
-    touch(p, n)
-    return Block(start: UInt(bitPattern: p), bytes: n)
 }
 
 nonisolated(unsafe) var sink: UInt8 = 0
@@ -201,7 +204,13 @@ func holdRegions(_ count: Int) -> Block {
 
 /// Maps one page of each file whose name is awkward for a parser: not UTF-8, with spaces, with
 /// a literal " (deleted)" in it; and one file that is deleted after it was mapped.
-func holdOddFiles(_ directory: String) -> [String] {
+func holdOddFiles(_ path: String) -> [String] {
+    let directory: CheckedDirectory
+    do {
+        directory = try CheckedDirectory.open(path)
+    } catch {
+        fail("\(error)")
+    }
     let names: [[UInt8]] = [
         Array("with space".utf8),
         [0x6e, 0x6f, 0x74, 0x2d, 0xff, 0xfe, 0x2d, 0x75, 0x74, 0x66, 0x38],  // "not-\xff\xfe-utf8"
@@ -210,21 +219,17 @@ func holdOddFiles(_ directory: String) -> [String] {
     ]
     var out: [String] = []
     for (i, name) in names.enumerated() {
-        let path = Array(directory.utf8) + [0x2f] + name + [0]
-        let start: UInt = path.withUnsafeBufferPointer { buf in
-            buf.withMemoryRebound(to: CChar.self) { cpath in
-                let fd = open(cpath.baseAddress!, O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC, 0o644)
-                if fd < 0 { failErrno("open", "odd file \(i)") }
-                var page = [UInt8](repeating: UInt8(i + 1), count: pageSize)
-                let w = page.withUnsafeMutableBytes { write(fd, $0.baseAddress!, pageSize) }
-                if w != pageSize { failErrno("write") }
-                if fsync(fd) != 0 { failErrno("fsync") }
-                guard let p = mmap(nil, pageSize, PROT_READ, MAP_PRIVATE, fd, 0), p != MAP_FAILED else { failErrno("mmap") }
-                close(fd)
-                touch(p, pageSize)
-                if i == 3, unlink(cpath.baseAddress!) != 0 { failErrno("unlink") }
-                return UInt(bitPattern: p)
-            }
+        let start: UInt
+        do {
+            let file = try directory.createFile(PathBytes(name), mode: 0o644)
+            try file.write([UInt8](repeating: UInt8(i + 1), count: pageSize))
+            try file.sync()
+            guard let p = mmap(nil, pageSize, PROT_READ, MAP_PRIVATE, file.descriptor, 0), p != MAP_FAILED else { failErrno("mmap") }
+            touch(p, pageSize)
+            if i == 3 { try directory.removeFile(PathBytes(name)) }
+            start = UInt(bitPattern: p)
+        } catch {
+            fail("odd file \(i): \(error)")
         }
         let hex = name.map { b in String(b, radix: 16).count == 1 ? "0" + String(b, radix: 16) : String(b, radix: 16) }.joined()
         out.append("{\"start\":\(start),\"end\":\(start + UInt(pageSize)),\"nameHex\":\"\(hex)\"}")

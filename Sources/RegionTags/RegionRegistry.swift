@@ -6,7 +6,9 @@ import SystemPackage
 /// taken from any process can show them as their own type: the fallback for kernels without
 /// `PR_SET_VMA_ANON_NAME` (CONFIG_ANON_VMA_NAME), and the only way to attach a call stack.
 ///
-/// One file per process, `<directory>/<pid>`, replaced atomically (write, then rename):
+/// One file per process, `<directory>/<pid>`, mode 0600 (what /proc/PID/maps shows only to the
+/// process's user and root, the registry shows to no one else either), replaced atomically
+/// (write, then rename):
 ///
 ///     mempressure-regions 1
 ///     pid 1234
@@ -60,72 +62,25 @@ public struct RegionRegistry: RegionTagSource, Sendable, Hashable {
 
     // MARK: Writing
 
-    /// Replaces this process's file with `entry`. Creates the directory (mode 1777, like /tmp,
-    /// so every user's processes can publish) when missing; checks it on its descriptor.
+    /// Replaces this process's file with `entry` (mode 0600: only its user and root may read the
+    /// addresses and call stacks of its memory, as only they may read its /proc/PID/maps).
+    /// Creates the directory (mode 1777, like /tmp, so every user's processes can publish) when
+    /// missing; checks it on its descriptor and writes through it (`CheckedDirectory`): a name
+    /// planted in the way (a link, a FIFO) is replaced, never followed.
     public func publish(_ entry: Entry) throws(RegistryError) {
-        let dir = try openDirectory(create: true)
-        defer { close(dir) }
         var text = Self.formatLine + "\npid \(entry.pid)\nstart-ticks \(entry.startTicks)\n"
         for tag in entry.tags {
             text += "region \(String(tag.start, radix: 16)) \(String(tag.end, radix: 16)) \(Self.oneLine(tag.name))\n"
             for frame in tag.stack { text += "frame \(Self.oneLine(frame))\n" }
         }
-        // Written through the directory's descriptor; a name planted in the way (a link, a
-        // FIFO) is removed, never followed (O_EXCL | O_NOFOLLOW).
-        let temporary = ".\(entry.pid).tmp"
-        unlinkat(dir, temporary, 0)
-        let fd = openat(dir, temporary, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw .systemCall(SystemCallError("open", errno: Errno(rawValue: errno), subject: "\(directory)/\(temporary)")) }
         do {
-            defer { close(fd) }
-            try writeAll(fd, Array(text.utf8), subject: "\(directory)/\(temporary)")
+            // A directory, not a link; this user's or root's, or anyone's if sticky (then only a
+            // file's owner can replace or remove it).
+            let dir = try CheckedDirectory.open(directory, creating: true, mode: 0o1777, owners: .anyoneIfSticky)
+            try dir.replaceFile("\(entry.pid)", with: Array(text.utf8), mode: 0o600)
         } catch {
-            unlinkat(dir, temporary, 0)
-            throw .systemCall(error)
+            throw .write(error)
         }
-        if renameat(dir, temporary, dir, "\(entry.pid)") != 0 {
-            let e = Errno(rawValue: errno)
-            unlinkat(dir, temporary, 0)
-            throw .systemCall(SystemCallError("rename", errno: e, subject: "\(directory)/\(temporary)"))
-        }
-    }
-
-    /// Opens the directory (creating it if asked) and checks it on the descriptor: a directory,
-    /// not a symbolic link; one we created must be ours; one that was there must be ours or
-    /// root's, or sticky (then only a file's owner can replace or remove it).
-    func openDirectory(create: Bool) throws(RegistryError) -> CInt {
-        var created = false
-        if create {
-            if mkdir(directory, 0o1777) == 0 {
-                created = true
-            } else if errno != EEXIST {
-                throw .systemCall(SystemCallError("mkdir", errno: Errno(rawValue: errno), subject: directory))
-            }
-        }
-        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else {
-            let e = Errno(rawValue: errno)
-            if e == .tooManySymbolicLinkLevels || e == .notDirectory { throw .untrustedDirectory(directory, "not a directory (a symbolic link or a file)") }
-            throw .systemCall(SystemCallError("open", errno: e, subject: directory))
-        }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else {
-            let e = Errno(rawValue: errno)
-            close(fd)
-            throw .systemCall(SystemCallError("fstat", errno: e, subject: directory))
-        }
-        let me = geteuid()
-        if created {
-            guard st.st_uid == me else {
-                close(fd)
-                throw .untrustedDirectory(directory, "created by this process, yet owned by uid \(st.st_uid)")
-            }
-            fchmod(fd, 0o1777)  // mkdir applies the umask
-        } else if st.st_uid != me && st.st_uid != 0 && st.st_mode & S_ISVTX == 0 {
-            close(fd)
-            throw .untrustedDirectory(directory, "owned by uid \(st.st_uid) and not sticky: that user could replace this process's file")
-        }
-        return fd
     }
 
     /// Removes this process's file (at exit, or when it owns no tagged memory any more).
@@ -159,8 +114,13 @@ public struct RegionRegistry: RegionTagSource, Sendable, Hashable {
         var removed = 0
         for raw in names {
             var digits = raw[...]
-            let temporary = digits.first == UInt8(ascii: ".") && digits.count > 5 && digits.suffix(4).elementsEqual(".tmp".utf8)
-            if temporary { digits = digits.dropFirst().dropLast(4) }
+            // A writer's temporary file: ".PID.RANDOM" (CheckedDirectory.replaceFile).
+            let temporary = digits.first == UInt8(ascii: ".")
+            if temporary {
+                digits = digits.dropFirst()
+                guard let dot = digits.firstIndex(of: UInt8(ascii: ".")), dot < digits.endIndex - 1 else { continue }
+                digits = digits[..<dot]
+            }
             guard let value = ByteScanner.unsigned(digits), let pid = Int32(exactly: value) else { continue }
             let name = String(decoding: raw, as: UTF8.self)
             let running = Self.startTicks(of: pid, proc: proc)
@@ -301,14 +261,13 @@ public struct RegionRegistry: RegionTagSource, Sendable, Hashable {
 
 /// Why publishing in the registry failed.
 public enum RegistryError: Error, Sendable, Hashable, CustomStringConvertible {
-    case systemCall(SystemCallError)
-    /// The directory is not one this process may trust with its file.
-    case untrustedDirectory(String, String)
+    /// The directory is not one this process may trust with its file, or the file could not
+    /// be written.
+    case write(FileWriteError)
 
     public var description: String {
         switch self {
-        case .systemCall(let e): "\(e)"
-        case .untrustedDirectory(let path, let reason): "region registry \(path): \(reason)"
+        case .write(let e): "region registry: \(e)"
         }
     }
 }

@@ -36,7 +36,7 @@ struct Options: ParsableCommand, Sendable {
         abstract: "The model app: state, an image cache, backing stores, assets and dirty memory, supervised through its lifecycle.")
 
     @Option(help: "The app's name (default: $MEMPRESSURE_APP, else workload).") var name: String?
-    @Option(name: .customLong("data-dir"), help: "Where its state and assets live (default: /tmp/mempressure-workload-NAME).") var dataDirectory: String?
+    @Option(name: .customLong("data-dir"), help: "Where its state and assets live: made 0700 if missing; one of another user, or that others may write in (unless sticky), is refused (default: mempressure-workload-NAME in $XDG_RUNTIME_DIR, else /run for root, /run/user/UID for others).") var dataDirectory: String?
     @Option(name: .customLong("state-mb"), help: "App state (MiB): saved on didEnterBackground and willTerminate, restored when relaunched.") var stateMB = 8
     @Option(name: .customLong("image-cache-mb"), help: "Decoded images in a PurgeableCache (MiB).") var imageCacheMB = 16
     @Option(name: .customLong("image-kb"), help: "The size of one image (KiB, at least 4).") var imageKB = 256
@@ -166,7 +166,8 @@ func threadCPUSeconds() -> Double {
 /// The app's model: everything it holds, and how it builds, trims and restores it.
 final class Workload: LifecycleDelegate, @unchecked Sendable {
     let o: Options
-    let directory: String
+    /// The data directory, written in only through its checked descriptor (`DataDirectory`).
+    let directory: CheckedDirectory
     let images: PurgeableCache<Int, PurgeableBuffer>
     var state: [UInt8] = []
     var backingStores: [PurgeableBuffer] = []
@@ -190,9 +191,12 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
 
     init(_ o: Options) {
         self.o = o
-        directory = o.dataDirectory ?? "/tmp/mempressure-workload-\(o.appName)"
+        do {
+            directory = try DataDirectory.open(o.dataDirectory, appName: o.appName)
+        } catch {
+            fail("its data directory: \(error)" + (o.dataDirectory == nil ? " (the default; --data-dir names another)" : ""))
+        }
         images = PurgeableCache(name: "images-\(o.appName)", policy: .sieve)
-        if mkdir(directory, 0o755) != 0 && errno != EEXIST { fail("cannot create \(directory): errno \(errno)") }
     }
 
     var imageCount: Int { o.imageCacheMB * 1024 / o.imageKB }
@@ -242,15 +246,14 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
     }
 
     func loadState() {
-        let path = "\(directory)/state.bin"
         let size = o.stateMB << 20
-        do {
-            let bytes = try FileLoader.load(path, mappingThreshold: Int.max)
-            if bytes.count == size {
-                state = try bytes.withUnsafeBytes { Array($0) }
-                restoredFromDisk = true
+        do throws(FileOpenError) {
+            let file = try directory.openFile("state.bin", maxBytes: Int.max)
+            if file.size == size {
+                state = try file.readToEnd(maxBytes: size)
+                restoredFromDisk = state.count == size
             }
-        } catch MappedFileError.notFound {
+        } catch where error.isMissing {
             // First launch: no saved state yet.
         } catch {
             fail("state: \(error)")
@@ -284,27 +287,16 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
         close(fd)
     }
 
-    /// Writes the state to a temporary file, syncs it, and renames it over the saved one: a
-    /// crash or a kill mid-save leaves the previous state whole. A save that fails ends the app
-    /// loudly (status 2): the model app never loses its state silently.
+    /// Writes the state to a new temporary file, syncs it, and renames it over the saved one
+    /// (`CheckedDirectory.replaceFile`): a crash or a kill mid-save leaves the previous state
+    /// whole, and a link planted in the directory is replaced, never written through. A save that
+    /// fails ends the app loudly (status 2): the model app never loses its state silently.
     func saveState() {
-        let path = "\(directory)/state.bin"
-        let temporary = "\(directory)/.state.bin.tmp"
-        let fd = open(temporary, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { fail("cannot save its state to \(temporary): errno \(errno)") }
-        let failure = state.withUnsafeBytes { raw -> SystemCallError? in
-            do throws(SystemCallError) {
-                try writeAll(fd, raw, subject: temporary)
-                return nil
-            } catch {
-                return error
-            }
+        do {
+            try directory.replaceFile("state.bin", durable: true) { (file: borrowing NewFile) throws(SystemCallError) in try file.write(state) }
+        } catch {
+            fail("cannot save its state: \(error)")
         }
-        if let failure {
-            close(fd)
-            fail("cannot save its state: \(failure)")
-        }
-        guard fsync(fd) == 0, close(fd) == 0, rename(temporary, path) == 0 else { fail("cannot save its state to \(path): errno \(errno)") }
     }
 
     /// FNV-1a over the state: what a relaunch must restore exactly.
@@ -318,24 +310,27 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
 
     func mapAssets() {
         guard o.assetsMB > 0 else { return }
-        let path = "\(directory)/assets.bin"
         let size = o.assetsMB << 20
         let existing: Int
         do {
-            existing = try MappedFile(path: path).count
+            existing = try directory.openFile("assets.bin", maxBytes: MappedFile.maximumBytes).size
         } catch {
-            existing = -1  // missing or empty: write it
+            existing = -1  // missing, or not a regular file: written anew (replacing whatever is there)
         }
         if existing != size {
-            let fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0o644)
             var chunk = [UInt8](repeating: 0, count: 1 << 20)
             for i in chunk.indices { chunk[i] = UInt8(truncatingIfNeeded: i &* 7) }
-            for _ in 0..<o.assetsMB { _ = chunk.withUnsafeBytes { write(fd, $0.baseAddress!, $0.count) } }
-            fsync(fd)
-            close(fd)
+            do {
+                // Synced, so that its page-cache pages are clean.
+                try directory.replaceFile("assets.bin", durable: true) { (file: borrowing NewFile) throws(SystemCallError) in
+                    for _ in 0..<o.assetsMB { try file.write(chunk) }
+                }
+            } catch {
+                fail("assets: \(error)")
+            }
         }
         do {
-            let file = try MappedFile(path: path)
+            let file = try MappedFile(file: directory.openFile("assets.bin", maxBytes: MappedFile.maximumBytes))
             try file.touchAllPages()
             assets = [file]
         } catch {

@@ -176,25 +176,21 @@ struct Simulate: AsyncParsableCommand {
         throw CLIError("--sizes takes N or MIN-MAX (bytes), not '\(text)'")
     }
 
-    /// Draws the report's curves with gnuplot into `path`.
+    /// Draws the report's curves with gnuplot into `path`. gnuplot writes its SVG as any program
+    /// does (through whatever link is at the name): it draws into a private directory of its own,
+    /// and the SVG is then put at `path` safely (`CheckedDirectory`: a directory of this user or
+    /// root, the file replaced, never written through a link).
     private func drawCurves(_ report: SimulationReport, to path: String) throws {
         guard let gnuplot = findExecutable("gnuplot") else {
             throw CLIError("gnuplot not found on PATH: --plot \(path) was not drawn (the table above is complete; apt-get install gnuplot-nox to draw it)")
         }
-        let script = report.gnuplotScript(output: path)
-        var template = Array("/tmp/mempressure-plot-XXXXXX".utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard fd >= 0 else { throw SystemCallError("mkstemp", errno: Errno(rawValue: errno)) }
-        let scriptPath = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        defer { unlink(scriptPath) }
-        do {
-            defer { close(fd) }
-            var bytes = Array(script.utf8)
-            try bytes.withUnsafeMutableBytes { try LinuxSystem.writeAll(fd, UnsafeRawBufferPointer($0)) }
-            bytes.removeAll()
-        }
-        let status = try spawnAndWait(gnuplot, [gnuplot, scriptPath])
+        let (destination, name) = try CheckedDirectory.containing(path)
+        let scratch = try CheckedDirectory.makeUnique(prefix: "mempressure-plot-")
+        defer { scratch.removeTree() }
+        try scratch.replaceFile("plot.gp", with: Array(report.gnuplotScript(output: "\(scratch.path)/plot.svg").utf8))
+        let status = try spawnAndWait(gnuplot, [gnuplot, "\(scratch.path)/plot.gp"])
         guard status == 0 else { throw CLIError("gnuplot failed (status \(status)) drawing \(path)") }
+        try scratch.copyFile("plot.svg", maxBytes: 64 << 20, to: destination, as: name, mode: 0o644)
     }
 }
 

@@ -40,7 +40,7 @@ struct CacheDemo: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            let total = try parseBytes(size, flag: "--size")
+            let total = try parseBytesInMemory(size, flag: "--size")
             let each = try parseBytes(entrySize, flag: "--entry-size")
             guard each > 0, total >= each else { throw CLIError("--entry-size must be positive and at most --size") }
             guard reclaimEvery >= 1 else { throw CLIError("--reclaim-every must be at least 1") }
@@ -146,4 +146,16 @@ func parseBytes(_ text: String, flag: String) throws -> Int {
         throw CLIError("\(flag) takes a number of bytes (with k, m or g), not '\(text)'")
     }
     return n * multiplier
+}
+
+/// `parseBytes`, for memory the command will hold: at most the machine's memory (MemTotal),
+/// else refused at once (filling a cache larger than the machine never ends).
+func parseBytesInMemory(_ text: String, flag: String) throws -> Int {
+    let n = try parseBytes(text, flag: flag)
+    let memory = try ProcFS.readBytes("/proc/meminfo").withUnsafeBytes { MemInfo.parse($0) }.totalBytes
+    guard let memory else { throw CLIError("/proc/meminfo: no MemTotal, so \(flag) cannot be checked against the machine's memory") }
+    guard UInt64(n) <= memory else {
+        throw CLIError("\(flag) \(text) (\(ByteFormat.human(UInt64(n)))) is more than this machine's memory (\(ByteFormat.human(memory)), MemTotal): it could never be held")
+    }
+    return n
 }

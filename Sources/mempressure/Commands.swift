@@ -321,7 +321,7 @@ struct Watch: AsyncParsableCommand {
     @Flag(name: .long, help: "Print each timeline entry as one line of JSON as it is taken.")
     var jsonl = false
 
-    @Option(name: .long, help: "Write each snapshot as a VM report (with regions) into this directory.")
+    @Option(name: .long, help: "Write each snapshot as a VM report (with regions) into this directory (made 0700 if missing; one of another user, or that others may write in, is refused).")
     var save: String?
 
     func validate() throws {
@@ -338,7 +338,10 @@ struct Watch: AsyncParsableCommand {
             var watcher = Watcher(snapshotter: snapshotter, definition: definition)
             var timeline: Timeline?
             var taken = 0
-            if let save { try ProcFS.makeDirectory(save) }
+            // Made 0700 when missing; one that is there must be this user's or root's and closed
+            // to others (CheckedDirectory): the reports are written through its descriptor.
+            var saveDirectory: CheckedDirectory?
+            if let save { saveDirectory = try CheckedDirectory.open(save, creating: true) }
             if !json && !jsonl { output(TimelineEntry.header + "\n") }
             while count.map({ taken < $0 }) ?? true {
                 let started = monotonicSeconds()
@@ -355,9 +358,9 @@ struct Watch: AsyncParsableCommand {
                 } else if !json {
                     output(entry.renderRow() + "\n")
                 }
-                if let save, let snapshot {
+                if let saveDirectory, let snapshot {
                     let report = VMReport(snapshot, includeRegions: true, sort: .address)
-                    try ProcFS.writeFile("\(save)/\(zeroPadded(taken))-\(snapshot.capturedAt).json", Array(try encodeJSON(report).utf8))
+                    try saveDirectory.replaceFile("\(zeroPadded(taken))-\(snapshot.capturedAt).json", with: Array(try encodeJSON(report).utf8))
                 }
                 if snapshot == nil { break }
                 if let count, taken >= count { break }

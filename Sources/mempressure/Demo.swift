@@ -7,6 +7,7 @@ import LifecycleProtocol
 import LinuxSystem
 import MemHogClient
 import Scenarios
+import SystemPackage
 import VMTracker
 
 struct Demo: AsyncParsableCommand {
@@ -34,7 +35,7 @@ struct Demo: AsyncParsableCommand {
     var json = false
     @Flag(name: .customLong("vm-only"), help: "Only part 1.")
     var vmOnly = false
-    @Option(name: .customLong("report-dir"), help: "Keep jetsam's episode reports in this directory (by default they are written to a temporary directory and removed at the end).")
+    @Option(name: .customLong("report-dir"), help: "Keep jetsam's episode reports in this directory (made 0700 if missing; by default they are written to the demo's own temporary directory and removed at the end).")
     var reportDirectory: String?
 
     func run() async throws {
@@ -44,10 +45,14 @@ struct Demo: AsyncParsableCommand {
 
     func all() async throws {
         do {
-            let directory = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
-            let path = "\(directory)/mempressure-demo-\(getpid()).dat"
-            defer { unlink(path) }
-            let args = ["--dirty", dirty, "--file", path, "--file-bytes", file, "--purgeable", purgeable]
+            // The hog holds these: a size the machine cannot hold is refused before it starts.
+            for (text, flag) in [(dirty, "--dirty"), (file, "--file"), (purgeable, "--purgeable")] { _ = try parseBytesInMemory(text, flag: flag) }
+            // Everything the demo writes (the hog's file, the apps' data, jetsam's reports unless
+            // --report-dir) goes into a directory of its own, made exclusively (mode 0700, under
+            // $TMPDIR or /tmp): never a name another user could make first. Removed at the end.
+            let scratch = try CheckedDirectory.makeUnique(prefix: "mempressure-demo-")
+            defer { scratch.removeTree() }
+            let args = ["--dirty", dirty, "--file", "\(scratch.path)/hog.dat", "--file-bytes", file, "--purgeable", purgeable]
             let (report, text) = try await Hog.with(args) { hog -> (VMReport, String) in
                 let app = try Snapshotter().app(.process(hog.pid), options: .detailed)
                 let report = VMReport(app, includeRegions: true, sort: .address)
@@ -59,9 +64,9 @@ struct Demo: AsyncParsableCommand {
                 return
             }
             try Task.checkCancellation()
-            let log = try await lifecycle()
+            let log = try await lifecycle(data: try scratch.subdirectory("lifecycle"))
             try Task.checkCancellation()
-            let jetsamLog = try await jetsam()
+            let jetsamLog = try await jetsam(data: try scratch.subdirectory("jetsam"))
             if json {
                 struct All: Encodable {
                     var vm: VMReport
@@ -77,30 +82,16 @@ struct Demo: AsyncParsableCommand {
 
     /// Part 3: several apps switched among on a small device until memory runs short: their VM
     /// Tracker summaries as they are suspended, the warnings, jetsam's decisions and why, a
-    /// freeze-dry when there is swap; then switching back: a resume against a relaunch.
-    func jetsam() async throws -> ScenarioLog? {
+    /// freeze-dry when there is swap; then switching back: a resume against a relaunch. The apps'
+    /// data (and the episode reports, without --report-dir) go into `data`, the demo's own.
+    func jetsam(data directory: CheckedDirectory) async throws -> ScenarioLog? {
         guard Supervisor.canBudget() else {
             if !json { output("\nPart 3 (jetsam) needs a device budget: a memory cgroup, which needs root and the memory controller. Skipped.\n") }
             return nil
         }
-        let directory = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
-        let data = "\(directory)/mempressure-demo-jetsam-\(getpid())"
-        try ProcFS.makeDirectory(data)
+        let data = directory.path
         let episodes = reportDirectory ?? "\(data)/episodes"
-        try ProcFS.makeDirectory(episodes)
         let apps: [(String, Int, Bool)] = [("Photos", 60, false), ("Maps", 50, false), ("Music", 40, true), ("Notes", 20, false), ("Podcasts", 24, true), ("Weather", 4, false), ("Safari", 10, false)]
-        var written: [String] = []
-        defer {
-            for (name, _, _) in apps {
-                for file in ["state.bin", ".state.bin.tmp", "assets.bin"] { unlink("\(data)/\(name)/\(file)") }
-                rmdir("\(data)/\(name)")
-            }
-            if reportDirectory == nil {
-                for file in written { unlink(file) }
-                rmdir(episodes)
-            }
-            rmdir(data)
-        }
         var steps: [Command] = []
         for (name, _, running) in apps where name != "Safari" {
             steps += [.activate(name), .waitReady(name, count: nil, timeout: nil), .background(name, waitForSuspension: !running)]
@@ -141,8 +132,11 @@ struct Demo: AsyncParsableCommand {
             for e in log.episodes { output("\n" + e.renderText()) }
             output("\nKernel cgroup OOM kills during the run: \(log.kernelOOMKills.map(String.init) ?? "?") (jetsam acted first). `mempressure jetsam replay` runs the same decisions under the other policies.\n")
             output(Self.switchingBack(log))
-            do {
+            var written: [String] = []
+            do throws(SystemCallError) {
                 written = try ProcFS.listDirectory(episodes).map { "\(episodes)/\(String(decoding: $0, as: UTF8.self))" }.sorted()
+            } catch where error.errno == .noSuchFileOrDirectory {
+                // No episode, so no report: jetsam makes the directory with the first.
             } catch {
                 output("cannot list \(episodes): \(error)\n")
             }
@@ -181,18 +175,9 @@ struct Demo: AsyncParsableCommand {
         return out
     }
 
-    /// Part 2: the built-in lifecycle scenario.
-    func lifecycle() async throws -> ScenarioLog {
-        let directory = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
-        let data = "\(directory)/mempressure-demo-\(getpid())"
-        try ProcFS.makeDirectory(data)
-        defer {
-            for f in ["Photos", "Maps"] {
-                for file in ["state.bin", ".state.bin.tmp", "assets.bin"] { unlink("\(data)/\(f)/\(file)") }
-                rmdir("\(data)/\(f)")
-            }
-            rmdir(data)
-        }
+    /// Part 2: the built-in lifecycle scenario; the apps' data go into `data`, the demo's own.
+    func lifecycle(data directory: CheckedDirectory) async throws -> ScenarioLog {
+        let data = directory.path
         let canBudget = Supervisor.canBudget()
         func workload(_ name: String, _ extra: [String]) -> AppSpec {
             AppSpec(name: name, command: ["mempressure-workload", "--data-dir", "\(data)/\(name)", "--state-mb", "16", "--image-cache-mb", "32", "--backing-mb", "8", "--assets-mb", "16"] + extra)

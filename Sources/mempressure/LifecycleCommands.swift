@@ -164,7 +164,7 @@ struct Supervise: AsyncParsableCommand {
     @Option(name: .customLong("jetsam-policy"), help: "ios, xnu, lmkd, largest, lru or cost.") var jetsamPolicy: JetsamPolicyName = .ios
     @Option(name: .customLong("high-memory"), help: "For jetsam: high memory in bytes (k, m, g) or a share of the budget (12.5%).") var highMemory: String?
     @Option(name: .customLong("protect"), help: "For jetsam: an app never killed (repeatable).") var protect: [String] = []
-    @Option(name: .customLong("jetsam-reports"), help: "For jetsam: a directory for each episode's report (episode-N.json).") var jetsamReports: String?
+    @Option(name: .customLong("jetsam-reports"), help: "For jetsam: a directory for each episode's report (episode-N.json, mode 0600; made 0700 if missing; one of another user, or that others may write in, is refused).") var jetsamReports: String?
     @Option(name: .customLong("max-apps"), help: "The most apps kept on record: one more forgets the app not running idle longest (default 1000).") var maxApps: Int?
     @Option(name: .customLong("log-limit"), help: "The most events the log keeps, the oldest going first (default 100000).") var logLimit: Int?
     @Option(name: .customLong("export"), help: "Also serve /metrics for Prometheus on HOST:PORT ([IPv6]:PORT, or :PORT for every IPv4 address), the supervisor's metrics included (default: off).") var export: String?
@@ -202,6 +202,9 @@ struct Supervise: AsyncParsableCommand {
                     }
                 }
                 j.protected = protect
+                // Checked (and made) now, so that a directory refused for its reports says so at
+                // start, not at the first episode.
+                if let jetsamReports { _ = try CheckedDirectory.open(jetsamReports, creating: true) }
                 j.reportDirectory = jetsamReports
                 try j.validate()
                 JetsamKiller(configuration: j).attach(to: &c)

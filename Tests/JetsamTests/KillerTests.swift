@@ -329,8 +329,8 @@ struct KillerTests {
             try await park(s, "W")
             try await park(s, "V")
             let pid = try #require(try await s.pid(of: "V"))
-            try writeText("\(pid)", to: "\(group)/cgroup.procs")
-            try writeText("FROZEN", to: "\(group)/freezer.state")
+            try ProcFS.writeFileInPlace("\(group)/cgroup.procs", Array("\(pid)".utf8))
+            try ProcFS.writeFileInPlace("\(group)/freezer.state", Array("FROZEN".utf8))
             try await s.activate("F")
             let episodes = killer.episodeUpdates()
             // About 85% of the budget in the working set.
@@ -349,7 +349,7 @@ struct KillerTests {
             for d in episode.decisions.dropFirst() { #expect(!d.input.apps.contains { $0.name == "V" }) }
             #expect(try await s.state(of: "F") == .active, "the foreground app lives")
             // Thawed, V dies at last.
-            try writeText("THAWED", to: "\(group)/freezer.state")
+            try ProcFS.writeFileInPlace("\(group)/freezer.state", Array("THAWED".utf8))
             try await s.waitForState("V", .notRunning, timeout: 20)
             #expect(await s.kernelOOMKills() == 0)
         }

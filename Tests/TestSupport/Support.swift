@@ -67,8 +67,15 @@ public struct CommandResult: Sendable {
 }
 
 /// Runs the built `mempressure` with `arguments` and collects its output.
-public func runMempressure(_ arguments: [String], asUser uid: UInt32? = nil) async throws -> CommandResult {
-    let executable = buildDirectory + "/mempressure"
+public func runMempressure(_ arguments: [String], asUser uid: UInt32? = nil, environment: [Environment.Key: String?] = [:]) async throws -> CommandResult {
+    try await runBuilt("mempressure", arguments, asUser: uid, environment: environment)
+}
+
+/// Runs the built executable `program` (standard input /dev/null) with `arguments`, as the
+/// user `uid` if given, with `environment` changing the inherited one (nil removes a variable),
+/// and collects its output.
+public func runBuilt(_ program: String, _ arguments: [String], asUser uid: UInt32? = nil, environment: [Environment.Key: String?] = [:]) async throws -> CommandResult {
+    let executable = buildDirectory + "/" + program
     var argv = arguments
     var path = executable
     if let uid {
@@ -77,7 +84,8 @@ public func runMempressure(_ arguments: [String], asUser uid: UInt32? = nil) asy
         argv = ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", executable] + arguments
     }
     let result = try await Subprocess.run(
-        .path(FilePath(path)), arguments: Arguments(argv), output: .string(limit: 16 << 20), error: .string(limit: 1 << 20))
+        .path(FilePath(path)), arguments: Arguments(argv), environment: .inherit.updating(environment), output: .string(limit: 16 << 20),
+        error: .string(limit: 1 << 20))
     let status: Int32
     switch result.terminationStatus {
     case .exited(let code): status = Int32(code)
@@ -114,6 +122,9 @@ public struct TemporaryDirectory: Sendable {
 
     public func remove() { removeTree(Array(path.utf8)) }
 }
+
+/// Removes the directory `path` and everything in it (links are removed, never followed).
+public func removeDirectoryTree(_ path: String) { removeTree(Array(path.utf8)) }
 
 /// Removes a directory tree of plain files (names are bytes: tests make non-UTF-8 ones).
 private func removeTree(_ path: [UInt8]) {
@@ -170,8 +181,10 @@ public func copyTree(_ from: String, to: String) throws {
     }
 }
 
+/// Creates or replaces the file at `path` (mode 0644), in a directory of the test's own, the
+/// project's one way (`CheckedDirectory`).
 public func writeBytes(_ bytes: [UInt8], to path: String) throws {
-    try ProcFS.writeFile(path, bytes)
+    try CheckedDirectory.replaceFile(at: path, with: bytes, mode: 0o644)
 }
 
 public func writeText(_ text: String, to path: String) throws {

@@ -20,6 +20,19 @@ public func within<T: Sendable>(_ timeout: Double, _ body: @escaping @Sendable (
     }
 }
 
+/// `runMempressure(arguments)`, or nil if it has not ended within `timeout` seconds (it is then
+/// killed): for a command that once ran for ever.
+public func runMempressure(_ arguments: [String], within timeout: Double) async throws -> CommandResult? {
+    let outcome = await within(timeout) { () -> Result<CommandResult, any Error>? in
+        do {
+            return .success(try await runMempressure(arguments))
+        } catch {
+            return .failure(error)
+        }
+    }
+    return try outcome?.get()
+}
+
 /// The first element of `stream` that satisfies `predicate`, or nil if none came within
 /// `timeout` seconds (the stream ending counts as none). For waiting on a real event.
 public func first<Element: Sendable>(

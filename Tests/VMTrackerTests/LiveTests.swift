@@ -170,13 +170,13 @@ struct LiveTests {
                 _ = writeTextReportingFailure("\(hog.pid)", to: "\(Self.freezer)/cgroup.procs")
                 rmdir(group)
             }
-            try writeText("\(hog.pid)", to: "\(group)/cgroup.procs")
+            try ProcFS.writeFileInPlace("\(group)/cgroup.procs", Array("\(hog.pid)".utf8))
             var watcher = Watcher(definition: .process(hog.pid))
             _ = try watcher.step()
-            try writeText("FROZEN", to: "\(group)/freezer.state")
+            try ProcFS.writeFileInPlace("\(group)/freezer.state", Array("FROZEN".utf8))
             let frozen = try #require(try watcher.step())
             #expect(frozen.entry.markers.map(\.kind) == [.frozen])
-            try writeText("THAWED", to: "\(group)/freezer.state")
+            try ProcFS.writeFileInPlace("\(group)/freezer.state", Array("THAWED".utf8))
             let thawed = try #require(try watcher.step())
             #expect(thawed.entry.markers.map(\.kind) == [.thawed])
         }

@@ -109,6 +109,40 @@ struct RegistryTests {
             try handle.signal(SIGTERM)
             _ = try handle.wait(for: WEXITED)
         }
+
+        /// `terminate()` for cleanup code: a failure is recorded as the test's.
+        func end() {
+            do {
+                try terminate()
+            } catch {
+                Issue.record("the hog (pid \(handle.pid)) could not be ended: \(error)")
+            }
+        }
+    }
+
+    @Test("a registry file is its process's user's alone (mode 0600): another user cannot read root's region addresses and call stacks, as it cannot read root's /proc/PID/maps",
+          .enabled(if: canSwitchUser, "needs root and setpriv(1) to act as another user"))
+    func privateFiles() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        try #require(chmod(dir.path, 0o755) == 0)  // the registry is reachable by everyone, as in /dev/shm
+        let registry = "\(dir.path)/registry"
+        let hog = try PublishingHog(registry: registry)
+        defer { hog.end() }
+        let file = "\(registry)/\(hog.handle.pid)"
+        var st = stat()
+        try #require(lstat(file, &st) == 0, "the hog published its purgeable regions")
+        #expect(st.st_mode & 0o777 == 0o600, "mode \(String(st.st_mode & 0o777, radix: 8))")
+        #expect(st.st_uid == 0)
+        do {
+            let read = try await Attacker.run("cat \(file)")
+            Issue.record("another user read root's registry file: \(read.prefix(200))")
+        } catch {
+            #expect("\(error)".contains("Permission denied"), "\(error)")
+        }
+        // The directory, made by the first writer, is shared: sticky, open to every user.
+        try #require(lstat(registry, &st) == 0)
+        #expect(st.st_mode & 0o7777 == 0o1777)
     }
 
     @Test("the registry file of a process ended by SIGTERM is removed by the next writer")
@@ -123,13 +157,7 @@ struct RegistryTests {
         #expect(Self.exists(firstFile), "a process ended by SIGTERM cannot withdraw its file")
 
         let second = try PublishingHog(registry: registry)
-        defer {
-            do {
-                try second.terminate()
-            } catch {
-                Issue.record("the second hog (pid \(second.handle.pid)) could not be ended: \(error)")
-            }
-        }
+        defer { second.end() }
         #expect(Self.exists("\(registry)/\(second.handle.pid)"))
         #expect(!Self.exists(firstFile), "the next writer removed the file of the process that is gone")
     }

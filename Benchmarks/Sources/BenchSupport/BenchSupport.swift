@@ -60,8 +60,11 @@ public func log(_ tool: String, _ text: String) {
     _ = line.withCString { write(2, $0, strlen($0)) }
 }
 
+/// Creates or replaces the file at `path` (mode 0644: reports are published) the project's one
+/// way (`CheckedDirectory`: the directory must be this user's or root's, the file is replaced,
+/// never written through a link).
 public func writeText(_ text: String, to path: String) throws {
-    try ProcFS.writeFile(path, Array(text.utf8))
+    try CheckedDirectory.replaceFile(at: path, with: Array(text.utf8), mode: 0o644)
 }
 
 public func kernelRelease() -> String {

@@ -109,18 +109,24 @@ public enum PlotError: Error, CustomStringConvertible {
     }
 }
 
-/// Writes `OUTPUT/NAME.gp` and runs gnuplot on it (in OUTPUT), which writes `OUTPUT/NAME.svg`.
+/// Writes `OUTPUT/NAME.gp` and `OUTPUT/NAME.svg`, which gnuplot draws from it. gnuplot writes
+/// its SVG as any program does (through whatever link is at the name), so it runs in a private
+/// directory of its own; the SVG is then put into OUTPUT safely (`CheckedDirectory`).
 public func render(_ plot: Plot, in output: String) throws {
+    let directory = try CheckedDirectory.open(output)
     let script = "\(output)/\(plot.name).gp"
-    try writeText(plot.script, to: script)
+    try directory.replaceFile("\(plot.name).gp", with: Array(plot.script.utf8), mode: 0o644)
     let candidates: [String] = ["/usr/bin/gnuplot", "/usr/local/bin/gnuplot"]
     guard let gnuplot = candidates.first(where: { access($0, X_OK) == 0 }) else {
         throw PlotError.gnuplotMissing
     }
+    let scratch = try CheckedDirectory.makeUnique(prefix: "mempressure-plot-")
+    defer { scratch.removeTree() }
+    try scratch.replaceFile("\(plot.name).gp", with: Array(plot.script.utf8))
     let process = Process()
     process.executableURL = URL(fileURLWithPath: gnuplot)
     process.arguments = ["\(plot.name).gp"]
-    process.currentDirectoryURL = URL(fileURLWithPath: output)
+    process.currentDirectoryURL = URL(fileURLWithPath: scratch.path)
     let errors = Pipe()
     process.standardError = errors
     process.standardOutput = FileHandle.nullDevice
@@ -131,4 +137,5 @@ public func render(_ plot: Plot, in output: String) throws {
     guard process.terminationStatus == 0, message.isEmpty else {
         throw PlotError.gnuplotFailed(script: script, status: process.terminationStatus, message: message.trimmingCharacters(in: .whitespacesAndNewlines))
     }
+    try scratch.copyFile("\(plot.name).svg", maxBytes: 64 << 20, to: directory, as: "\(plot.name).svg", mode: 0o644)
 }

@@ -44,9 +44,11 @@ struct Measure: AsyncParsableCommand {
         }
         guard getuid() == 0 else { throw BenchError("jetsam-bench needs root (memory cgroups, pidfds on its own children, PID namespaces)") }
         let build = URL(fileURLWithPath: self.build).standardizedFileURL.path
-        let data = "/tmp/mempressure-jetsam-bench-\(getpid())"
-        try ProcFS.makeDirectory(data)
-        defer { removeTree(data) }
+        // The run's files (the apps' data, the peers' logs and configurations) in a directory of
+        // its own, made exclusively (mode 0700): never a name another user could make first.
+        let scratch = try CheckedDirectory.makeUnique(prefix: "mempressure-jetsam-bench-")
+        defer { scratch.removeTree() }
+        let data = scratch.path
         let tool = "jetsam-bench"
         if let only {
             let encoder = JSONEncoder()

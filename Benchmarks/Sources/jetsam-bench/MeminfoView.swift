@@ -45,13 +45,13 @@ final class MeminfoView: @unchecked Sendable {
             }
             return Array(out.utf8)
         }
-        let fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw BenchError("open \(path): errno \(errno)") }
-        try writeAll(fd, render(available: try reader.read().availableBytes), subject: path)
-        close(fd)
+        do {
+            let (directory, name) = try CheckedDirectory.containing(path)
+            try directory.createFile(name, mode: 0o644).write(render(available: try reader.read().availableBytes))
+        }
         guard mount(path, "/proc/meminfo", nil, UInt(MS_BIND), nil) == 0 else { throw BenchError("bind mount over /proc/meminfo: errno \(errno) (needs a mount namespace of its own)") }
         thread = try OSThread { [shared] in
-            let fd = open(path, O_WRONLY | O_CLOEXEC)
+            let fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
             defer { close(fd) }
             while !shared.stop.load(ordering: .relaxed) {
                 do {

@@ -228,7 +228,7 @@ func peerRun(peer: Peer, cgroup: String, build: String, data: String, spike: Spi
     // The apps publish their purgeable regions in a registry of this run's own: their PIDs are
     // this namespace's, which would mean other processes in /dev/shm, and the peers kill them
     // before they can withdraw. It goes with the run's data directory.
-    try ProcFS.makeDirectory("\(data)/registry-\(peer.rawValue)-\(round)")
+    _ = try CheckedDirectory.open("\(data)/registry-\(peer.rawValue)-\(round)", creating: true)
     setenv("MEMPRESSURE_REGISTRY", "\(data)/registry-\(peer.rawValue)-\(round)", 1)
     var apps: [(app: Spike.App, child: Child)] = []
     for app in spike.apps {

@@ -24,15 +24,13 @@ struct MappedFilesBench: AsyncParsableCommand {
             try write(try readReport(Report.self, from: output, named: "mapped-files"))
             return
         }
-        let dir = "\(scratch)/mappedfiles-bench-\(getpid())"
-        try ProcFS.makeDirectory(dir)
-        defer {
-            for mib in sizes { unlink("\(dir)/\(mib)m") }
-            rmdir(dir)
-        }
+        // The test files in a directory of the run's own, made exclusively (mode 0700).
+        let directory = try CheckedDirectory.makeUnique(in: scratch, prefix: "mappedfiles-bench-")
+        defer { directory.removeTree() }
+        let dir = directory.path
         for mib in sizes {
             log("mappedfiles-bench", "writing a \(mib) MiB file")
-            try makeFile("\(dir)/\(mib)m", bytes: mib << 20)
+            try makeFile("\(mib)m", in: directory, bytes: mib << 20)
         }
         var m = Measurements()
         for round in 0..<rounds {
@@ -91,10 +89,8 @@ struct MappedFilesBench: AsyncParsableCommand {
         try write(Report(kernel: kernelRelease(), cpus: onlineCPUs, rounds: rounds, scratch: scratch, rows: rows, refaults: refaults, measurements: m.summaries()))
     }
 
-    func makeFile(_ path: String, bytes: Int) throws {
-        let fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw BenchError("open \(path): errno \(errno)") }
-        defer { close(fd) }
+    func makeFile(_ name: String, in directory: CheckedDirectory, bytes: Int) throws {
+        let file = try directory.createFile(name, mode: 0o644)
         var chunk = [UInt64](repeating: 0, count: 1 << 17)  // 1 MiB
         var written = 0
         var x: UInt64 = 0x9E37_79B9_7F4A_7C15
@@ -103,11 +99,11 @@ struct MappedFilesBench: AsyncParsableCommand {
                 x = x &* 6_364_136_223_846_793_005 &+ 1
                 chunk[i] = x
             }
-            let n = chunk.withUnsafeBytes { Glibc.write(fd, $0.baseAddress!, min($0.count, bytes - written)) }
-            guard n > 0 else { throw BenchError("write \(path): errno \(errno)") }
+            let n = min(chunk.count * 8, bytes - written)
+            try file.write(chunk.withUnsafeBytes { Array($0[0..<n]) })
             written += n
         }
-        guard fsync(fd) == 0 else { throw BenchError("fsync \(path): errno \(errno)") }
+        try file.sync()
     }
 
     /// Reads the whole file once so its pages are in the page cache.

@@ -64,8 +64,9 @@ extension PurgeableBench {
     }
 
     func measureMissRatios() throws -> (rows: [MissRatioRow], libCacheSim: String?, missing: String?) {
-        let directory = try makeScratchDirectory()
-        defer { removeTree(directory) }
+        let scratch = try CheckedDirectory.makeUnique(prefix: "purgeable-bench-traces-")
+        defer { scratch.removeTree() }
+        let directory = scratch.path
         var rows: [MissRatioRow] = []
         var version: String?
         var missing: String?
@@ -99,12 +100,6 @@ extension PurgeableBench {
         return (rows, version, missing)
     }
 
-    func makeScratchDirectory() throws -> String {
-        var template = Array("/tmp/purgeable-bench-traces-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw BenchError("mkdtemp(/tmp/purgeable-bench-traces-XXXXXX): errno \(errno)") }
-        return String(cString: made)
-    }
-
     /// libCacheSim's oracleGeneral records: uint32 time, uint64 id, uint32 size, int64 next
     /// access (-1: not known), little-endian, 24 bytes each.
     func writeOracleGeneral(_ trace: Trace, to path: String) throws {
@@ -120,7 +115,7 @@ extension PurgeableBench {
             append(UInt32(r.size))
             append(Int64(-1))
         }
-        try ProcFS.writeFile(path, bytes)
+        try CheckedDirectory.replaceFile(at: path, with: bytes)
     }
 
     enum LibCacheSimOutcome {
@@ -133,7 +128,7 @@ extension PurgeableBench {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("scripts/libcachesim_missratios.py").path
         let jobsPath = "\(directory)/jobs.json"
-        try ProcFS.writeFile(jobsPath, Array(try JSONEncoder().encode(jobs)))
+        try CheckedDirectory.replaceFile(at: jobsPath, with: Array(try JSONEncoder().encode(jobs)))
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", script, jobsPath]

@@ -15,16 +15,14 @@ extension PurgeableBench {
     /// while streaming, for a tenth of the requests and for all of them; then LRU's exact
     /// miss-ratio curve and SHARDS, their speed, and SHARDS' error against the exact curve.
     func measureSimulator() throws -> SimulatorSection {
-        var template = Array("/tmp/purgeable-bench-trace-XXXXXX".utf8CString)
-        guard let dir = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }).map({ String(cString: $0) }) else {
-            throw BenchError("mkdtemp failed: errno \(errno)")
-        }
-        defer { removeTree(dir) }
+        let scratch = try CheckedDirectory.makeUnique(prefix: "purgeable-bench-trace-")
+        defer { scratch.removeTree() }
+        let dir = scratch.path
         let short = max(1, streamRequests / 10)
         let longPath = "\(dir)/zipf.oracleGeneral", shortPath = "\(dir)/zipf-short.oracleGeneral"
         log("purgeable-bench", "simulator: writing \(streamRequests) and \(short) requests to \(dir)")
-        try writeOracleGeneral(ZipfRequestSource(objects: streamObjects, alpha: 1.0, requests: streamRequests, seed: 7), to: longPath)
-        try writeOracleGeneral(ZipfRequestSource(objects: streamObjects, alpha: 1.0, requests: short, seed: 7), to: shortPath)
+        try writeOracleGeneral(ZipfRequestSource(objects: streamObjects, alpha: 1.0, requests: streamRequests, seed: 7), to: "zipf.oracleGeneral", in: scratch)
+        try writeOracleGeneral(ZipfRequestSource(objects: streamObjects, alpha: 1.0, requests: short, seed: 7), to: "zipf-short.oracleGeneral", in: scratch)
 
         var section = SimulatorSection(requests: streamRequests, objects: streamObjects, capacity: streamObjects / 10, traceBytes: Int(try fileSize(longPath)))
         // Throughput, per policy, rounds.
@@ -117,11 +115,9 @@ extension PurgeableBench {
     }
 
     /// Writes every request of `source` as oracleGeneral records (next access -1).
-    func writeOracleGeneral(_ source: ZipfRequestSource, to path: String) throws {
+    func writeOracleGeneral(_ source: ZipfRequestSource, to name: String, in directory: CheckedDirectory) throws {
         var source = source
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw SystemCallError("open", errno: Errno(rawValue: errno), subject: path) }
-        defer { close(fd) }
+        let file = try directory.createFile(name)
         var batch: [Request] = []
         var out: [UInt8] = []
         out.reserveCapacity(Simulator.batchSize * TraceFormat.oracleGeneralRecordSize)
@@ -135,7 +131,7 @@ extension PurgeableBench {
                 withUnsafeBytes(of: Int64(-1).littleEndian) { out.append(contentsOf: $0) }
                 clock &+= 1
             }
-            try out.withUnsafeBytes { try LinuxSystem.writeAll(fd, $0) }
+            try file.write(out)
         }
     }
 }

@@ -81,7 +81,7 @@ struct ResumeRun {
     let levels: [Int]
     let rounds: Int
     let size = AppSize()
-    let data: String
+    private(set) var data = ""
     var conditions: [Condition] = Condition.allCases
     var notes: [String] = []
 
@@ -89,12 +89,14 @@ struct ResumeRun {
         self.build = build
         self.levels = levels
         self.rounds = rounds
-        data = "/var/tmp/mempressure-resume-bench-\(getpid())"
     }
 
     mutating func measure() async throws -> ResumeReport {
-        try ProcFS.makeDirectory(data)
-        defer { removeTree(data) }
+        // The apps' data in a directory of the run's own, made exclusively (mode 0700) on a disk
+        // (the cold page cache needs one): never a name another user could make first.
+        let scratch = try CheckedDirectory.makeUnique(in: "/var/tmp", prefix: "mempressure-resume-bench-")
+        defer { scratch.removeTree() }
+        data = scratch.path
         // Freeze-dry needs swap: a temporary swap file, removed however the run ends.
         var swap: TemporarySwapFile?
         do {

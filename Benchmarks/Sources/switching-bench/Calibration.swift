@@ -31,8 +31,8 @@ func calibrate(_ setup: Setup, trim: Double, rounds: Int, progress: BenchSupport
     let total = setup.profiles.reduce(0) { $0 + $1.nominalMB }
     let (c, _) = try supervisorConfiguration(build: setup.build, budgetBytes: max(1024, total * 4) << 20, policy: "kernel")
     let directory = "\(setup.data)/calibration-\(trim)"
-    try ProcFS.makeDirectory(directory)
-    defer { removeTree(directory) }
+    let made = try CheckedDirectory.open(directory, creating: true)
+    defer { made.removeTree() }
     let s = try Supervisor(configuration: c)
     return try await withTaskCancellationHandler {
         do {

@@ -355,8 +355,8 @@ func replay(_ setup: Setup, policy: String, budgetApps: Double, budgetBytes: Int
     let swapBefore = swapTotalBytes()
     let (c, killer) = try supervisorConfiguration(build: setup.build, budgetBytes: budgetBytes, policy: policy)
     let directory = "\(setup.data)/\(runName)"
-    try ProcFS.makeDirectory(directory)
-    defer { removeTree(directory) }
+    let made = try CheckedDirectory.open(directory, creating: true)
+    defer { made.removeTree() }
     let s = try Supervisor(configuration: c)
     // Cancelled (Ctrl-C): every app is killed at once; the command under way then fails, and the
     // catch below finishes the cleanup.

@@ -119,9 +119,10 @@ struct SwitchingBench: AsyncParsableCommand {
         for program in ["mempressure-exec", "mempressure-workload"] where access("\(build)/\(program)", X_OK) != 0 {
             throw BenchError("\(build)/\(program) not found: build the main package in release first (swift build -c release at the top)")
         }
-        let data = "/tmp/mempressure-switching-bench-\(getpid())"
-        try ProcFS.makeDirectory(data)
-        defer { removeTree(data) }
+        // The apps' data in a directory of the run's own, made exclusively (mode 0700).
+        let scratch = try CheckedDirectory.makeUnique(prefix: "mempressure-switching-bench-")
+        defer { scratch.removeTree() }
+        let data = scratch.path
         let setup = Setup(build: build, data: data, profiles: profiles, trace: switchTrace, restore: restore, decodeCost: decodeCost)
         let started = monotonicSeconds()
         let loadBefore = loadAverage()
@@ -220,15 +221,3 @@ func loadAverage() -> Double {
     return getloadavg(&loads, 3) >= 1 ? loads[0] : 0
 }
 
-/// Removes a directory tree of the benchmark's own (plain files and directories).
-func removeTree(_ path: String) {
-    do {
-        for name in try ProcFS.listDirectory(path) {
-            let child = "\(path)/\(String(decoding: name, as: UTF8.self))"
-            if ProcFS.isDirectory(child) { removeTree(child) } else { unlink(child) }
-        }
-    } catch {
-        // Already gone.
-    }
-    rmdir(path)
-}

@@ -34,9 +34,10 @@ struct VMTrackerBench: AsyncParsableCommand {
         raiseFileLimit()
         let hog = "\(mempressureBuild)/mempressure-hog"
         let cli = "\(mempressureBuild)/mempressure"
-        let scratch = "/tmp/vmtracker-bench-\(getpid())"
-        mkdir(scratch, 0o755)
-        defer { removeFiles(in: scratch) }
+        // The hogs' files in a directory of the run's own, made exclusively (mode 0700).
+        let directory = try CheckedDirectory.makeUnique(prefix: "vmtracker-bench-")
+        defer { directory.removeTree() }
+        let scratch = directory.path
 
         let gate = Gate()
         let ready = Arrivals()
@@ -350,13 +351,3 @@ func raiseFileLimit() {
     setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
 }
 
-func removeFiles(in directory: String) {
-    do {
-        for name in try ProcFS.listDirectory(directory) {
-            unlink("\(directory)/\(String(decoding: name, as: UTF8.self))")
-        }
-    } catch {
-        log("could not list \(directory) to clean it up: \(error)")
-    }
-    rmdir(directory)
-}

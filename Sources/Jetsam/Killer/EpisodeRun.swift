@@ -226,10 +226,12 @@ extension JetsamEngine {
         defer { killer.add(ep) }
         if let dir = configuration.reportDirectory {
             do {
-                try ProcFS.makeDirectory(dir)
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-                try ProcFS.writeFile("\(dir)/episode-\(ep.number).json", Array(try encoder.encode(ep)) + [0x0a])
+                let bytes = Array(try encoder.encode(ep)) + [0x0a]
+                // Made 0700 when missing; one that is there must be this user's or root's and
+                // closed to others (another user could plant links in it): CheckedDirectory.
+                try CheckedDirectory.open(dir, creating: true).replaceFile("episode-\(ep.number).json", with: bytes)
             } catch {
                 await supervisor.record(SupervisorEvent(t: await supervisor.now(), kind: .error, detail: "jetsam: cannot write the report of episode \(ep.number) to \(dir): \(error)"))
             }
