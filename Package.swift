@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "CachePolicies", targets: ["CachePolicies"]),
         .library(name: "Purgeable", targets: ["Purgeable"]),
         .library(name: "MappedFiles", targets: ["MappedFiles"]),
+        .library(name: "PressureValues", targets: ["PressureValues"]),
         .library(name: "Pressure", targets: ["Pressure"]),
         .library(name: "LifecycleProtocol", targets: ["LifecycleProtocol"]),
         .library(name: "SupervisedApp", targets: ["SupervisedApp"]),
@@ -82,10 +83,18 @@ let package = Package(
             dependencies: ["LinuxSystem", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: strict
         ),
-        // Memory-pressure sources merged into one level stream.
+        // The values memory pressure is told in, and nothing else (a leaf: no dependencies): the
+        // one `PressureLevel` (encoded "normal", "warning", "critical"), a PSI reading
+        // (`PressureStall`) and the machine's memory (`MachineMemory`, top's header). VMTracker
+        // renders them without carrying the monitor; Pressure reads, parses and judges them.
+        .target(name: "PressureValues", swiftSettings: strict),
+        // Memory pressure: the one PSI parser, the device's memory reading (`MemoryStatusReader`),
+        // the one judgement of how short memory is (`PressureConfiguration.judge`), and the
+        // monitor: sources woken by kernel events (cgroup v1 thresholds, pressure_level and OOM
+        // eventfds, PSI triggers), polled only where none exists, merged into one level stream.
         .target(
             name: "Pressure",
-            dependencies: ["LinuxSystem", "CMemoryPressure", .product(name: "SystemPackage", package: "swift-system")],
+            dependencies: ["PressureValues", "LinuxSystem", "CMemoryPressure", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: strict
         ),
         // The control channel's wire protocol and the lifecycle vocabulary (apps and supervisor).
@@ -100,7 +109,7 @@ let package = Package(
         .target(
             name: "AppLifecycle",
             dependencies: [
-                "LifecycleProtocol", "Pressure", "RegionTags", "VMTracker", "LinuxSystem", "CMemoryPressure",
+                "LifecycleProtocol", "Pressure", "PressureValues", "RegionTags", "VMTracker", "LinuxSystem", "CMemoryPressure",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -110,14 +119,14 @@ let package = Package(
         // Jetsam: the pure ranker (policies, explanations, replay) and the killer attached to a supervisor.
         .target(
             name: "Jetsam",
-            dependencies: ["AppLifecycle", "LifecycleProtocol", "Pressure", "VMTracker", "LinuxSystem"],
+            dependencies: ["AppLifecycle", "LifecycleProtocol", "Pressure", "PressureValues", "VMTracker", "LinuxSystem"],
             swiftSettings: strict
         ),
         // The Prometheus/OpenMetrics exporter: collects at scrape time, serves /metrics over Hummingbird.
         .target(
             name: "Exporter",
             dependencies: [
-                "VMTracker", "Pressure", "LinuxSystem",
+                "VMTracker", "Pressure", "PressureValues", "LinuxSystem",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -153,7 +162,7 @@ let package = Package(
         .target(name: "CachePolicies", swiftSettings: strict),
         .target(
             name: "VMTracker",
-            dependencies: ["LinuxSystem", "RegionTags"],
+            dependencies: ["LinuxSystem", "RegionTags", "PressureValues"],
             swiftSettings: strict
         ),
         .executableTarget(
@@ -169,6 +178,7 @@ let package = Package(
                 "Scenarios",
                 "Jetsam",
                 "Pressure",
+                "PressureValues",
                 "CMemoryPressure",
                 "MemHogClient",
                 "RegionTags",
@@ -207,7 +217,7 @@ let package = Package(
         .executableTarget(
             name: "WorkloadApp",
             dependencies: [
-                "SupervisedApp", "LifecycleProtocol", "Purgeable", "MappedFiles", "CachePolicies", "Pressure", "LinuxSystem",
+                "SupervisedApp", "LifecycleProtocol", "Purgeable", "MappedFiles", "CachePolicies", "Pressure", "PressureValues", "LinuxSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -226,13 +236,13 @@ let package = Package(
         ),
         .testTarget(
             name: "VMTrackerTests",
-            dependencies: ["VMTracker", "LinuxSystem", "RegionTags", "TestSupport", "MemHogClient", "MemHog"],
+            dependencies: ["VMTracker", "PressureValues", "LinuxSystem", "RegionTags", "TestSupport", "MemHogClient", "MemHog"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "CLITests",
             dependencies: [
-                "TestSupport", "VMTracker", "LinuxSystem", "MemHogClient", "AppLifecycle", "LifecycleProtocol", "mempressure", "MemHog", "WorkloadApp",
+                "TestSupport", "VMTracker", "PressureValues", "LinuxSystem", "MemHogClient", "AppLifecycle", "LifecycleProtocol", "mempressure", "MemHog", "WorkloadApp",
                 "mempressure-exec", .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
@@ -262,13 +272,16 @@ let package = Package(
         ),
         .testTarget(
             name: "PressureTests",
-            dependencies: ["Pressure", "LinuxSystem", "TestSupport", "MemHogClient", "MemHog"],
+            dependencies: [
+                "Pressure", "PressureValues", "LinuxSystem", "TestSupport", "MemHogClient", "MemHog",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "JetsamTests",
             dependencies: [
-                "Jetsam", "CachePolicies", "LifecycleProtocol", "AppLifecycle", "Scenarios", "VMTracker", "LinuxSystem", "TestSupport", "WorkloadApp", "mempressure-exec",
+                "Jetsam", "Pressure", "PressureValues", "CachePolicies", "LifecycleProtocol", "AppLifecycle", "Scenarios", "VMTracker", "LinuxSystem", "TestSupport", "WorkloadApp", "mempressure-exec",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             swiftSettings: strict
@@ -276,7 +289,7 @@ let package = Package(
         .testTarget(
             name: "ExporterTests",
             dependencies: [
-                "Exporter", "VMTracker", "LinuxSystem", "TestSupport", "MemHogClient", "MemHog", "mempressure",
+                "Exporter", "Pressure", "PressureValues", "VMTracker", "LinuxSystem", "TestSupport", "MemHogClient", "MemHog", "mempressure",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

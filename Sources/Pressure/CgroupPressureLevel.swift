@@ -1,6 +1,7 @@
 import CMemoryPressure
 import Glibc
 import LinuxSystem
+import PressureValues
 import SystemPackage
 
 /// A cgroup v1 memory.pressure_level notification: an eventfd registered through

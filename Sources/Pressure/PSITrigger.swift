@@ -1,5 +1,6 @@
 import Glibc
 import LinuxSystem
+import PressureValues
 import SystemPackage
 
 /// A PSI trigger (/proc/pressure/memory, or a cgroup v2's memory.pressure): the kernel wakes

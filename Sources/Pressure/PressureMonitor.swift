@@ -1,6 +1,7 @@
 import CMemoryPressure
 import Glibc
 import LinuxSystem
+import PressureValues
 import Synchronization
 
 /// Watches every memory-pressure source the machine has — PSI triggers (/proc/pressure/memory,
@@ -8,7 +9,7 @@ import Synchronization
 /// eventfd, a cgroup's usage against its limit, and /proc/meminfo MemAvailable as the fallback —
 /// and merges them into one level with hysteresis: the highest level any source reports, where a
 /// polled source drops only below its threshold minus `hysteresis` and an event holds its level
-/// for `eventHoldSeconds`.
+/// for `eventHoldSeconds`. Every reading is judged by the one judgement (`PressureConfiguration.judge`).
 ///
 /// The sources are read by one thread blocked in poll(2) on their descriptors (with the poll
 /// interval as timeout); `events()` delivers every change of level, in order, to each subscriber.
@@ -207,12 +208,6 @@ public final class PressureMonitor: Sendable {
     public func sourceChanges() -> AsyncStream<PressureSourceStatus> { makeSubscription(\.sourceSubscribers) }
 
     // MARK: Sources
-
-    /// The level a cgroup usage fraction gives, from `current`, with the configuration's
-    /// thresholds and hysteresis (what the usage source computes at every poll).
-    public static func level(usageFraction: Double, current: PressureLevel, configuration c: PressureConfiguration) -> PressureLevel {
-        thresholdLevel(usageFraction, current: current, warning: c.usageWarningFraction, critical: c.usageCriticalFraction, hysteresis: c.hysteresis, rising: true)
-    }
 
     /// Which sources a monitor with `configuration` would use, without starting one.
     package static func detectSources(_ configuration: PressureConfiguration = PressureConfiguration()) -> [PressureSourceStatus] {

@@ -1,5 +1,6 @@
 import Glibc
 import LinuxSystem
+import PressureValues
 
 /// One place memory pressure can be read: an edge-triggered event the monitor's poll(2) waits
 /// on (a PSI trigger, a cgroup v1 pressure_level eventfd), or a value read at every poll
@@ -76,25 +77,6 @@ extension PressureSources {
         return (sources, PressureSourceStatus(
             name: name, available: !opened.isEmpty, detail: opened.isEmpty ? "\(refused): \(failure.map(\.description) ?? "?")" : describe(opened)))
     }
-}
-
-/// What a polled source holds: the level of its last reading, with hysteresis, and what it read.
-struct PolledLevel {
-    private(set) var level: PressureLevel = .normal
-    private var detail = ""
-
-    /// Takes a reading of `part` out of `whole` ("usage 61.2 MiB of 64.0 MiB (95.6%)"); `rising`:
-    /// a higher share is worse (usage), otherwise a lower one is (available memory).
-    mutating func read(_ what: String, _ part: UInt64, of whole: UInt64, warning: Double, critical: Double, _ c: PressureConfiguration, rising: Bool) {
-        let fraction = Double(part) / Double(whole)
-        level = thresholdLevel(fraction, current: level, warning: warning, critical: critical, hysteresis: c.hysteresis, rising: rising)
-        detail = "\(what) \(ByteFormat.human(part)) of \(ByteFormat.human(whole)) (\(ByteFormat.fixed(fraction * 100, 1))%)"
-    }
-
-    /// No reading: the level drops to normal.
-    mutating func lost() { level = .normal }
-
-    var current: (PressureLevel, String) { (level, detail) }
 }
 
 /// What an edge-triggered source holds: the level of its last event, for `eventHoldSeconds`.

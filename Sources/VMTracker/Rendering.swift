@@ -1,6 +1,7 @@
 // Text and CSV layouts of the reports. The JSON layouts are the Codable types themselves.
 
 import LinuxSystem
+import PressureValues
 
 extension VMReport {
     /// The VM Tracker summary (and, with regions, the regions map) as text.

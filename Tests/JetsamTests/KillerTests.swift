@@ -4,6 +4,7 @@ import Glibc
 import Jetsam
 import LifecycleProtocol
 import LinuxSystem
+import Pressure
 import Testing
 import TestSupport
 

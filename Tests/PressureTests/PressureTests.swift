@@ -2,6 +2,7 @@ import Glibc
 import LinuxSystem
 import MemHogClient
 import Pressure
+import PressureValues
 import Synchronization
 import Testing
 import TestSupport
@@ -16,10 +17,12 @@ struct PressureTests {
         for s in sources { #expect(!s.detail.isEmpty) }
     }
 
-    @Test("thresholds with hysteresis")
+    @Test("the judgement of a cgroup's working set: thresholds with hysteresis")
     func hysteresis() {
         func thresholdLevelForTests(_ x: Double, _ current: PressureLevel) -> PressureLevel {
-            PressureMonitor.level(usageFraction: x, current: current, configuration: PressureConfiguration())
+            let used = UInt64(x * 10_000)
+            let status = MemoryStatus(budgetBytes: 10_000, usedBytes: used, availableBytes: 10_000 - used, source: "test")
+            return PressureConfiguration().judge(MemoryEvidence(status: status), current: current).level
         }
         #expect(thresholdLevelForTests(0.79, .normal) == .normal)
         #expect(thresholdLevelForTests(0.80, .normal) == .warning)

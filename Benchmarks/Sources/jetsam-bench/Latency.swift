@@ -4,6 +4,7 @@ import Glibc
 import Jetsam
 import LifecycleProtocol
 import LinuxSystem
+import Pressure
 
 /// The first element of `stream`, or nil after `timeout` seconds.
 func first<Element: Sendable>(of stream: AsyncStream<Element>, within timeout: Double) async -> Element? {

@@ -1,6 +1,8 @@
 import AppLifecycle
 import LifecycleProtocol
 import LinuxSystem
+import Pressure
+import PressureValues
 
 /// One pressure episode, in the spirit of XNU's JetsamEvent report: what memory looked like,
 /// every app, and what the killer did about it — warnings, freeze-drys and kills on one
@@ -45,7 +47,7 @@ public struct JetsamEpisode: Sendable, Hashable, Codable {
     public var outcome: String
 
     public struct Trigger: Sendable, Hashable, Codable {
-        public var level: PressureLevelValue
+        public var level: PressureLevel
         /// The pressure source that raised the level; "jetsam" for a shortage the killer's own
         /// watch found; "under-oom" when a task waited at the device's limit (the kernel's OOM
         /// killer held: without the hold it would have killed); "per-process-limit".

@@ -4,6 +4,7 @@ import Glibc
 import LifecycleProtocol
 import LinuxSystem
 import Pressure
+import PressureValues
 import Synchronization
 
 /// Jetsam: attached to a supervisor (`mempressure supervise --jetsam`, a scenario's `jetsam`
@@ -76,7 +77,7 @@ public final class JetsamKiller: SupervisorPolicy {
 
     public func run(_ supervisor: Supervisor) async {
         let pressure = await supervisor.configuration.pressure ?? PressureConfiguration()
-        let engine = JetsamEngine(configuration: configuration, supervisor: supervisor, killer: self, criticalFraction: pressure.usageCriticalFraction)
+        let engine = JetsamEngine(configuration: configuration, supervisor: supervisor, killer: self, pressure: pressure)
         let samples = await supervisor.samples()
         let events = supervisor.pressureEvents()
         // Events are changes of level: a device already under pressure when the killer starts

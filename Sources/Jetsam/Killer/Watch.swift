@@ -4,6 +4,7 @@ import Glibc
 import LifecycleProtocol
 import LinuxSystem
 import Pressure
+import PressureValues
 import Synchronization
 
 // MARK: The watch: looking at memory while pressure is up, starting episodes, graces
@@ -41,7 +42,7 @@ extension JetsamEngine {
         }
         if !graces.isEmpty, case .measured(let status) = await measure(), severity(status) == .critical {
             // Memory turned critically short while warned apps had their grace.
-            endGraces(critical: (t, "working set \(Format.bytes(status.usedBytes)) of \(Format.bytes(status.budgetBytes)): at or above \(Format.percent(criticalFraction))"))
+            endGraces(critical: (t, judge(status).detail))
         }
         guard level >= .warning, episodeTask == nil else { return }
         guard case .measured(let status) = await measure() else { return }

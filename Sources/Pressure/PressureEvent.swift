@@ -1,19 +1,4 @@
-/// How tight memory is.
-public enum PressureLevel: Int, Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
-    case normal = 0
-    case warning = 1
-    case critical = 2
-
-    public static func < (a: PressureLevel, b: PressureLevel) -> Bool { a.rawValue < b.rawValue }
-
-    public var description: String {
-        switch self {
-        case .normal: "normal"
-        case .warning: "warning"
-        case .critical: "critical"
-        }
-    }
-}
+import PressureValues
 
 /// A change of the merged level, with the source that caused it.
 public struct PressureEvent: Sendable, Hashable, Codable {
@@ -51,8 +36,8 @@ public struct PressureConfiguration: Sendable {
     public var psiWarningStallMicroseconds = 70_000
     public var psiCriticalStallMicroseconds = 100_000
     public var psiWindowMicroseconds = 1_000_000
-    /// Usage of the cgroup's limit that raises warning and critical; the level drops again only
-    /// below the threshold minus `hysteresis`.
+    /// The working set's share of a cgroup's limit that raises warning and critical; the level
+    /// drops again only below the threshold minus `hysteresis`.
     public var usageWarningFraction = 0.80
     public var usageCriticalFraction = 0.95
     /// MemAvailable below these shares of MemTotal raises warning and critical.
@@ -69,16 +54,4 @@ public struct PressureConfiguration: Sendable {
     public init(cgroup: String? = nil) {
         self.cgroup = cgroup
     }
-}
-
-/// A level from a fraction with hysteresis. `rising`: higher fractions are worse (usage);
-/// otherwise lower ones are (available memory).
-func thresholdLevel(_ x: Double, current: PressureLevel, warning: Double, critical: Double, hysteresis: Double, rising: Bool) -> PressureLevel {
-    func above(_ threshold: Double, leaving: Bool) -> Bool {
-        let t = leaving ? (rising ? threshold - hysteresis : threshold + hysteresis) : threshold
-        return rising ? x >= t : x <= t
-    }
-    if above(critical, leaving: current == .critical) { return .critical }
-    if above(warning, leaving: current >= .warning) { return .warning }
-    return .normal
 }
