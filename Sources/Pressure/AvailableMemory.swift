@@ -1,8 +1,8 @@
 import LinuxSystem
 import PressureValues
 
-/// The fallback: /proc/meminfo MemAvailable against MemTotal, read at every poll interval,
-/// judged by the one judgement.
+/// The fallback: /proc/meminfo MemAvailable against MemTotal, read at every poll interval (the
+/// kernel offers no event for it), judged by the one judgement.
 final class AvailableMemory: PressureSource, @unchecked Sendable {
     static let sourceName = "MemAvailable (/proc/meminfo)"
     let name = AvailableMemory.sourceName
@@ -15,15 +15,15 @@ final class AvailableMemory: PressureSource, @unchecked Sendable {
         reader = MemoryStatusReader(cgroup: nil, procRoot: procRoot)
     }
 
-    func update(revents: Int16, at time: Double, _ c: PressureConfiguration) -> String? {
+    func update(revents: [Int16], at time: Double, _ c: PressureConfiguration) -> SourceUpdate {
         do {
             let judgement = c.judge(MemoryEvidence(status: try reader.read(&buffer).status), current: level)
             level = judgement.level
             detail = judgement.detail
+            return SourceUpdate()
         } catch {
-            // Keeps its last reading.
+            return SourceUpdate(note: "cannot read it now (\(error)): it keeps its last reading")
         }
-        return nil
     }
 
     func level(at time: Double, _ c: PressureConfiguration) -> (PressureLevel, String) { (level, detail) }
@@ -35,6 +35,7 @@ final class AvailableMemory: PressureSource, @unchecked Sendable {
         }
         return ([AvailableMemory(procRoot: c.procRoot)], .init(
             name: sourceName, available: true,
-            detail: "warning below \(Int(c.availableWarningFraction * 100))% of MemTotal, critical below \(Int(c.availableCriticalFraction * 100))%"))
+            detail: "warning below \(Int(c.availableWarningFraction * 100))% of MemTotal, critical below \(Int(c.availableCriticalFraction * 100))%; read every \(ByteFormat.fixed(c.pollInterval, 2)) s (the kernel has no event for it)",
+            wakeup: .poll))
     }
 }

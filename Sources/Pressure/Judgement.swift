@@ -78,6 +78,13 @@ extension PressureConfiguration {
         return best
     }
 
+    /// The shares of a cgroup's budget at which the judgement of its working set can change —
+    /// where warning and critical are entered, and where each is left (less `hysteresis`) — for
+    /// the cgroup source, which asks the kernel to wake it there (`UsageThresholds`).
+    var workingSetLines: [Double] {
+        [usageWarningFraction - hysteresis, usageWarningFraction, usageCriticalFraction - hysteresis, usageCriticalFraction]
+    }
+
     /// A level from a share with hysteresis. `rising`: higher shares are worse (usage);
     /// otherwise lower ones are (available memory).
     private func thresholdLevel(_ x: Double, current: PressureLevel, warning: Double, critical: Double, rising: Bool) -> PressureLevel {

@@ -6,7 +6,8 @@ import Testing
 import TestSupport
 
 /// The one judgement of memory (`PressureConfiguration.judge`): a cgroup's working set, the
-/// machine's MemAvailable, a task waiting at the limit, PSI.
+/// machine's MemAvailable, a task waiting at the limit, PSI; and where a cgroup v1's usage
+/// thresholds go for it.
 @Suite("the judgement of memory")
 struct JudgementTests {
     let c = PressureConfiguration()
@@ -58,5 +59,18 @@ struct JudgementTests {
         // Merged: the highest part decides, and its detail is the one given.
         let merged = c.judge(MemoryEvidence(status: machine(availablePercent: 50), stall: severe))
         #expect(merged.level == .critical && merged.detail.hasPrefix("PSI full avg10 12.50%"))
+    }
+
+    @Test("a cgroup v1's usage thresholds go where the working set reaches the judgement's lines: shifted by its inactive file pages, below the limit")
+    func thresholdLines() {
+        let limit: UInt64 = 100 << 20
+        // 75% (leaving warning), 80% (warning), 90% (leaving critical), 95% (critical), to the
+        // byte the arithmetic gives (0.95 - 0.05 is a hair under 0.9).
+        let lines = UsageThresholds.lines(limit: limit, inactiveFile: 0, c)
+        #expect(lines == [78_643_200, 83_886_080, 94_371_839, 99_614_720])
+        // 12 MiB of inactive page cache: the working set is 12 MiB below the usage, so each line
+        // is 12 MiB higher; those at or past the limit are dropped (reclaim and OOM events cover it).
+        #expect(UsageThresholds.lines(limit: limit, inactiveFile: 12 << 20, c) == [78_643_200 + (12 << 20), 83_886_080 + (12 << 20)])
+        #expect(UsageThresholds.lines(limit: limit, inactiveFile: limit, c).isEmpty)
     }
 }
