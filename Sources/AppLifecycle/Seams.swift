@@ -144,6 +144,15 @@ extension Supervisor {
         return pressureMonitor.events()
     }
 
+    /// Every wake of the pressure monitor's thread from now on — a kernel event, or its poll
+    /// interval running out — with what woke it (a finished stream when the supervisor does not
+    /// watch pressure): what a policy that must look at memory whenever the kernel says
+    /// something subscribes to, instead of polling on its own.
+    public nonisolated func pressureWakes() -> AsyncStream<PressureWake> {
+        guard let pressureMonitor else { return AsyncStream { $0.finish() } }
+        return pressureMonitor.wakes()
+    }
+
     /// The merged pressure level now (nil when pressure is not watched): where a policy that
     /// subscribes to `pressureEvents()` late starts from.
     public nonisolated var pressureLevel: PressureLevel? { pressureMonitor?.level }

@@ -49,6 +49,7 @@ struct CodableTests {
         let episode = try JSONDecoder().decode(JetsamEpisode.self, from: Fixtures.readFile(Fixtures.directory + "/jetsam/episode-format1.json"))
         #expect(episode.formatVersion == 1 && episode.number == 1)
         #expect(episode.trigger.level == .warning && episode.trigger.source == "cgroup usage against its limit")
+        #expect(episode.trigger.wakeup == nil, "not said in that format")
         #expect(episode.memoryBefore.scope == .cgroup && episode.memoryAfter?.scope == .cgroup, "a working set's reading")
         #expect(episode.victims.map(\.name) == ["Photos", "Maps", "Music"])
         let inputs = episode.decisions.map(\.input)

@@ -41,6 +41,7 @@ actor JetsamEngine {
     /// A task of the device is waiting at the limit (the hold's `under_oom`): as critical as
     /// pressure gets, whatever the level says.
     var underOOM = false
+    /// Whether the killer still looks at memory when the pressure monitor wakes it.
     var watching = true
     /// Whether the last episode ended with enough free: a shortage seen after it is a new one,
     /// and gets warnings first; one that lasts since it does not.
@@ -146,6 +147,20 @@ actor JetsamEngine {
         if pressureStreamEnded {
             await say("jetsam: the pressure stream ended (its monitor stopped): no more episodes are started", kind: .error)
         }
+    }
+
+    /// Says once, as the killer starts, what wakes it: the pressure monitor's sources the kernel
+    /// wakes, and those it can only poll.
+    func sayHowWoken(_ sources: [PressureSourceStatus], pollInterval: Double) async {
+        let inUse = sources.filter(\.available)
+        let events = inUse.filter { $0.wakeup == .event }.map(\.name)
+        let polled = inUse.filter { $0.wakeup != .event }.map(\.name)
+        var detail = "jetsam looks at memory at each wake of the pressure monitor: kernel events from "
+        detail += events.isEmpty ? "no source (none offers one here)" : events.joined(separator: ", ")
+        if !polled.isEmpty {
+            detail += "; every \(Format.seconds(pollInterval)) from \(polled.joined(separator: ", ")) (no kernel event for it: polled)"
+        }
+        await say(detail)
     }
 
     /// A reading of the watch failed: said once, when it starts failing.

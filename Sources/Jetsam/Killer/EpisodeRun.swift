@@ -31,7 +31,7 @@ extension JetsamEngine {
         episodeCount += 1
         var ep = JetsamEpisode(
             number: episodeCount, startedAt: Timestamp.now(), start: eventT, end: nil,
-            trigger: .init(level: trigger.level, source: trigger.source, detail: trigger.detail, t: eventT),
+            trigger: .init(level: trigger.level, source: trigger.source, detail: trigger.detail, t: eventT, wakeup: trigger.wakeup),
             policy: policy, memoryBefore: status, memoryAfter: nil, targetAvailableBytes: target,
             largestApp: apps.max { ($0.footprintBytes, $1.name) < ($1.footprintBytes, $0.name) }?.name,
             apps: apps.map {
