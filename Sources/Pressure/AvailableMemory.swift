@@ -9,6 +9,8 @@ final class AvailableMemory: PressureSource, @unchecked Sendable {
     private let reader: MemoryStatusReader
     private var level: PressureLevel = .normal
     private var detail = ""
+    /// A reading failed (said in the status until one works).
+    private var readFailing = false
     private var buffer = ReadBuffer(capacity: 8192)
 
     init(procRoot: String) {
@@ -20,8 +22,10 @@ final class AvailableMemory: PressureSource, @unchecked Sendable {
             let judgement = c.judge(MemoryEvidence(status: try reader.read(&buffer).status), current: level)
             level = judgement.level
             detail = judgement.detail
-            return SourceUpdate()
+            defer { readFailing = false }
+            return SourceUpdate(note: readFailing ? "" : nil)  // "": it reads again
         } catch {
+            readFailing = true
             return SourceUpdate(note: "cannot read it now (\(error)): it keeps its last reading")
         }
     }

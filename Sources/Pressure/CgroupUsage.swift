@@ -26,6 +26,11 @@ final class CgroupUsage: PressureSource, @unchecked Sendable {
     private var level: PressureLevel = .normal
     private var detail = ""
     private var reportedFailure = false
+    /// What goes wrong now while the source goes on (a reading, arming thresholds), and what its
+    /// status says of it.
+    private var readFailure: String?
+    private var armFailure: String?
+    private var shownNote = ""
     private var buffer = ReadBuffer(capacity: 16384)
     /// v1's event sources (nil on v2, or where registration was refused: see `open`).
     private let thresholds: UsageThresholds?
@@ -53,7 +58,6 @@ final class CgroupUsage: PressureSource, @unchecked Sendable {
 
     func update(revents: [Int16], at time: Double, _ c: PressureConfiguration) -> SourceUpdate {
         var result = SourceUpdate()
-        var kernel: [String] = []
         var i = 0
         func fired() -> Bool {
             defer { i += 1 }
@@ -61,13 +65,14 @@ final class CgroupUsage: PressureSource, @unchecked Sendable {
             if let failure = HeldEvent.pollFailure(revents[i]) { result.stopped = failure }
             return true
         }
+        var kernel: [String] = []
         if let thresholds {
             if fired() {
                 CgroupEventControl.drain(thresholds.armed.fd)
                 kernel.append("usage threshold")
             }
-            if fired(), let error = thresholds.takeArmed() {
-                result.note = "cannot arm the usage thresholds again (\(error)): the working set is read every poll interval meanwhile"
+            if fired() {
+                armFailure = thresholds.takeArmed().map { "cannot arm the usage thresholds again (\($0)): until they are, the working set is read every poll interval" }
             }
         }
         if let reclaimFD, fired() {
@@ -78,7 +83,17 @@ final class CgroupUsage: PressureSource, @unchecked Sendable {
             CgroupEventControl.drain(oomFD)
             kernel.append("a task at the limit (memory.oom_control)")
         }
-        if result.stopped != nil { return result }
+        if result.stopped == nil { read(c, kernel, &result) }
+        let note = [readFailure, armFailure].compactMap { $0 }.joined(separator: "; ")
+        if note != shownNote {
+            shownNote = note
+            result.note = note
+        }
+        return result
+    }
+
+    /// Reads the cgroup and judges it; the kernel's `events` are reported only with a reading.
+    private func read(_ c: PressureConfiguration, _ events: [String], _ result: inout SourceUpdate) {
         let status: MemoryStatus
         let reading: CgroupMemory.Reading?
         do {
@@ -87,13 +102,19 @@ final class CgroupUsage: PressureSource, @unchecked Sendable {
             // The cgroup went away (or a file cannot be read): no reading, the level drops. The
             // kernel signals every eventfd once as the cgroup goes: that is not pressure.
             level = .normal
-            guard let memory = reader.memory, access(memory.usageFile, F_OK) != 0, !reportedFailure else { return result }
-            reportedFailure = true
-            result.stopped = "\(memory.usageFile) went away (the cgroup was removed)"
-            return result
+            guard let memory = reader.memory, access(memory.usageFile, F_OK) != 0 else {
+                readFailure = "cannot read the cgroup now (\(error)): it counts as normal until it can"
+                return
+            }
+            if !reportedFailure {
+                reportedFailure = true
+                result.stopped = "\(memory.usageFile) went away (the cgroup was removed)"
+            }
+            return
         }
-        result.events = kernel
-        // No limit: no pressure against one (a task cannot wait at a limit it does not have).
+        readFailure = nil
+        result.events = events
+        // No limit: the working set is under no pressure against one.
         let limited = reading?.limitBytes.map { $0 > 0 } ?? false
         let judgement = c.judge(
             MemoryEvidence(status: limited ? status : nil, taskWaitsAtLimit: reading?.taskWaitsAtLimit ?? false), current: level)
@@ -102,7 +123,6 @@ final class CgroupUsage: PressureSource, @unchecked Sendable {
         if let thresholds, let reading, let limit = reading.limitBytes, limited {
             thresholds.want(UsageThresholds.lines(limit: limit, inactiveFile: reading.inactiveFileBytes, c))
         }
-        return result
     }
 
     func level(at time: Double, _ c: PressureConfiguration) -> (PressureLevel, String) { (level, detail) }

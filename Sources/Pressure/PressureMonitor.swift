@@ -224,13 +224,14 @@ public final class PressureMonitor: Sendable {
         }
     }
 
-    /// A source goes on working, but its status must say something from now on (said once).
+    /// A source goes on working, but its status must say something from now on (said once), or
+    /// no longer ("").
     private func sourceNote(_ name: String, _ note: String) {
         let changed = state.withLock { s -> (PressureSourceStatus, [AsyncStream<PressureSourceStatus>.Continuation])? in
-            guard let i = s.sources.firstIndex(where: { $0.name == name }), s.sources[i].available, s.notes[name]?.note != note else { return nil }
+            guard let i = s.sources.firstIndex(where: { $0.name == name }), s.sources[i].available, (s.notes[name]?.note ?? "") != note else { return nil }
             let base = s.notes[name]?.base ?? s.sources[i].detail
-            s.notes[name] = (base, note)
-            s.sources[i].detail = "\(base); note: \(note)"
+            s.notes[name] = note.isEmpty ? nil : (base, note)
+            s.sources[i].detail = note.isEmpty ? base : "\(base); note: \(note)"
             return (s.sources[i], Array(s.sourceSubscribers.values))
         }
         if let (status, subscribers) = changed {

@@ -30,8 +30,8 @@ struct SourceUpdate {
     /// Why the source stopped working, once, when it does: the monitor stops polling it and
     /// reports it.
     var stopped: String?
-    /// Something the source's status must say from now on while it goes on working (a set of
-    /// thresholds that could not be armed again).
+    /// Something the source's status must say from now on while it goes on working (a reading
+    /// that failed, a set of thresholds that could not be armed again); "" when that is over.
     var note: String?
 }
 

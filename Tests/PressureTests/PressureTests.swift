@@ -41,6 +41,28 @@ struct PressureTests {
         #expect(available == 6_000_000 * 1024)
     }
 
+    @Test("a source that cannot be read says so in its status while it cannot, and not after")
+    func unreadableSource() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let good = "MemTotal:       1000000 kB\nMemAvailable:    900000 kB\n"
+        try writeText(good, to: "\(dir.path)/meminfo")
+        var configuration = PressureConfiguration()
+        configuration.procRoot = dir.path
+        configuration.usePSI = false
+        configuration.pollInterval = 0.02
+        let monitor = PressureMonitor(configuration: configuration)
+        defer { monitor.stop() }
+        let changes = monitor.sourceChanges()
+        try writeText("MemTotal: 1000000 kB\n", to: "\(dir.path)/meminfo")  // no MemAvailable
+        let failing = await first(of: changes, within: 20) { $0.detail.contains("; note: cannot read it now") }
+        #expect(failing?.available == true && failing?.detail.contains("no MemTotal or MemAvailable") == true, "\(failing.map(\.detail) ?? "no note")")
+        try writeText(good, to: "\(dir.path)/meminfo")
+        let working = await first(of: changes, within: 20) { !$0.detail.contains("note:") }
+        #expect(working?.available == true && working?.wakeup == .poll, "\(working.map(\.description) ?? "the note stayed")")
+        #expect(monitor.level == .normal)
+    }
+
     static var memoryCgroupsAvailable: Bool { getuid() == 0 && ProcFS.isFile("/sys/fs/cgroup/memory/cgroup.procs") }
 
     /// Real pressure: a process inside a memory cgroup allocates towards the limit.
