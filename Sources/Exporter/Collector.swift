@@ -103,6 +103,8 @@ public final class Collector: Sendable {
         if ProcFS.isFile(psiFile) {
             do {
                 stall = try PressureStall.read(psiFile, buffer: &buffer)
+            } catch .malformed {
+                stall = nil  // no PSI figures in this scrape, rather than none at all
             } catch {
                 throw CollectionError("cannot read \(psiFile): \(error)")
             }
