@@ -25,6 +25,7 @@ let package = Package(
         .library(name: "CachePolicies", targets: ["CachePolicies"]),
         .library(name: "Purgeable", targets: ["Purgeable"]),
         .library(name: "MappedFiles", targets: ["MappedFiles"]),
+        .library(name: "PressureValues", targets: ["PressureValues"]),
         .library(name: "Pressure", targets: ["Pressure"]),
         .library(name: "LifecycleProtocol", targets: ["LifecycleProtocol"]),
         .library(name: "SupervisedApp", targets: ["SupervisedApp"]),
@@ -84,10 +85,18 @@ let package = Package(
             dependencies: ["LinuxSystem", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: strict
         ),
-        // Memory-pressure sources merged into one level stream.
+        // The values memory pressure is told in, and nothing else (a leaf: no dependencies): the
+        // one `PressureLevel` (encoded "normal", "warning", "critical"), a PSI reading
+        // (`PressureStall`) and the machine's memory (`MachineMemory`, top's header). VMTracker
+        // renders them without carrying the monitor; Pressure reads, parses and judges them.
+        .target(name: "PressureValues", swiftSettings: strict),
+        // Memory pressure: the one PSI parser, the device's memory reading (`MemoryStatusReader`),
+        // the one judgement of how short memory is (`PressureConfiguration.judge`), and the
+        // monitor: sources woken by kernel events (cgroup v1 thresholds, pressure_level and OOM
+        // eventfds, PSI triggers), polled only where none exists, merged into one level stream.
         .target(
             name: "Pressure",
-            dependencies: ["LinuxSystem", "CMemoryPressure", .product(name: "SystemPackage", package: "swift-system")],
+            dependencies: ["PressureValues", "LinuxSystem", "CMemoryPressure", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: strict
         ),
         // The control channel's wire protocol and the lifecycle vocabulary (apps and supervisor).
@@ -104,7 +113,7 @@ let package = Package(
         .target(
             name: "AppLifecycle",
             dependencies: [
-                "LifecycleProtocol", "Pressure", "RegionTags", "VMTracker", "LinuxSystem", "CMemoryPressure", "WorkloadProtocol",
+                "LifecycleProtocol", "Pressure", "PressureValues", "RegionTags", "VMTracker", "LinuxSystem", "CMemoryPressure", "WorkloadProtocol",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -114,14 +123,14 @@ let package = Package(
         // Jetsam: the pure ranker (policies, explanations, replay) and the killer attached to a supervisor.
         .target(
             name: "Jetsam",
-            dependencies: ["AppLifecycle", "LifecycleProtocol", "Pressure", "VMTracker", "LinuxSystem"],
+            dependencies: ["AppLifecycle", "LifecycleProtocol", "Pressure", "PressureValues", "VMTracker", "LinuxSystem"],
             swiftSettings: strict
         ),
         // The Prometheus/OpenMetrics exporter: collects at scrape time, serves /metrics over Hummingbird.
         .target(
             name: "Exporter",
             dependencies: [
-                "VMTracker", "Pressure", "LinuxSystem",
+                "VMTracker", "Pressure", "PressureValues", "LinuxSystem",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -157,7 +166,7 @@ let package = Package(
         .target(name: "CachePolicies", swiftSettings: strict),
         .target(
             name: "VMTracker",
-            dependencies: ["LinuxSystem", "RegionTags", "LifecycleProtocol"],
+            dependencies: ["LinuxSystem", "RegionTags", "LifecycleProtocol", "PressureValues"],
             swiftSettings: strict
         ),
         .executableTarget(
@@ -173,6 +182,7 @@ let package = Package(
                 "Scenarios",
                 "Jetsam",
                 "Pressure",
+                "PressureValues",
                 "CMemoryPressure",
                 "MemHogClient",
                 "RegionTags",
@@ -214,7 +224,7 @@ let package = Package(
         .executableTarget(
             name: "WorkloadApp",
             dependencies: [
-                "SupervisedApp", "LifecycleProtocol", "WorkloadProtocol", "Purgeable", "MappedFiles", "CachePolicies", "Pressure", "LinuxSystem",
+                "SupervisedApp", "LifecycleProtocol", "WorkloadProtocol", "Purgeable", "MappedFiles", "CachePolicies", "Pressure", "PressureValues", "LinuxSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -233,13 +243,13 @@ let package = Package(
         ),
         .testTarget(
             name: "VMTrackerTests",
-            dependencies: ["VMTracker", "LinuxSystem", "LifecycleProtocol", "RegionTags", "TestSupport", "MemHogClient", "MemHog"],
+            dependencies: ["VMTracker", "PressureValues", "LinuxSystem", "LifecycleProtocol", "RegionTags", "TestSupport", "MemHogClient", "MemHog"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "CLITests",
             dependencies: [
-                "TestSupport", "VMTracker", "LinuxSystem", "MemHogClient", "AppLifecycle", "LifecycleProtocol", "mempressure", "MemHog", "WorkloadApp",
+                "TestSupport", "VMTracker", "PressureValues", "LinuxSystem", "MemHogClient", "AppLifecycle", "LifecycleProtocol", "mempressure", "MemHog", "WorkloadApp",
                 "mempressure-exec", "mempressure-guard", .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
@@ -269,13 +279,16 @@ let package = Package(
         ),
         .testTarget(
             name: "PressureTests",
-            dependencies: ["Pressure", "LinuxSystem", "TestSupport", "MemHogClient", "MemHog"],
+            dependencies: [
+                "Pressure", "PressureValues", "LinuxSystem", "TestSupport", "MemHogClient", "MemHog",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "JetsamTests",
             dependencies: [
-                "Jetsam", "CachePolicies", "LifecycleProtocol", "AppLifecycle", "Scenarios", "VMTracker", "LinuxSystem", "TestSupport", "WorkloadApp",
+                "Jetsam", "Pressure", "PressureValues", "CachePolicies", "LifecycleProtocol", "AppLifecycle", "Scenarios", "VMTracker", "LinuxSystem", "TestSupport", "WorkloadApp",
                 "WorkloadProtocol", "mempressure-exec", "mempressure-guard",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
@@ -284,7 +297,7 @@ let package = Package(
         .testTarget(
             name: "ExporterTests",
             dependencies: [
-                "Exporter", "VMTracker", "LinuxSystem", "TestSupport", "MemHogClient", "MemHog", "mempressure",
+                "Exporter", "Pressure", "PressureValues", "VMTracker", "LinuxSystem", "TestSupport", "MemHogClient", "MemHog", "mempressure",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -1,6 +1,7 @@
 import Glibc
 import LifecycleProtocol
 import Pressure
+import PressureValues
 import LinuxSystem
 import SystemPackage
 import VMTracker
@@ -168,6 +169,15 @@ extension Supervisor {
     public nonisolated func pressureEvents() -> AsyncStream<PressureEvent> {
         guard let pressureMonitor else { return AsyncStream { $0.finish() } }
         return pressureMonitor.events()
+    }
+
+    /// Every wake of the pressure monitor's thread from now on — a kernel event, or its poll
+    /// interval running out — with what woke it (a finished stream when the supervisor does not
+    /// watch pressure): what a policy that must look at memory whenever the kernel says
+    /// something subscribes to, instead of polling on its own.
+    public nonisolated func pressureWakes() -> AsyncStream<PressureWake> {
+        guard let pressureMonitor else { return AsyncStream { $0.finish() } }
+        return pressureMonitor.wakes()
     }
 
     /// The merged pressure level now (nil when pressure is not watched): where a policy that

@@ -1,6 +1,7 @@
 import Glibc
 import LifecycleProtocol
 import Pressure
+import PressureValues
 import RegionTags
 import LinuxSystem
 

@@ -3,6 +3,7 @@ import Dispatch
 import Glibc
 import LinuxSystem
 import Pressure
+import PressureValues
 import Prometheus
 import Synchronization
 import VMTracker
@@ -81,58 +82,50 @@ public final class Collector: Sendable {
 
     private func writeMachine(_ writer: inout ExpositionWriter) throws(CollectionError) {
         var buffer = ReadBuffer(capacity: 8192)
-        let meminfoFile = "\(options.procRoot)/meminfo"
+        // The device's memory reading, for the machine: MemAvailable against MemTotal.
+        let status: MemoryStatus
         do {
-            try ProcFS.readFile(meminfoFile, into: &buffer)
+            status = try MemoryStatusReader(cgroup: nil, procRoot: options.procRoot).read(&buffer).status
         } catch {
-            throw CollectionError("cannot read \(meminfoFile): \(error)")
-        }
-        let info = buffer.withBytes { MemInfo.parse($0) }
-        guard let total = info.totalBytes, let available = info.availableBytes else {
-            throw CollectionError("\(meminfoFile) has no MemTotal or MemAvailable")
+            throw CollectionError("cannot read the machine's memory: \(error)")
         }
         writer.family("mempressure_memory_total_bytes", .gauge, help: "The machine's memory (MemTotal of /proc/meminfo), in bytes.")
-        writer.sample(nil, total)
+        writer.sample(nil, status.budgetBytes)
         writer.family("mempressure_memory_available_bytes", .gauge, help: "Memory available without swapping, as the kernel estimates it (MemAvailable of /proc/meminfo), in bytes.")
-        writer.sample(nil, available)
+        writer.sample(nil, status.availableBytes)
 
-        var levels: [(source: StaticString, level: PressureLevel)] = []
+        // Each source's level and the merged one, by the one judgement (one reading each: no
+        // hysteresis).
         let c = options.pressure
+        var levels: [(source: StaticString, level: PressureLevel)] = []
+        var stall: PressureStall?
         let psiFile = "\(options.procRoot)/pressure/memory"
         if ProcFS.isFile(psiFile) {
             do {
-                try ProcFS.readFile(psiFile, into: &buffer)
+                stall = try PressureStall.read(psiFile, buffer: &buffer)
+            } catch .malformed {
+                stall = nil  // no PSI figures in this scrape, rather than none at all
             } catch {
                 throw CollectionError("cannot read \(psiFile): \(error)")
             }
-            let psi = buffer.withBytes { PSIReading.parse($0) }
-            writer.family("mempressure_memory_pressure_stall_seconds", .counter, help: "Time tasks stalled on memory (PSI, /proc/pressure/memory total): some = at least one task, full = all non-idle tasks, in seconds.")
-            if let some = psi.someTotalMicroseconds { writer.sample(nil, "kind", "some", double: Double(some) / 1e6) }
-            if let full = psi.fullTotalMicroseconds { writer.sample(nil, "kind", "full", double: Double(full) / 1e6) }
-            levels.append(("psi", psi.level(c)))
         }
-        levels.append(("memavailable", availableLevel(available: available, total: total, c)))
-        let merged = levels.map(\.level).max() ?? .normal
-        levels.append(("merged", merged))
+        if let stall {
+            writer.family("mempressure_memory_pressure_stall_seconds", .counter, help: "Time tasks stalled on memory (PSI, /proc/pressure/memory total): some = at least one task, full = all non-idle tasks, in seconds.")
+            writer.sample(nil, "kind", "some", double: Double(stall.some.totalMicroseconds) / 1e6)
+            if let full = stall.full { writer.sample(nil, "kind", "full", double: Double(full.totalMicroseconds) / 1e6) }
+            levels.append(("psi", c.judge(MemoryEvidence(stall: stall)).level))
+        }
+        levels.append(("memavailable", c.judge(MemoryEvidence(status: status)).level))
+        levels.append(("merged", c.judge(MemoryEvidence(status: status, stall: stall)).level))
 
         writer.family("mempressure_pressure_level", .gauge, help: "The memory pressure level each source reads now, as a state set: 1 for the level the source is at, 0 for the others; source merged is the highest.")
         for (source, level) in levels {
-            for candidate in [PressureLevel.normal, .warning, .critical] {
+            for candidate in PressureLevel.allCases {
                 var labels = LabelSet()
                 labels.add("source", source.description)
                 writer.sample(labels, "level", candidate.staticName, candidate == level ? 1 : 0)
             }
         }
-    }
-
-    /// MemAvailable against MemTotal, by the same thresholds as the monitor's source (one
-    /// reading: no hysteresis).
-    private func availableLevel(available: UInt64, total: UInt64, _ c: PressureConfiguration) -> PressureLevel {
-        guard total > 0 else { return .normal }
-        let fraction = Double(available) / Double(total)
-        if fraction <= c.availableCriticalFraction { return .critical }
-        if fraction <= c.availableWarningFraction { return .warning }
-        return .normal
     }
 
     // MARK: Apps
@@ -405,43 +398,5 @@ extension PressureLevel {
         case .warning: "warning"
         case .critical: "critical"
         }
-    }
-}
-
-/// One reading of a PSI file (`/proc/pressure/memory`).
-struct PSIReading: Sendable, Hashable {
-    var someAverage10: Double?
-    var fullAverage10: Double?
-    var someTotalMicroseconds: UInt64?
-    var fullTotalMicroseconds: UInt64?
-
-    /// Parses "some avg10=0.00 avg60=0.00 avg300=0.00 total=113651841" and the "full" line.
-    static func parse(_ bytes: UnsafeRawBufferPointer) -> PSIReading {
-        var r = PSIReading()
-        for line in bytes.split(separator: UInt8(ascii: "\n")) {
-            let fields = line.split(separator: UInt8(ascii: " "))
-            guard let kind = fields.first else { continue }
-            let isSome = kind.elementsEqual("some".utf8)
-            guard isSome || kind.elementsEqual("full".utf8) else { continue }
-            for field in fields.dropFirst() {
-                if field.starts(with: "total=".utf8), let v = ByteScanner.unsigned(field.dropFirst(6)) {
-                    if isSome { r.someTotalMicroseconds = v } else { r.fullTotalMicroseconds = v }
-                } else if field.starts(with: "avg10=".utf8), let v = Double(String(decoding: field.dropFirst(6), as: UTF8.self)) {
-                    if isSome { r.someAverage10 = v } else { r.fullAverage10 = v }
-                }
-            }
-        }
-        return r
-    }
-
-    /// The level one reading gives, by the monitor's trigger thresholds: its triggers fire when
-    /// tasks stall longer than the threshold within the window, so the share of time stalled over
-    /// the last 10 s (avg10, a percentage) is compared with threshold / window: full at or above
-    /// the critical share is critical, some at or above the warning share is warning.
-    func level(_ c: PressureConfiguration) -> PressureLevel {
-        let window = Double(max(1, c.psiWindowMicroseconds))
-        if let full = fullAverage10, full >= Double(c.psiCriticalStallMicroseconds) / window * 100 { return .critical }
-        if let some = someAverage10, some >= Double(c.psiWarningStallMicroseconds) / window * 100 { return .warning }
-        return .normal
     }
 }

@@ -86,6 +86,10 @@ public struct CgroupMemory: Sendable {
         public var fileBytes: UInt64?
         /// Shared memory and tmpfs (`shmem`); nil when absent.
         public var shmemBytes: UInt64?
+        /// Whether a task of the cgroup waits at its limit (v1 `under_oom` of
+        /// `memory.oom_control`: with `oom_kill_disable 1` it waits in the kernel until memory is
+        /// freed); nil where the kernel does not say (v2).
+        public var taskWaitsAtLimit: Bool?
         /// `usage − inactive_file`.
         public var workingSetBytes: UInt64 { usageBytes &- min(usageBytes, inactiveFileBytes) }
 
@@ -116,7 +120,7 @@ public struct CgroupMemory: Sendable {
     }
 
     /// Reads the usage, limit, `memory.stat` and OOM files through `buffer`. A missing OOM file
-    /// or a missing `oom_kill`, `anon`/`rss`, `file`/`cache` or `shmem` key gives nil; a value
+    /// or a missing `oom_kill`, `under_oom`, `anon`/`rss`, `file`/`cache` or `shmem` key gives nil; a value
     /// that is not a number, or a missing usage, limit, stat file or inactive-file key, is an error.
     public func read(_ buffer: inout ReadBuffer) throws(ReadError) -> Reading {
         func load(_ path: String) throws(ReadError) {
@@ -152,10 +156,14 @@ public struct CgroupMemory: Sendable {
             guard error.errno == .noSuchFileOrDirectory else { throw .unreadable(error) }
             return reading  // no OOM file: not counted
         }
-        let oom = buffer.withBytes { Self.values(of: ["oom_kill"], in: $0) }[0]
-        if case .some(let value) = oom {
+        let oom = buffer.withBytes { Self.values(of: ["oom_kill", "under_oom"], in: $0) }
+        if case .some(let value) = oom[0] {
             guard let value else { throw .malformed(file: oomFile, reason: "oom_kill is not a number") }
             reading.oomKills = value
+        }
+        if case .some(let value) = oom[1] {
+            guard let value else { throw .malformed(file: oomFile, reason: "under_oom is not a number") }
+            reading.taskWaitsAtLimit = value != 0
         }
         return reading
     }

@@ -1,7 +1,6 @@
-import CMemoryPressure
 import Glibc
 import LinuxSystem
-import SystemPackage
+import PressureValues
 
 /// A cgroup v1 memory.pressure_level notification: an eventfd registered through
 /// cgroup.event_control, signalled when the kernel sees "medium" (warning) or "critical"
@@ -10,63 +9,31 @@ final class CgroupPressureLevel: PressureSource, @unchecked Sendable {
     static let sourceName = "cgroup v1 memory.pressure_level"
     let name = CgroupPressureLevel.sourceName
     private let eventFD: CInt
-    private let levelFD: CInt
     private let levelFile: String
     private var event: HeldEvent
 
-    var pollDescriptor: (fd: CInt, events: Int16)? { (eventFD, Int16(POLLIN)) }
+    var pollDescriptors: [(fd: CInt, events: Int16)] { [(eventFD, Int16(POLLIN))] }
 
     /// Registers an eventfd for `kernelLevel` ("medium", "critical") of `cgroup`.
     init(cgroup: String, kernelLevel: String, level: PressureLevel) throws(SystemCallError) {
-        let efd = mp_eventfd(0)
-        guard efd >= 0 else { throw SystemCallError("eventfd", errno: Errno(rawValue: errno)) }
-        let levelFile = "\(cgroup)/memory.pressure_level"
-        let pfd = Glibc.open(levelFile, O_RDONLY | O_CLOEXEC)
-        guard pfd >= 0 else {
-            let e = errno
-            Glibc.close(efd)
-            throw SystemCallError("open", errno: Errno(rawValue: e), subject: levelFile)
-        }
-        let control = "\(cgroup)/cgroup.event_control"
-        let cfd = Glibc.open(control, O_WRONLY | O_CLOEXEC)
-        guard cfd >= 0 else {
-            let e = errno
-            Glibc.close(efd)
-            Glibc.close(pfd)
-            throw SystemCallError("open", errno: Errno(rawValue: e), subject: control)
-        }
-        defer { Glibc.close(cfd) }
-        let line = "\(efd) \(pfd) \(kernelLevel)"
-        let rc = line.withCString { write(cfd, $0, strlen($0)) }
-        guard rc >= 0 else {
-            let e = errno
-            Glibc.close(efd)
-            Glibc.close(pfd)
-            throw SystemCallError("write", errno: Errno(rawValue: e), subject: "\(control) '\(line)'")
-        }
-        eventFD = efd
-        levelFD = pfd
-        self.levelFile = levelFile
+        eventFD = try CgroupEventControl.register(cgroup: cgroup, file: "memory.pressure_level", [kernelLevel])
+        levelFile = "\(cgroup)/memory.pressure_level"
         event = HeldEvent(level: level, what: "the kernel reported \(kernelLevel) pressure in \(cgroup)")
     }
 
-    func update(revents: Int16, at time: Double, _ c: PressureConfiguration) -> String? {
-        guard revents != 0 else { return nil }
-        if let failure = HeldEvent.pollFailure(revents) { return failure }
+    func update(revents: [Int16], at time: Double, _ c: PressureConfiguration) -> SourceUpdate {
+        guard let fired = revents.first, fired != 0 else { return SourceUpdate() }
+        if let failure = HeldEvent.pollFailure(fired) { return SourceUpdate(stopped: failure) }
         // The eventfd is signalled once more when the cgroup is removed: that is not pressure.
-        guard access(levelFile, F_OK) == 0 else { return "its file went away" }
-        var counter: UInt64 = 0
-        _ = read(eventFD, &counter, 8)  // drain the eventfd
+        guard access(levelFile, F_OK) == 0 else { return SourceUpdate(stopped: "its file went away") }
+        CgroupEventControl.drain(eventFD)
         event.fired(at: time)
-        return nil
+        return SourceUpdate(events: [event.what])
     }
 
     func level(at time: Double, _ c: PressureConfiguration) -> (PressureLevel, String) { event.level(at: time, c) }
 
-    func close() {
-        Glibc.close(eventFD)
-        Glibc.close(levelFD)
-    }
+    func close() { Glibc.close(eventFD) }
 
     static func open(_ c: PressureConfiguration, cgroup: String, isV2: Bool) -> (sources: [any PressureSource], status: PressureSourceStatus) {
         if isV2 {

@@ -1,5 +1,6 @@
 import Glibc
 import LinuxSystem
+import PressureValues
 import SystemPackage
 
 /// A PSI trigger (/proc/pressure/memory, or a cgroup v2's memory.pressure): the kernel wakes
@@ -10,7 +11,7 @@ final class PSITrigger: PressureSource, @unchecked Sendable {
     private let fd: CInt
     private var event: HeldEvent
 
-    var pollDescriptor: (fd: CInt, events: Int16)? { (fd, Int16(POLLPRI)) }
+    var pollDescriptors: [(fd: CInt, events: Int16)] { [(fd, Int16(POLLPRI))] }
 
     /// Registers the trigger "KIND STALL WINDOW" on `file`.
     init(file: String, kind: String, stallMicroseconds: Int, windowMicroseconds: Int, level: PressureLevel, name: String) throws(SystemCallError) {
@@ -28,11 +29,11 @@ final class PSITrigger: PressureSource, @unchecked Sendable {
         event = HeldEvent(level: level, what: "\(kind) memory stall above \(stallMicroseconds) µs in \(windowMicroseconds / 1000) ms")
     }
 
-    func update(revents: Int16, at time: Double, _ c: PressureConfiguration) -> String? {
-        guard revents != 0 else { return nil }
-        if let failure = HeldEvent.pollFailure(revents) { return failure }
+    func update(revents: [Int16], at time: Double, _ c: PressureConfiguration) -> SourceUpdate {
+        guard let fired = revents.first, fired != 0 else { return SourceUpdate() }
+        if let failure = HeldEvent.pollFailure(fired) { return SourceUpdate(stopped: failure) }
         event.fired(at: time)
-        return nil
+        return SourceUpdate(events: [event.what])
     }
 
     func level(at time: Double, _ c: PressureConfiguration) -> (PressureLevel, String) { event.level(at: time, c) }

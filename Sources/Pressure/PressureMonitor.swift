@@ -1,17 +1,21 @@
 import CMemoryPressure
 import Glibc
 import LinuxSystem
+import PressureValues
 import Synchronization
 
 /// Watches every memory-pressure source the machine has — PSI triggers (/proc/pressure/memory,
 /// and a cgroup v2's memory.pressure), cgroup v1 memory.pressure_level notifications through an
-/// eventfd, a cgroup's usage against its limit, and /proc/meminfo MemAvailable as the fallback —
-/// and merges them into one level with hysteresis: the highest level any source reports, where a
-/// polled source drops only below its threshold minus `hysteresis` and an event holds its level
-/// for `eventHoldSeconds`.
+/// eventfd, a cgroup's working set against its limit (woken on v1 by usage thresholds, reclaim
+/// and OOM notifications), and /proc/meminfo MemAvailable as the fallback — and merges them into
+/// one level with hysteresis: the highest level any source reports, where a judged reading drops
+/// only below its threshold minus `hysteresis` and an event holds its level for
+/// `eventHoldSeconds`. Every reading is judged by the one judgement (`PressureConfiguration.judge`).
 ///
-/// The sources are read by one thread blocked in poll(2) on their descriptors (with the poll
-/// interval as timeout); `events()` delivers every change of level, in order, to each subscriber.
+/// The sources are read by one thread blocked in poll(2) on their descriptors, so that a kernel
+/// event is answered as it comes; the poll interval is its timeout, for what the kernel offers no
+/// event for. `events()` delivers every change of level, in order, to each subscriber; `wakes()`
+/// every wake of the thread, changed or not, with what woke it.
 public final class PressureMonitor: Sendable {
     public let configuration: PressureConfiguration
     /// Which sources are in use and why others are not: what was found at start, updated when
@@ -25,6 +29,9 @@ public final class PressureMonitor: Sendable {
         var history: [PressureEvent] = []
         var sources: [PressureSourceStatus] = []
         var sourceSubscribers: [UInt64: AsyncStream<PressureSourceStatus>.Continuation] = [:]
+        var wakeSubscribers: [UInt64: AsyncStream<PressureWake>.Continuation] = [:]
+        /// A source's note now, and its detail before the first.
+        var notes: [String: (base: String, note: String)] = [:]
     }
 
     private let state: Mutex<State>
@@ -61,15 +68,17 @@ public final class PressureMonitor: Sendable {
         var one: UInt64 = 1
         _ = write(stopFD, &one, 8)
         thread.withLock { t -> OSThread? in defer { t = nil }; return t }?.join()
-        let (subscribers, sourceSubscribers) = state.withLock { s in
+        let (subscribers, sourceSubscribers, wakeSubscribers) = state.withLock { s in
             defer {
                 s.subscribers.removeAll()
                 s.sourceSubscribers.removeAll()
+                s.wakeSubscribers.removeAll()
             }
-            return (Array(s.subscribers.values), Array(s.sourceSubscribers.values))
+            return (Array(s.subscribers.values), Array(s.sourceSubscribers.values), Array(s.wakeSubscribers.values))
         }
         for c in subscribers { c.finish() }
         for c in sourceSubscribers { c.finish() }
+        for c in wakeSubscribers { c.finish() }
     }
 
     deinit {
@@ -86,13 +95,24 @@ public final class PressureMonitor: Sendable {
     /// Every change of level from now on, in order.
     public func events() -> AsyncStream<PressureEvent> { makeSubscription(\.subscribers) }
 
+    /// Every wake of the monitor's thread from now on — a kernel event, or the poll interval
+    /// running out — with the merged level after it: for a subscriber that must look at memory
+    /// whenever the kernel says something, not only when the level changes (jetsam). A consumer
+    /// more than `wakeBufferLimit` wakes behind loses the oldest: only the latest matter.
+    public func wakes() -> AsyncStream<PressureWake> { makeSubscription(\.wakeSubscribers, limit: Self.wakeBufferLimit) }
+
+    /// How many undelivered wakes a `wakes()` stream holds.
+    public static let wakeBufferLimit = 64
+
     /// A new stream registered in `subscribers` until its consumer goes away. It holds at most
     /// `historyLimit` undelivered changes (a consumer that far behind loses the oldest): a
     /// subscriber that stops reading cannot make a long-running service grow without bound.
-    private func makeSubscription<Element>(_ subscribers: WritableKeyPath<State, [UInt64: AsyncStream<Element>.Continuation]>) -> AsyncStream<Element> {
+    private func makeSubscription<Element>(
+        _ subscribers: WritableKeyPath<State, [UInt64: AsyncStream<Element>.Continuation]>, limit: Int = PressureMonitor.historyLimit
+    ) -> AsyncStream<Element> {
         // A key path literal to a stored property: immutable, safe to use from any thread.
         nonisolated(unsafe) let subscribers = subscribers
-        let (stream, continuation) = AsyncStream<Element>.makeStream(bufferingPolicy: .bufferingNewest(Self.historyLimit))
+        let (stream, continuation) = AsyncStream<Element>.makeStream(bufferingPolicy: .bufferingNewest(limit))
         let id = state.withLock { s -> UInt64 in
             let id = s.nextSubscriber
             s.nextSubscriber += 1
@@ -144,47 +164,78 @@ public final class PressureMonitor: Sendable {
     // MARK: The thread
 
     private func run() {
-        // One pollfd per source with a descriptor (its index in `polled`), then the stop eventfd.
-        var fds: [pollfd] = []
-        let polled: [Int?] = pressureSources.map { source in
-            guard let d = source.pollDescriptor else { return nil }
-            fds.append(pollfd(fd: d.fd, events: d.events, revents: 0))
-            return fds.count - 1
-        }
-        fds.append(pollfd(fd: stopFD, events: Int16(POLLIN), revents: 0))
         let timeoutMilliseconds = max(10, Seconds.milliseconds(configuration.pollInterval))
         var lastEmittedSource = ""
+        // A source that stopped (its cgroup removed, its trigger dropped) is not polled any more,
+        // rather than spin or read its last gasp as pressure; it is still updated (and says so).
+        var stopped = [Bool](repeating: false, count: pressureSources.count)
         while true {
+            // Each source's descriptors (asked again every time: a source may re-arm), then the
+            // stop eventfd.
+            var fds: [pollfd] = []
+            var ranges: [Range<Int>] = []
+            for (i, source) in pressureSources.enumerated() {
+                let first = fds.count
+                if !stopped[i] {
+                    for d in source.pollDescriptors { fds.append(pollfd(fd: d.fd, events: d.events, revents: 0)) }
+                }
+                ranges.append(first..<fds.count)
+            }
+            fds.append(pollfd(fd: stopFD, events: Int16(POLLIN), revents: 0))
             let n = fds.withUnsafeMutableBufferPointer { p in retryOnInterrupt { poll(p.baseAddress, nfds_t(p.count), timeoutMilliseconds) } }
             if n < 0 { break }
             if fds.last!.revents != 0 { break }
             let now = monotonicSeconds()
-            for (source, index) in zip(pressureSources, polled) {
-                if let why = source.update(revents: index.map { fds[$0].revents } ?? 0, at: now, configuration) {
-                    // Gone (its cgroup was removed, the trigger was dropped): stop polling it
-                    // rather than spin or read its last gasp as pressure.
-                    if let index { fds[index].fd = -1 }
+            var kernelEvents: [String] = []
+            for (i, source) in pressureSources.enumerated() {
+                let update = source.update(revents: fds[ranges[i]].map(\.revents), at: now, configuration)
+                kernelEvents += update.events.map { "\(source.name): \($0)" }
+                if let note = update.note { sourceNote(source.name, note) }
+                if let why = update.stopped {
+                    stopped[i] = true
                     sourceFailed(source.name, why)
                 }
             }
+            // Woken on a descriptor (a kernel event, or a set of thresholds armed again after
+            // one), or by the poll interval running out.
+            let wakeup: PressureWakeup = n > 0 ? .event : .poll
             // The merged level: the highest any source holds now.
             var best: (PressureLevel, String, String) = (.normal, lastEmittedSource, "")
             for source in pressureSources {
                 let (level, detail) = source.level(at: now, configuration)
                 if level > best.0 { best = (level, source.name, detail) }
             }
-            let changed = state.withLock { s -> (PressureEvent, [AsyncStream<PressureEvent>.Continuation])? in
-                guard best.0 != s.level else { return nil }
+            let (changed, wakeSubscribers) = state.withLock { s -> ((PressureEvent, [AsyncStream<PressureEvent>.Continuation])?, [AsyncStream<PressureWake>.Continuation]) in
+                let wakeSubscribers = Array(s.wakeSubscribers.values)
+                guard best.0 != s.level else { return (nil, wakeSubscribers) }
                 s.level = best.0
-                let event = PressureEvent(level: best.0, source: best.1, detail: best.2.isEmpty ? "no source above its threshold" : best.2, time: now)
+                let event = PressureEvent(
+                    level: best.0, source: best.1, detail: best.2.isEmpty ? "no source above its threshold" : best.2, time: now, wakeup: wakeup)
                 s.history.append(event)
                 if s.history.count > Self.historyLimit { s.history.removeFirst(s.history.count - Self.historyLimit) }
-                return (event, Array(s.subscribers.values))
+                return ((event, Array(s.subscribers.values)), wakeSubscribers)
             }
             if let (event, subscribers) = changed {
                 lastEmittedSource = event.source
                 for c in subscribers { c.yield(event) }
             }
+            let wake = PressureWake(time: now, wakeup: wakeup, events: kernelEvents, level: best.0)
+            for c in wakeSubscribers { c.yield(wake) }
+        }
+    }
+
+    /// A source goes on working, but its status must say something from now on (said once), or
+    /// no longer ("").
+    private func sourceNote(_ name: String, _ note: String) {
+        let changed = state.withLock { s -> (PressureSourceStatus, [AsyncStream<PressureSourceStatus>.Continuation])? in
+            guard let i = s.sources.firstIndex(where: { $0.name == name }), s.sources[i].available, (s.notes[name]?.note ?? "") != note else { return nil }
+            let base = s.notes[name]?.base ?? s.sources[i].detail
+            s.notes[name] = note.isEmpty ? nil : (base, note)
+            s.sources[i].detail = note.isEmpty ? base : "\(base); note: \(note)"
+            return (s.sources[i], Array(s.sourceSubscribers.values))
+        }
+        if let (status, subscribers) = changed {
+            for c in subscribers { c.yield(status) }
         }
     }
 
@@ -194,6 +245,7 @@ public final class PressureMonitor: Sendable {
             if s.sources[i].available {
                 s.sources[i].detail = "stopped: \(why) (was: \(s.sources[i].detail))"
                 s.sources[i].available = false
+                s.sources[i].wakeup = nil
             }
             return (s.sources[i], Array(s.sourceSubscribers.values))
         }
@@ -203,16 +255,10 @@ public final class PressureMonitor: Sendable {
     }
 
     /// Every change of a source's status from now on (a source stopping because its file went
-    /// away or poll reported an error on it).
+    /// away or poll reported an error on it, or saying what it cannot do meanwhile).
     public func sourceChanges() -> AsyncStream<PressureSourceStatus> { makeSubscription(\.sourceSubscribers) }
 
     // MARK: Sources
-
-    /// The level a cgroup usage fraction gives, from `current`, with the configuration's
-    /// thresholds and hysteresis (what the usage source computes at every poll).
-    public static func level(usageFraction: Double, current: PressureLevel, configuration c: PressureConfiguration) -> PressureLevel {
-        thresholdLevel(usageFraction, current: current, warning: c.usageWarningFraction, critical: c.usageCriticalFraction, hysteresis: c.hysteresis, rising: true)
-    }
 
     /// Which sources a monitor with `configuration` would use, without starting one.
     package static func detectSources(_ configuration: PressureConfiguration = PressureConfiguration()) -> [PressureSourceStatus] {

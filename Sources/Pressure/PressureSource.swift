@@ -1,30 +1,43 @@
 import Glibc
 import LinuxSystem
+import PressureValues
 
-/// One place memory pressure can be read: an edge-triggered event the monitor's poll(2) waits
-/// on (a PSI trigger, a cgroup v1 pressure_level eventfd), or a value read at every poll
-/// interval (a cgroup's usage against its limit, MemAvailable). One file each.
+/// One place memory pressure can be read: kernel events the monitor's poll(2) waits on (a PSI
+/// trigger, a cgroup v1 notification), or a value read at every poll interval (MemAvailable, a
+/// cgroup v2's usage), or both (a cgroup v1's working set). One file each.
 ///
 /// A source is opened before the monitor's thread starts and used only by that thread after.
 protocol PressureSource: AnyObject, Sendable {
     /// The name of its status in `PressureMonitor.sources` (PSI's two triggers share one).
     var name: String { get }
-    /// The descriptor poll(2) waits on, with the events it waits for; nil for a source read at
-    /// every poll interval.
-    var pollDescriptor: (fd: CInt, events: Int16)? { get }
-    /// Takes what poll reported on the descriptor (`revents`: 0 when nothing happened, and
-    /// always 0 without a descriptor) and reads what the source reads at `time`. Returns why the
-    /// source stopped working, once, when it does: the monitor stops polling it and reports it.
-    func update(revents: Int16, at time: Double, _ c: PressureConfiguration) -> String?
+    /// The descriptors poll(2) waits on now, with the events it waits for; empty for a source
+    /// read at every poll interval only. Asked again before every poll: a source may change
+    /// them (a set of thresholds armed again).
+    var pollDescriptors: [(fd: CInt, events: Int16)] { get }
+    /// Takes what poll reported on each of `pollDescriptors` as they were when poll was called
+    /// (all 0 when nothing happened on them) and reads what the source reads at `time`.
+    func update(revents: [Int16], at time: Double, _ c: PressureConfiguration) -> SourceUpdate
     /// The level the source holds at `time`, and what it saw ("" at normal).
     func level(at time: Double, _ c: PressureConfiguration) -> (PressureLevel, String)
-    /// Closes its descriptors.
+    /// Closes its descriptors (and stops what it started).
     func close()
+}
+
+/// What one update of a source found.
+struct SourceUpdate {
+    /// What the kernel signalled on the source's descriptors ("usage threshold"), one entry each.
+    var events: [String] = []
+    /// Why the source stopped working, once, when it does: the monitor stops polling it and
+    /// reports it.
+    var stopped: String?
+    /// Something the source's status must say from now on while it goes on working (a reading
+    /// that failed, a set of thresholds that could not be armed again); "" when that is over.
+    var note: String?
 }
 
 extension PressureSource {
     /// A source read at every poll interval has no descriptor.
-    var pollDescriptor: (fd: CInt, events: Int16)? { nil }
+    var pollDescriptors: [(fd: CInt, events: Int16)] { [] }
     /// ... and nothing to close.
     func close() {}
 }
@@ -74,27 +87,9 @@ extension PressureSources {
             }
         }
         return (sources, PressureSourceStatus(
-            name: name, available: !opened.isEmpty, detail: opened.isEmpty ? "\(refused): \(failure.map(\.description) ?? "?")" : describe(opened)))
+            name: name, available: !opened.isEmpty, detail: opened.isEmpty ? "\(refused): \(failure.map(\.description) ?? "?")" : describe(opened),
+            wakeup: .event))
     }
-}
-
-/// What a polled source holds: the level of its last reading, with hysteresis, and what it read.
-struct PolledLevel {
-    private(set) var level: PressureLevel = .normal
-    private var detail = ""
-
-    /// Takes a reading of `part` out of `whole` ("usage 61.2 MiB of 64.0 MiB (95.6%)"); `rising`:
-    /// a higher share is worse (usage), otherwise a lower one is (available memory).
-    mutating func read(_ what: String, _ part: UInt64, of whole: UInt64, warning: Double, critical: Double, _ c: PressureConfiguration, rising: Bool) {
-        let fraction = Double(part) / Double(whole)
-        level = thresholdLevel(fraction, current: level, warning: warning, critical: critical, hysteresis: c.hysteresis, rising: rising)
-        detail = "\(what) \(ByteFormat.human(part)) of \(ByteFormat.human(whole)) (\(ByteFormat.fixed(fraction * 100, 1))%)"
-    }
-
-    /// No reading: the level drops to normal.
-    mutating func lost() { level = .normal }
-
-    var current: (PressureLevel, String) { (level, detail) }
 }
 
 /// What an edge-triggered source holds: the level of its last event, for `eventHoldSeconds`.

@@ -2,6 +2,7 @@
 
 import LifecycleProtocol
 import LinuxSystem
+import PressureValues
 
 extension VMReport {
     /// The VM Tracker summary (and, with regions, the regions map) as text.

@@ -20,6 +20,7 @@ import Glibc
 import LifecycleProtocol
 import MappedFiles
 import Pressure
+import PressureValues
 import Purgeable
 import SupervisedApp
 import Synchronization

@@ -2,6 +2,8 @@ import ArgumentParser
 import FoundationEssentials
 import Glibc
 import LinuxSystem
+import Pressure
+import PressureValues
 import RegionTags
 import VMTracker
 

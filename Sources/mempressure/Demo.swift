@@ -6,6 +6,7 @@ import Jetsam
 import LifecycleProtocol
 import LinuxSystem
 import MemHogClient
+import PressureValues
 import Scenarios
 import SystemPackage
 import VMTracker
@@ -119,7 +120,7 @@ struct Demo: AsyncParsableCommand {
         let quiet = json
         let log = try await scenario.run { event in
             guard !quiet else { return }
-            let levelChange = event.kind == .pressure && ["normal", "warning", "critical"].contains(event.name ?? "")
+            let levelChange = event.kind == .pressure && PressureLevel(name: event.name ?? "") != nil
             if levelChange || ([.warning, .jetsam, .freeze, .exit, .launch].contains(event.kind) && event.app != nil) || event.kind == .note {
                 output(renderEvent(event) + "\n")
             }

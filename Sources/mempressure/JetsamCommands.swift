@@ -2,6 +2,8 @@ import ArgumentParser
 import FoundationEssentials
 import Jetsam
 import LinuxSystem
+import Pressure
+import PressureValues
 import VMTracker
 
 extension JetsamPolicyName: ExpressibleByArgument {}

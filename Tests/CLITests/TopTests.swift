@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import LinuxSystem
 import MemHogClient
+import PressureValues
 import Testing
 import TestSupport
 import VMTracker

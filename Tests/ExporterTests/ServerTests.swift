@@ -165,6 +165,11 @@ private func withExporter<R: Sendable>(
         let again = String(decoding: try Collector(options: options).scrape(format: .prometheus), as: UTF8.self)
         func stable(_ s: String) -> [Substring] { s.split(separator: "\n").filter { !$0.hasPrefix("mempressure_scrape_duration_seconds ") } }
         #expect(stable(text) == stable(again))
+        // A PSI file that says nothing readable: the scrape goes on, without PSI figures.
+        try writeText("some garbage\n", to: proc + "/pressure/memory")
+        let noPSI = String(decoding: try Collector(options: options).scrape(format: .prometheus), as: UTF8.self)
+        #expect(!noPSI.contains("source=\"psi\"") && !noPSI.contains("mempressure_memory_pressure_stall_seconds_total{"))
+        #expect(noPSI.contains("mempressure_pressure_level{source=\"memavailable\",level=\"warning\"} 1\n"))
     }
 
     /// I/O is read only from the process the snapshot saw: a PID whose start time is not the

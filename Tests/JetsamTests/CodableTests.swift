@@ -1,7 +1,10 @@
 import FoundationEssentials
 import Jetsam
 import LifecycleProtocol
+import Pressure
+import PressureValues
 import Testing
+import TestSupport
 
 func encode<T: Encodable>(_ value: T) throws -> Data {
     let encoder = JSONEncoder()
@@ -35,10 +38,41 @@ struct CodableTests {
     }
 
     @Test func pressureLevelsAreWords() throws {
-        #expect(try json([PressureLevelValue.normal, .warning, .critical]) == "[\"normal\",\"warning\",\"critical\"]")
-        #expect(PressureLevelValue.critical.rawValue == 2)
-        #expect(throws: DecodingError.self) { try JSONDecoder().decode(PressureLevelValue.self, from: Data("\"severe\"".utf8)) }
-        #expect(throws: DecodingError.self) { try JSONDecoder().decode(PressureLevelValue.self, from: Data("1".utf8)) }
+        // One `PressureLevel` (PressureValues), written as words. The integers the Pressure
+        // module's level was once written as are read too (PressureTests checks that form).
+        #expect(try json([PressureLevel.normal, .warning, .critical]) == "[\"normal\",\"warning\",\"critical\"]")
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(PressureLevel.self, from: Data("\"severe\"".utf8)) }
+    }
+
+    @Test("an episode written before the level was one type decodes, replays, and writes the one form back")
+    func anEpisodeOfTheEarlierFormatDecodes() throws {
+        let episode = try JSONDecoder().decode(JetsamEpisode.self, from: Fixtures.readFile(Fixtures.directory + "/jetsam/episode-format1.json"))
+        #expect(episode.formatVersion == 1 && episode.number == 1)
+        #expect(episode.trigger.level == .warning && episode.trigger.source == "cgroup usage against its limit")
+        #expect(episode.trigger.wakeup == nil, "not said in that format")
+        #expect(episode.memoryBefore.scope == .cgroup && episode.memoryAfter?.scope == .cgroup, "a working set's reading")
+        #expect(episode.victims.map(\.name) == ["Photos", "Maps", "Music"])
+        let inputs = episode.decisions.map(\.input)
+        #expect(!inputs.isEmpty && inputs.allSatisfy { $0.level == .warning })
+        // The recorded decisions run again (what `mempressure jetsam replay` does with the file),
+        // and the first takes the recorded victim.
+        let first = try Ranker.decide(inputs[0], policy: episode.policy)
+        #expect(first.victims.first?.snapshot.name == episode.decisions[0].victim)
+        // Written again, it reads back the same.
+        #expect(try JSONDecoder().decode(JetsamEpisode.self, from: encode(episode)) == episode)
+        #expect(try json(episode).contains("\"level\":\"warning\""))
+    }
+
+    @Test("a replay written before the level was one type decodes")
+    func aReplayOfTheEarlierFormatDecodes() throws {
+        // `mempressure jetsam replay --json`: each decision's replay is a `JetsamReplay`.
+        struct File: Decodable {
+            struct Decision: Decodable { var replay: JetsamReplay }
+            var decisions: [Decision]
+        }
+        let file = try JSONDecoder().decode(File.self, from: Fixtures.readFile(Fixtures.directory + "/jetsam/replay-format1.json"))
+        #expect(!file.decisions.isEmpty)
+        #expect(file.decisions.allSatisfy { $0.replay.level == .warning && $0.replay.outcomes.count == JetsamPolicyName.allCases.count })
     }
 
     @Test func thresholdsAreReadable() throws {

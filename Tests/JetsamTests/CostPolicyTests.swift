@@ -1,6 +1,7 @@
 import CachePolicies
 import Jetsam
 import LifecycleProtocol
+import PressureValues
 import Testing
 
 @Suite("The cost policy")

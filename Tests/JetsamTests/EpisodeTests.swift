@@ -4,6 +4,8 @@ import AppLifecycle
 @testable import Jetsam
 import LifecycleProtocol
 import LinuxSystem
+import Pressure
+import PressureValues
 import Testing
 
 @Suite("jetsam episode reports")

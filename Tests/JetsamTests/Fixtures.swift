@@ -1,6 +1,7 @@
 import CachePolicies
 import Jetsam
 import LifecycleProtocol
+import PressureValues
 
 let mib: UInt64 = 1 << 20
 
@@ -82,7 +83,7 @@ func mixedApps() -> [JetsamAppSnapshot] {
 }
 
 /// The mixed set with 100 MiB available and a target of 350 MiB: 250 MiB needed.
-func mixedInput(level: PressureLevelValue = .warning, available: UInt64 = 100, target: UInt64 = 350, budget: UInt64 = 1024) -> RankingInput {
+func mixedInput(level: PressureLevel = .warning, available: UInt64 = 100, target: UInt64 = 350, budget: UInt64 = 1024) -> RankingInput {
     RankingInput(
         apps: mixedApps(),
         budgetBytes: budget * mib,

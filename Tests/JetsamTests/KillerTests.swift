@@ -4,6 +4,8 @@ import Glibc
 import Jetsam
 import LifecycleProtocol
 import LinuxSystem
+import Pressure
+import PressureValues
 import Testing
 import TestSupport
 import WorkloadProtocol
@@ -21,10 +23,12 @@ func model(_ dir: TemporaryDirectory, _ name: String, dirtyMB: Int, _ extra: [St
     ] + extra)
 }
 
-/// A supervisor with a device budget and jetsam attached; usage read every 50 ms.
-func supervisor(budgetMB: Int, _ jetsam: JetsamConfiguration, callbackTimeout: Double? = nil) throws -> (Supervisor, JetsamKiller) {
+/// A supervisor with a device budget and jetsam attached, woken by the pressure monitor (with
+/// `pressure`, or the default configuration).
+func supervisor(budgetMB: Int, _ jetsam: JetsamConfiguration, callbackTimeout: Double? = nil, pressure: PressureConfiguration? = nil) throws -> (Supervisor, JetsamKiller) {
     let killer = JetsamKiller(configuration: jetsam)
     var c = SupervisorConfiguration()
+    c.pressure = pressure
     if let callbackTimeout { c.callbackTimeout = callbackTimeout }
     c.executableDirectory = buildDirectory
     c.budgetBytes = budgetMB << 20
@@ -135,14 +139,18 @@ struct KillerTests {
         }
     }
 
-    @Test("when the warned apps free enough, nobody is killed")
-    func warningsSuffice() async throws {
+    /// Nil: the monitor's default poll interval. An hour: nothing reaches jetsam within the test
+    /// but the kernel's events.
+    @Test("when the warned apps free enough, nobody is killed; the episode opens on the kernel's usage threshold event, not a timer", arguments: [nil, 3600.0])
+    func warningsSuffice(pollInterval: Double?) async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         var j = JetsamConfiguration(policy: .ios)
         j.warningGraceSeconds = 2
         j.holdKernelOOMKiller = false
-        let (s, killer) = try supervisor(budgetMB: 256, j)
+        var pressure = PressureConfiguration()
+        if let pollInterval { pressure.pollInterval = pollInterval }
+        let (s, killer) = try supervisor(budgetMB: 256, j, pressure: pressure)
         try await withCleanup({ await s.shutdown() }) {
             try await s.register(model(dir, "S", dirtyMB: 40))
             try await s.register(model(dir, "F", dirtyMB: 60, ["--warning-frees", "1"]))
@@ -161,6 +169,12 @@ struct KillerTests {
             #expect(!log.contains { $0.app == "S" && $0.kind == .callback && $0.name == "didReceiveMemoryWarning" })
             #expect(try await s.state(of: "S") == .suspended)
             #expect(await s.kernelOOMKills() == 0)
+            // The usage threshold (or, had the device reclaimed on the way, the kernel's
+            // vmpressure) woke the monitor, and the monitor jetsam; it said how it is woken.
+            #expect(episode.trigger.source.hasPrefix("cgroup ") && episode.trigger.level == .warning, "\(episode.trigger)")
+            if pollInterval != nil { #expect(episode.trigger.wakeup == .event, "\(episode.trigger)") }
+            let said = log.first { $0.kind == .note && $0.detail?.hasPrefix("jetsam looks at memory at each wake of the pressure monitor") == true }
+            #expect(said?.detail?.contains("kernel events from") == true && said?.detail?.contains("cgroup usage against its limit") == true, "\(said?.detail ?? "not said")")
         }
     }
 

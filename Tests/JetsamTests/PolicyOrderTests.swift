@@ -1,6 +1,7 @@
 import CachePolicies
 import Jetsam
 import LifecycleProtocol
+import PressureValues
 import Testing
 
 @Suite("Every policy's order on the mixed set")

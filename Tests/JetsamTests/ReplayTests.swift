@@ -2,6 +2,7 @@ import CachePolicies
 import FoundationEssentials
 import Jetsam
 import LifecycleProtocol
+import PressureValues
 import Testing
 
 @Suite("Replay")

@@ -1,5 +1,6 @@
 import Jetsam
 import LifecycleProtocol
+import PressureValues
 import Testing
 
 @Suite("Who is never ranked, and the foreground rule")

@@ -1,5 +1,6 @@
 import Jetsam
 import LifecycleProtocol
+import PressureValues
 import Testing
 
 @Suite("The high-memory threshold")

@@ -41,6 +41,7 @@ struct CgroupMemoryReadingTests {
         #expect(r.usageBytes == 268_435_456 && r.limitBytes == 536_870_912 && r.inactiveFileBytes == 41_943_040)
         #expect(r.oomKills == 2)
         #expect(r.anonBytes == 201_326_592 && r.fileBytes == 62_914_560 && r.shmemBytes == 8_388_608)
+        #expect(r.taskWaitsAtLimit == nil, "v2 does not say whether a task waits at the limit")
     }
 
     @Test("v1: memory.oom_control's oom_kill and the cgroup's own rss, cache, shmem (not total_, not + rss_huge)")
@@ -53,6 +54,9 @@ struct CgroupMemoryReadingTests {
         #expect(r.inactiveFileBytes == 491_528_192, "the working set still counts the subtree (total_inactive_file)")
         #expect(r.oomKills == 3)
         #expect(r.anonBytes == 9_891_840 && r.fileBytes == 9_220_096 && r.shmemBytes == 4096)
+        #expect(r.taskWaitsAtLimit == false)
+        try v1(dir.path, oomControl: "oom_kill_disable 1\nunder_oom 1\noom_kill 3\n")
+        #expect(try read(dir.path).taskWaitsAtLimit == true, "under_oom 1: a task waits at the limit")
     }
 
     @Test("missing files and keys are nil, never zero")
@@ -83,6 +87,10 @@ struct CgroupMemoryReadingTests {
         #expect(throws: CgroupMemory.ReadError.malformed(file: "\(dir.path)/memory.stat", reason: "shmem is not a number")) { try read(dir.path) }
         try v2(dir.path, stat: "anon 5\n")
         #expect(throws: CgroupMemory.ReadError.malformed(file: "\(dir.path)/memory.stat", reason: "no inactive_file")) { try read(dir.path) }
+        let v1dir = try TemporaryDirectory()
+        defer { v1dir.remove() }
+        try v1(v1dir.path, oomControl: "oom_kill_disable 1\nunder_oom yes\n")
+        #expect(throws: CgroupMemory.ReadError.malformed(file: "\(v1dir.path)/memory.oom_control", reason: "under_oom is not a number")) { try read(v1dir.path) }
     }
 
     static var memoryCgroupsAvailable: Bool { getuid() == 0 && ProcFS.isFile("/sys/fs/cgroup/memory/cgroup.procs") }
@@ -96,6 +104,7 @@ struct CgroupMemoryReadingTests {
         let r = try read(group)
         #expect(r.limitBytes == 64 << 20)
         #expect(r.oomKills == 0, "Linux >= 4.13 counts OOM kills in memory.oom_control")
+        #expect(r.taskWaitsAtLimit == false)
         #expect(r.anonBytes != nil && r.fileBytes != nil && r.shmemBytes != nil)
     }
 }

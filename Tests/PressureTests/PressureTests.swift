@@ -2,6 +2,7 @@ import Glibc
 import LinuxSystem
 import MemHogClient
 import Pressure
+import PressureValues
 import Synchronization
 import Testing
 import TestSupport
@@ -16,10 +17,12 @@ struct PressureTests {
         for s in sources { #expect(!s.detail.isEmpty) }
     }
 
-    @Test("thresholds with hysteresis")
+    @Test("the judgement of a cgroup's working set: thresholds with hysteresis")
     func hysteresis() {
         func thresholdLevelForTests(_ x: Double, _ current: PressureLevel) -> PressureLevel {
-            PressureMonitor.level(usageFraction: x, current: current, configuration: PressureConfiguration())
+            let used = UInt64(x * 10_000)
+            let status = MemoryStatus(budgetBytes: 10_000, usedBytes: used, availableBytes: 10_000 - used, source: "test")
+            return PressureConfiguration().judge(MemoryEvidence(status: status), current: current).level
         }
         #expect(thresholdLevelForTests(0.79, .normal) == .normal)
         #expect(thresholdLevelForTests(0.80, .normal) == .warning)
@@ -36,6 +39,28 @@ struct PressureTests {
         let (total, available) = text.withUnsafeBytes { MemInfo.totalAndAvailable($0) }
         #expect(total == 24_000_000 * 1024)
         #expect(available == 6_000_000 * 1024)
+    }
+
+    @Test("a source that cannot be read says so in its status while it cannot, and not after")
+    func unreadableSource() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let good = "MemTotal:       1000000 kB\nMemAvailable:    900000 kB\n"
+        try writeText(good, to: "\(dir.path)/meminfo")
+        var configuration = PressureConfiguration()
+        configuration.procRoot = dir.path
+        configuration.usePSI = false
+        configuration.pollInterval = 0.02
+        let monitor = PressureMonitor(configuration: configuration)
+        defer { monitor.stop() }
+        let changes = monitor.sourceChanges()
+        try writeText("MemTotal: 1000000 kB\n", to: "\(dir.path)/meminfo")  // no MemAvailable
+        let failing = await first(of: changes, within: 20) { $0.detail.contains("; note: cannot read it now") }
+        #expect(failing?.available == true && failing?.detail.contains("no MemTotal or MemAvailable") == true, "\(failing.map(\.detail) ?? "no note")")
+        try writeText(good, to: "\(dir.path)/meminfo")
+        let working = await first(of: changes, within: 20) { !$0.detail.contains("note:") }
+        #expect(working?.available == true && working?.wakeup == .poll, "\(working.map(\.description) ?? "the note stayed")")
+        #expect(monitor.level == .normal)
     }
 
     static var memoryCgroupsAvailable: Bool { getuid() == 0 && ProcFS.isFile("/sys/fs/cgroup/memory/cgroup.procs") }

@@ -1,5 +1,6 @@
 import Glibc
 import LinuxSystem
+import PressureValues
 import Testing
 import TestSupport
 import VMTracker
@@ -126,35 +127,19 @@ struct TopReportTests {
         #expect(Totals(old).thpBytes == nil)
     }
 
-    @Test("PSI lines parse; a file without a 'some' line is no PSI")
-    func psi() throws {
-        let text = "some avg10=1.25 avg60=0.50 avg300=0.03 total=113651841\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=107617793\n"
-        let stall = try #require(Array(text.utf8).withUnsafeBytes { PressureStall.parse($0) })
-        #expect(stall.some.avg10 == 1.25)
-        #expect(stall.some.avg300 == 0.03)
-        #expect(stall.some.totalMicroseconds == 113_651_841)
-        #expect(stall.full?.totalMicroseconds == 107_617_793)
-        #expect(Array("garbage\n".utf8).withUnsafeBytes { PressureStall.parse($0) } == nil)
-    }
-
-    @Test("the machine header reads meminfo and PSI under a proc root, and says when PSI is missing")
+    @Test("the machine header shows meminfo and PSI, and says when PSI is missing")
     func header() throws {
-        let dir = try TemporaryDirectory()
-        defer { dir.remove() }
-        try writeText("MemTotal:       16318124 kB\nMemFree: 1 kB\nMemAvailable:    8000000 kB\nSwapTotal: 1024 kB\nSwapFree: 512 kB\n", to: "\(dir.path)/meminfo")
-        let noPSI = MachineMemory.read(procRoot: dir.path)
-        #expect(noPSI.memTotalBytes == 16_318_124 * 1024)
-        #expect(noPSI.memAvailableBytes == 8_000_000 * 1024)
-        #expect(noPSI.swapFreeBytes == 512 * 1024)
-        #expect(noPSI.psi == nil)
-        #expect(noPSI.notes.count == 1 && noPSI.notes[0].hasPrefix("PSI unavailable: "))
+        // Read by the Pressure module (`MachineMemory.read`, tested in PressureTests); rendered here.
+        let noPSI = MachineMemory(
+            memTotalBytes: 16_318_124 * 1024, memAvailableBytes: 8_000_000 * 1024, swapTotalBytes: 1024 * 1024, swapFreeBytes: 512 * 1024,
+            notes: ["PSI unavailable: open /proc/pressure/memory: No such file or directory"])
         let text = TopReport(machine, grouping: .process, memory: noPSI).renderText()
         #expect(text.hasPrefix("\(Self.time)  memory: total 15.56 GiB, available 7.63 GiB  swap: total 1.00 MiB, free 512.00 KiB\nPSI unavailable: "))
 
-        #expect(mkdir("\(dir.path)/pressure", 0o755) == 0)
-        try writeText("some avg10=2.00 avg60=0.00 avg300=0.00 total=5000000\nfull avg10=1.00 avg60=0.00 avg300=0.00 total=1000000\n", to: "\(dir.path)/pressure/memory")
-        let withPSI = MachineMemory.read(procRoot: dir.path)
-        #expect(withPSI.notes.isEmpty)
+        var withPSI = noPSI
+        withPSI.notes = []
+        withPSI.psi = PressureStall(
+            some: .init(avg10: 2, avg60: 0, avg300: 0, totalMicroseconds: 5_000_000), full: .init(avg10: 1, avg60: 0, avg300: 0, totalMicroseconds: 1_000_000))
         let header = TopReport(machine, grouping: .process, memory: withPSI).renderText().split(separator: "\n")[1]
         #expect(header == "PSI memory: some avg10 2.00%, full avg10 1.00%; stalled some 5.000 s, full 1.000 s in total")
     }

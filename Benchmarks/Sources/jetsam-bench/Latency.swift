@@ -4,6 +4,7 @@ import Glibc
 import Jetsam
 import LifecycleProtocol
 import LinuxSystem
+import Pressure
 import WorkloadProtocol
 
 /// The first element of `stream`, or nil after `timeout` seconds.
@@ -35,6 +36,9 @@ struct LatencyResult: Codable, Sendable {
     /// The ranker's `decide` on the recorded input of each first decision (replayed here).
     var decideOnRecordedInput: Stats
     var kernelOOMKills: UInt64
+    /// The pressure monitor's poll interval. Jetsam is woken by the monitor: on cgroup v1 by the
+    /// kernel's events; only what has none waits for this (before, jetsam read the device's usage
+    /// on a 50 ms loop of its own, which this was).
     var pollIntervalSeconds: Double
     var notes: [String]
 }
@@ -114,7 +118,7 @@ func decisionLatency(apps count: Int, rounds: Int, build: String, data: String) 
         guard !latencies.isEmpty else { throw BenchFailure("no kill measured: \(notes)") }
         return LatencyResult(
             apps: count, rounds: latencies.count, eventToKill: Stats(latencies), decideOnRecordedInput: Stats(decides), kernelOOMKills: oom,
-            pollIntervalSeconds: JetsamKiller.usagePollInterval, notes: notes)
+            pollIntervalSeconds: c.pressure?.pollInterval ?? PressureConfiguration().pollInterval, notes: notes)
     } catch {
         await s.shutdown()
         throw error

@@ -4,6 +4,7 @@ import Glibc
 import LifecycleProtocol
 import LinuxSystem
 import Pressure
+import PressureValues
 import Synchronization
 
 /// The killer's state and decisions: one episode at a time.
@@ -13,8 +14,9 @@ actor JetsamEngine {
     let supervisor: Supervisor
     unowned let killer: JetsamKiller
     let reader: MemoryStatusReader
-    /// The working set's share of the budget at which memory is critically short.
-    let criticalFraction: Double
+    /// The thresholds the one judgement of memory holds readings against (the supervisor's
+    /// pressure configuration: the monitor's, so that its events and this agree).
+    let pressureConfiguration: PressureConfiguration
     var level: PressureLevel = .normal
     var lastEvent: PressureEvent?
     /// When a grace was last cut short because memory turned critically short (monotonic), and
@@ -39,6 +41,7 @@ actor JetsamEngine {
     /// A task of the device is waiting at the limit (the hold's `under_oom`): as critical as
     /// pressure gets, whatever the level says.
     var underOOM = false
+    /// Whether the killer still looks at memory when the pressure monitor wakes it.
     var watching = true
     /// Whether the last episode ended with enough free: a shortage seen after it is a new one,
     /// and gets warnings first; one that lasts since it does not.
@@ -76,13 +79,13 @@ actor JetsamEngine {
         var generation: Int
     }
 
-    init(configuration: JetsamConfiguration, supervisor: Supervisor, killer: JetsamKiller, criticalFraction: Double) {
+    init(configuration: JetsamConfiguration, supervisor: Supervisor, killer: JetsamKiller, pressure: PressureConfiguration) {
         self.configuration = configuration
         policy = configuration.rankingPolicy
         self.supervisor = supervisor
         self.killer = killer
-        reader = MemoryStatusReader(cgroup: supervisor.deviceMemoryCgroup)
-        self.criticalFraction = criticalFraction
+        reader = MemoryStatusReader(cgroup: supervisor.deviceMemoryCgroup, procRoot: pressure.procRoot)
+        pressureConfiguration = pressure
     }
 
     // MARK: Inputs
@@ -105,16 +108,22 @@ actor JetsamEngine {
     }
 
     /// How short memory is, which decides between warning first and killing at once, and
-    /// whether the foreground app may be taken: critical while a task waits at the limit or when
-    /// the working set is at the usage source's critical share of the budget (95% by default,
-    /// `PressureConfiguration.usageCriticalFraction`: the same figure, so that its critical
-    /// event and this agree), else warning. Measured, not the merged pressure level: the level's
+    /// whether the foreground app may be taken: the one judgement of memory
+    /// (`PressureConfiguration.judge`) of this measurement and of a task waiting at the limit —
+    /// critical while a task waits there or when the working set is at the critical share of the
+    /// budget (95% by default), else warning (an episode runs because memory is short of
+    /// jetsam's target: at least warning). Measured, not the merged pressure level: the level's
     /// changes start episodes, but one of its sources, the kernel's vmpressure (cgroup v1
     /// `memory.pressure_level`), reports critical at nearly every reclaim near the limit of a
     /// device without swap, which would skip the warnings every time and put the foreground app
     /// at risk while the others still suffice.
     func severity(_ status: MemoryStatus) -> PressureLevel {
-        underOOM || Double(status.usedBytes) >= Double(status.budgetBytes) * criticalFraction ? .critical : .warning
+        max(.warning, judge(status).level)
+    }
+
+    /// The judgement of `status` with what is known of a task waiting at the limit.
+    func judge(_ status: MemoryStatus) -> MemoryJudgement {
+        pressureConfiguration.judge(MemoryEvidence(status: status, taskWaitsAtLimit: underOOM))
     }
 
     /// Holds the kernel's OOM killer of the device cgroup (see `KernelOOMHold`), or says why not.
@@ -138,6 +147,20 @@ actor JetsamEngine {
         if pressureStreamEnded {
             await say("jetsam: the pressure stream ended (its monitor stopped): no more episodes are started", kind: .error)
         }
+    }
+
+    /// Says once, as the killer starts, what wakes it: the pressure monitor's sources the kernel
+    /// wakes, and those it can only poll.
+    func sayHowWoken(_ sources: [PressureSourceStatus], pollInterval: Double) async {
+        let inUse = sources.filter(\.available)
+        let events = inUse.filter { $0.wakeup == .event }.map(\.name)
+        let polled = inUse.filter { $0.wakeup != .event }.map(\.name)
+        var detail = "jetsam looks at memory at each wake of the pressure monitor: kernel events from "
+        detail += events.isEmpty ? "no source (none offers one here)" : events.joined(separator: ", ")
+        if !polled.isEmpty {
+            detail += "; every \(Format.seconds(pollInterval)) from \(polled.joined(separator: ", ")) (no kernel event for it: polled)"
+        }
+        await say(detail)
     }
 
     /// A reading of the watch failed: said once, when it starts failing.

@@ -1,6 +1,8 @@
 import AppLifecycle
 import LifecycleProtocol
 import LinuxSystem
+import Pressure
+import PressureValues
 
 /// One pressure episode, in the spirit of XNU's JetsamEvent report: what memory looked like,
 /// every app, and what the killer did about it — warnings, freeze-drys and kills on one
@@ -49,14 +51,19 @@ public struct JetsamEpisode: Sendable, Hashable, Codable {
     public var outcome: String
 
     public struct Trigger: Sendable, Hashable, Codable {
-        public var level: PressureLevelValue
-        /// The pressure source that raised the level; "jetsam" for a shortage the killer's own
-        /// watch found; "under-oom" when a task waited at the device's limit (the kernel's OOM
-        /// killer held: without the hold it would have killed); "per-process-limit".
+        public var level: PressureLevel
+        /// The pressure source that raised the level; "jetsam" for a shortage the killer found
+        /// when the pressure monitor woke it; "under-oom" when a task waited at the device's
+        /// limit (the kernel's OOM killer held: without the hold it would have killed);
+        /// "per-process-limit".
         public var source: String
         public var detail: String
-        /// Seconds on the supervisor's log clock.
+        /// Seconds on the supervisor's log clock: when the pressure monitor's thread woke on it.
         public var t: Double
+        /// What woke the monitor: a kernel event, or its poll interval (a source the kernel
+        /// offers no event for; a per-app limit is checked at each periodic footprint reading).
+        /// Nil in episodes recorded before it was said.
+        public var wakeup: PressureWakeup? = nil
     }
 
     public struct App: Sendable, Hashable, Codable {

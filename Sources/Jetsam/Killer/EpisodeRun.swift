@@ -4,6 +4,7 @@ import Glibc
 import LifecycleProtocol
 import LinuxSystem
 import Pressure
+import PressureValues
 import Synchronization
 
 extension JetsamEngine {
@@ -30,7 +31,7 @@ extension JetsamEngine {
         episodeCount += 1
         var ep = JetsamEpisode(
             number: episodeCount, startedAt: Timestamp.now(), start: eventT, end: nil,
-            trigger: .init(level: PressureLevelValue(rawValue: trigger.level.rawValue) ?? .warning, source: trigger.source, detail: trigger.detail, t: eventT),
+            trigger: .init(level: trigger.level, source: trigger.source, detail: trigger.detail, t: eventT, wakeup: trigger.wakeup),
             policy: policy, memoryBefore: status, memoryAfter: nil, targetAvailableBytes: target,
             largestApp: apps.max { ($0.footprintBytes, $1.name) < ($1.footprintBytes, $0.name) }?.name,
             apps: apps.map {
@@ -107,7 +108,7 @@ extension JetsamEngine {
             await refreshUnderOOM()
             let input = RankingInput(
                 apps: candidates.map(\.snapshot), budgetBytes: status.budgetBytes, availableBytes: status.availableBytes, targetAvailableBytes: target,
-                level: PressureLevelValue(rawValue: severity(status).rawValue) ?? .warning)
+                level: severity(status))
             let decision: Decision
             do {
                 decision = try Ranker.decide(input, policy: policy)

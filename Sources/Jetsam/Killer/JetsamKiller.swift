@@ -4,6 +4,7 @@ import Glibc
 import LifecycleProtocol
 import LinuxSystem
 import Pressure
+import PressureValues
 import Synchronization
 
 /// Jetsam: attached to a supervisor (`mempressure supervise --jetsam`, a scenario's `jetsam`
@@ -23,11 +24,15 @@ import Synchronization
 ///    nothing else is left (the ranker's rule).
 ///
 /// Available memory is `MemoryStatus`: the device cgroup's budget minus its working set, so that
-/// the killer acts before the kernel's cgroup OOM killer would. While pressure is up it looks
-/// every `usagePollInterval`, not only when the level changes; and it holds the kernel's killer
-/// of the device cgroup (`KernelOOMHold`, cgroup v1), so that an allocation that outruns it
-/// waits at the limit for its decision instead of the kernel killing the largest task (the app
-/// being launched, usually). Apps inside didEnterBackground (saving their state) are not
+/// the killer acts before the kernel's cgroup OOM killer would. It has no loop of its own: it
+/// subscribes to the supervisor's pressure monitor and looks at memory at every wake of it
+/// (`Supervisor.pressureWakes()`) — each kernel event (on cgroup v1: a usage threshold crossed,
+/// reclaim, a task at the limit; a PSI trigger), and the monitor's poll interval only for what
+/// the kernel offers no event for (it says which, once, when it starts). And it holds the
+/// kernel's killer of the device cgroup (`KernelOOMHold`, cgroup v1), so that an allocation that
+/// outruns it waits at the limit for its decision instead of the kernel killing the largest task
+/// (the app being launched, usually): the task at the limit is itself a kernel event
+/// (`memory.oom_control`). Apps inside didEnterBackground (saving their state) are not
 /// killed until the callback is over. Every episode is a
 /// `JetsamEpisode` report; every kill and freeze also goes to the supervisor's log. Per-app
 /// limits are checked at every footprint reading.
@@ -41,16 +46,10 @@ public final class JetsamKiller: SupervisorPolicy {
 
     public var watchesPressure: Bool { true }
 
-    /// How often the device cgroup's usage is read while jetsam is attached: a fast allocation
-    /// (hundreds of MiB a second) must be seen before the kernel's cgroup OOM killer acts.
-    public static let usagePollInterval = 0.05
-
-    /// Adds the killer to a supervisor's configuration, with the pressure watching it needs.
+    /// Adds the killer to a supervisor's configuration (it watches pressure: the supervisor
+    /// starts its monitor for it, with the configuration's `pressure`, or the default).
     public func attach(to c: inout SupervisorConfiguration) {
         c.policies.append(self)
-        var p = c.pressure ?? PressureConfiguration()
-        p.pollInterval = min(p.pollInterval, Self.usagePollInterval)
-        c.pressure = p
     }
 
     /// The episodes so far, oldest first (at most `episodeLimit`, the newest; with a
@@ -76,13 +75,15 @@ public final class JetsamKiller: SupervisorPolicy {
 
     public func run(_ supervisor: Supervisor) async {
         let pressure = await supervisor.configuration.pressure ?? PressureConfiguration()
-        let engine = JetsamEngine(configuration: configuration, supervisor: supervisor, killer: self, criticalFraction: pressure.usageCriticalFraction)
+        let engine = JetsamEngine(configuration: configuration, supervisor: supervisor, killer: self, pressure: pressure)
         let samples = await supervisor.samples()
         let events = supervisor.pressureEvents()
+        let wakes = supervisor.pressureWakes()
+        await engine.sayHowWoken(await supervisor.pressureSources, pollInterval: pressure.pollInterval)
         // Events are changes of level: a device already under pressure when the killer starts
         // would never send one. Start from the level now.
         if let level = supervisor.pressureLevel, level >= .warning {
-            await engine.pressure(PressureEvent(level: level, source: "jetsam", detail: "pressure was \(level) when jetsam started", time: monotonicSeconds()))
+            await engine.pressure(PressureEvent(level: level, source: "jetsam", detail: "pressure was \(level) when jetsam started", time: monotonicSeconds(), wakeup: .poll))
         }
         await engine.holdKernelOOMKiller()
         await withTaskGroup(of: Void.self) { group in
@@ -95,7 +96,9 @@ public final class JetsamKiller: SupervisorPolicy {
             group.addTask {
                 for await v in samples { await engine.sampled(v) }
             }
-            group.addTask { await engine.watch() }
+            group.addTask {
+                for await wake in wakes { await engine.look(wake) }
+            }
             await group.waitForAll()
         }
         await engine.finish()

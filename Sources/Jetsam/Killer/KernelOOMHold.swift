@@ -5,12 +5,15 @@ import LinuxSystem
 ///
 /// cgroup v1 offers this for user-space OOM handlers: with `oom_kill_disable 1` in
 /// `memory.oom_control`, a task that cannot be charged at the limit is not killed; it waits in
-/// the kernel (killable) until memory is freed, and the file reports `under_oom 1`. Jetsam
-/// reads that flag every `JetsamKiller.usagePollInterval`: an allocation that outran its
-/// warnings is then a critical episode, decided by the policy, and the waiting task goes on as
-/// soon as the victim's memory is back (process_mrelease). When jetsam has nothing left to kill,
-/// it lets the kernel act (`oom_kill_disable 0`) rather than leave tasks waiting, and holds it
-/// again once the device is out of OOM.
+/// the kernel (killable) until memory is freed, and the file reports `under_oom 1`. The kernel
+/// says so as it happens: the pressure monitor's cgroup source listens on `memory.oom_control`
+/// (an eventfd through `cgroup.event_control`), and jetsam, woken by it, reads the flag
+/// (`isUnderOOM`) — there, and again before each decision, since nothing signals the end of a
+/// wait: an allocation that outran its warnings is then a critical episode, decided by the
+/// policy, and the waiting task goes on as soon as the victim's memory is back
+/// (process_mrelease). When jetsam has nothing left to kill, it lets the kernel act
+/// (`oom_kill_disable 0`) rather than leave tasks waiting, and holds it again once the device is
+/// out of OOM.
 ///
 /// cgroup v2 has no such switch (`memory.oom.group` and `memory.high` are other things): there
 /// the kernel's killer stays in charge at the limit, and jetsam says so once.

@@ -4,6 +4,7 @@ import Glibc
 import LifecycleProtocol
 import LinuxSystem
 import Pressure
+import PressureValues
 import Synchronization
 
 extension JetsamEngine {
@@ -54,7 +55,7 @@ extension JetsamEngine {
         let checked = await logTime(ofMonotonic: checkedAt)
         var ep = JetsamEpisode(
             number: episodeCount, startedAt: Timestamp.now(), start: checked, end: nil,
-            trigger: .init(level: PressureLevelValue(rawValue: level.rawValue) ?? .normal, source: "per-process-limit", detail: explanation, t: checked),
+            trigger: .init(level: level, source: "per-process-limit", detail: explanation, t: checked, wakeup: .poll),
             policy: policy, memoryBefore: before, memoryAfter: k.after, targetAvailableBytes: 0, largestApp: v.name,
             apps: [.init(name: v.name, pid: pid, state: v.state, footprintBytes: bytes, purgeableBytes: latest.purgeableBytes,
                          residentBytes: latest.residentBytes, lifetimeMaxFootprintBytes: v.lifetimeMaxFootprintBytes, secondsInState: v.secondsInState,

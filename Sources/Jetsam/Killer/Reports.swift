@@ -1,6 +1,7 @@
 import FoundationEssentials
 import LifecycleProtocol
 import LinuxSystem
+import Pressure
 import VMTracker
 
 /// Why a file of episodes could not be read.

@@ -4,27 +4,21 @@ import Glibc
 import LifecycleProtocol
 import LinuxSystem
 import Pressure
+import PressureValues
 import Synchronization
 
-// MARK: The watch: looking at memory while pressure is up, starting episodes, graces
+// MARK: The watch: looking at memory when the pressure monitor wakes, starting episodes, graces
 
 extension JetsamEngine {
-    /// Looks every `usagePollInterval` while pressure is up (or a task waits at the limit):
-    /// the level's events are changes only, and an app that allocates its footprint in a
-    /// fraction of a second must be answered before the limit, not at the next change.
-    func watch() async {
-        while watching, !Task.isCancelled {
-            await look()
-            do {
-                try await Task.sleep(for: Seconds.duration(JetsamKiller.usagePollInterval))
-            } catch {
-                return
-            }
-        }
-    }
-
-    func look() async {
-        let t = monotonicSeconds()
+    /// Looks at memory at each wake of the pressure monitor (`Supervisor.pressureWakes()`): at
+    /// every kernel event it hears — a usage threshold crossed, reclaim, a task at the device's
+    /// limit, a PSI trigger — and at its poll interval for what the kernel offers no event for.
+    /// The level's events are changes only: an app that allocates its footprint in a fraction of
+    /// a second must be answered at the event that shows it, not at the next change of level.
+    /// Each reading is fresh (taken here, after the wake); `wake.time` is when the monitor woke.
+    func look(_ wake: PressureWake) async {
+        guard watching else { return }
+        let t = wake.time
         if kernelHold != nil {
             let was = underOOM
             let read = await refreshUnderOOM()
@@ -35,13 +29,13 @@ extension JetsamEngine {
             }
             if underOOM, !kernelHoldReleased, episodeTask == nil {
                 if await isStuck(.critical) { return }
-                start(trigger: PressureEvent(level: .critical, source: JetsamEpisode.underOOMSource, detail: "the device is at its limit: a task waits for memory (under_oom)", time: t), reevaluation: true)
+                start(trigger: PressureEvent(level: .critical, source: JetsamEpisode.underOOMSource, detail: "the device is at its limit: a task waits for memory (under_oom)", time: t, wakeup: wake.wakeup), reevaluation: true)
                 return
             }
         }
         if !graces.isEmpty, case .measured(let status) = await measure(), severity(status) == .critical {
             // Memory turned critically short while warned apps had their grace.
-            endGraces(critical: (t, "working set \(Format.bytes(status.usedBytes)) of \(Format.bytes(status.budgetBytes)): at or above \(Format.percent(criticalFraction))"))
+            endGraces(critical: (t, judge(status).detail))
         }
         guard level >= .warning, episodeTask == nil else { return }
         guard case .measured(let status) = await measure() else { return }
@@ -55,7 +49,7 @@ extension JetsamEngine {
         guard level >= .warning, episodeTask == nil else { return }
         let last = lastEvent.map { " (last event: \($0.source))" } ?? ""
         let what = lastEpisodeRecovered ? "short" : "still short"
-        start(trigger: PressureEvent(level: shortage, source: "jetsam", detail: "\(what): \(Format.bytes(status.availableBytes)) available, \(Format.bytes(target(status))) needed\(last)", time: t), reevaluation: !lastEpisodeRecovered)
+        start(trigger: PressureEvent(level: shortage, source: "jetsam", detail: "\(what): \(Format.bytes(status.availableBytes)) available, \(Format.bytes(target(status))) needed\(last)", time: t, wakeup: wake.wakeup), reevaluation: !lastEpisodeRecovered)
     }
 
     /// Whether the last episode ended still short on the same apps and at the same severity:

@@ -1,4 +1,5 @@
 import LifecycleProtocol
+import PressureValues
 import LinuxSystem
 
 // Explanations: the point of the project. Every ranked app says why it is at its rank, factor

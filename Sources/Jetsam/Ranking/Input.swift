@@ -1,4 +1,5 @@
 import LifecycleProtocol
+import PressureValues
 
 // What a jetsam decision is made from. Everything the ranker reads is in `RankingInput`, so an
 // episode report that records it can be replayed later under any policy with the same result.
@@ -120,41 +121,6 @@ enum LastUse: Equatable {
     }
 }
 
-/// How tight memory is, as the ranker sees it. Mapped from the Pressure module's `PressureLevel`
-/// (same raw values). Encoded as `"normal"`, `"warning"`, `"critical"`.
-public enum PressureLevelValue: Int, Sendable, Hashable, Comparable, CaseIterable, Codable, CustomStringConvertible {
-    case normal = 0
-    case warning = 1
-    case critical = 2
-
-    public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
-
-    public var description: String {
-        switch self {
-        case .normal: "normal"
-        case .warning: "warning"
-        case .critical: "critical"
-        }
-    }
-
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        let text = try container.decode(String.self)
-        guard let level = Self.allCases.first(where: { $0.description == text }) else {
-            throw DecodingError.dataCorruptedError(
-                in: container,
-                debugDescription: "pressure level \"\(text)\" is not one of normal, warning, critical"
-            )
-        }
-        self = level
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(description)
-    }
-}
-
 /// Everything one decision depends on. Episode reports record it; a replay feeds it back.
 public struct RankingInput: Sendable, Hashable, Codable {
     /// The version of this format; the ranker accepts `RankingInput.currentFormatVersion` only.
@@ -167,10 +133,11 @@ public struct RankingInput: Sendable, Hashable, Codable {
     public var availableBytes: UInt64
     /// What must be free again after the kills.
     public var targetAvailableBytes: UInt64
-    /// How short memory is at decision time (the killer gives its measured severity: critical
-    /// when a task waits at the limit or the working set is at the critical share of the
-    /// budget). The foreground app is taken only at `.critical`.
-    public var level: PressureLevelValue
+    /// How short memory is at decision time (the killer gives its measured severity, by the
+    /// one judgement of memory: critical when a task waits at the limit or the working set is at
+    /// the critical share of the budget). The foreground app is taken only at `.critical`.
+    /// Encoded "normal", "warning", "critical" (`PressureLevel`).
+    public var level: PressureLevel
 
     /// The format this ranker reads and writes.
     public static let currentFormatVersion = 1
@@ -181,7 +148,7 @@ public struct RankingInput: Sendable, Hashable, Codable {
         budgetBytes: UInt64,
         availableBytes: UInt64,
         targetAvailableBytes: UInt64,
-        level: PressureLevelValue
+        level: PressureLevel
     ) {
         self.formatVersion = formatVersion
         self.apps = apps

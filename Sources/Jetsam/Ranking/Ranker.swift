@@ -1,4 +1,5 @@
 import LifecycleProtocol
+import PressureValues
 import LinuxSystem
 
 /// The jetsam ranker: a pure, deterministic function of a `RankingInput` and a `JetsamPolicy`.

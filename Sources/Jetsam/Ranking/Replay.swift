@@ -2,6 +2,8 @@
 // decision would have cost in relaunch time. Deterministic like the ranker: the same input gives
 // the same value, and so the same JSON with sorted keys, in any process.
 
+import PressureValues
+
 /// What each policy would have killed for one recorded `RankingInput`, and what it would have
 /// cost.
 public struct JetsamReplay: Sendable, Hashable, Codable {
@@ -10,7 +12,7 @@ public struct JetsamReplay: Sendable, Hashable, Codable {
     /// The bytes the input asked for (`targetAvailableBytes − availableBytes`).
     public var neededBytes: UInt64
     /// The input's pressure level: it decides whether the foreground app may be taken.
-    public var level: PressureLevelValue
+    public var level: PressureLevel
     /// One outcome per policy, in the order the policies were given.
     public var outcomes: [Outcome]
 
