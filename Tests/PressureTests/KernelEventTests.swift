@@ -42,8 +42,8 @@ struct KernelEventTests {
             if holdOOMKiller { _ = writeTextReportingFailure("0", to: "\(group)/memory.oom_control") }
             if rmdir(group) != 0 { Issue.record("cannot remove \(group): errno \(errno)") }
         }) {
-            try writeText("\(limitMB << 20)", to: "\(group)/memory.limit_in_bytes")
-            if holdOOMKiller { try writeText("1", to: "\(group)/memory.oom_control") }
+            try ProcFS.writeFileInPlace("\(group)/memory.limit_in_bytes", Array("\(limitMB << 20)".utf8))
+            if holdOOMKiller { try ProcFS.writeFileInPlace("\(group)/memory.oom_control", Array("1".utf8)) }
             var configuration = PressureConfiguration(cgroup: group)
             configuration.pollInterval = 3600
             configuration.usePSI = false
