@@ -163,6 +163,7 @@ public actor Supervisor {
             throw .setup(error)
         }
         self.guardian = guardian
+        if configuration.runtimeDirectory == nil { guardian.ownsDirectory(directory) }
         do {
             output = try AppOutput(directoryFD: lock.directoryFD)
         } catch {
