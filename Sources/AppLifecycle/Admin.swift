@@ -169,7 +169,7 @@ extension Supervisor {
             }
             adminConnections[fd]?.closed = true
             if adminConnections[fd]?.busy == false {
-                adminConnections.removeValue(forKey: fd)
+                adminConnections.removeValue(forKey: fd)?.idleCheck?.cancel()
                 close(fd)
                 connectionClosed()
             }
@@ -201,7 +201,7 @@ extension Supervisor {
         }
         adminConnections[fd]?.busy = false
         if adminConnections[fd]?.closed == true {
-            adminConnections.removeValue(forKey: fd)
+            adminConnections.removeValue(forKey: fd)?.idleCheck?.cancel()
             close(fd)
             connectionClosed()
         } else {
@@ -211,12 +211,16 @@ extension Supervisor {
 
     /// Closes the admin connection if, `adminIdleTimeout` seconds from now, it has sent no
     /// complete request since and none is being answered: an idle client does not hold one of
-    /// the `maximumAdminConnections` for ever.
+    /// the `maximumAdminConnections` for ever. It replaces the connection's previous check
+    /// (cancelled: each check is a task asleep for the whole timeout, and one per request
+    /// answered piled up to the requests of the last `adminIdleTimeout` seconds, megabytes
+    /// under a busy client).
     private func scheduleIdleCheck(_ fd: Int32) {
         guard let c = adminConnections[fd] else { return }
         let (id, activity) = (c.id, c.activity)
         let timeout = configuration.adminIdleTimeout
-        Task { [weak self] in
+        c.idleCheck?.cancel()
+        adminConnections[fd]?.idleCheck = Task { [weak self] in
             do { try await Task.sleep(for: Seconds.duration(timeout)) } catch { return }
             await self?.closeIfIdle(fd, id: id, activity: activity)
         }

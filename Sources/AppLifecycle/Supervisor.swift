@@ -97,6 +97,11 @@ public actor Supervisor {
         var pending: [String] = []
         var busy = false
         var closed = false
+        /// The pending idle check (a task asleep for `adminIdleTimeout`): one per connection,
+        /// cancelled when the next is scheduled or the connection goes, so that what the
+        /// checks hold is bounded by the open connections, not by the requests of the last
+        /// `adminIdleTimeout` seconds.
+        var idleCheck: Task<Void, Never>?
     }
 
     enum Phase {
