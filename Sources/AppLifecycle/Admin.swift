@@ -129,7 +129,7 @@ extension Supervisor {
                 return
             }
             guard peer.uid == getuid() || peer.uid == 0 else {
-                record(SupervisorEvent(t: now(), pid: peer.pid, kind: .impostor, detail: "admin connection from uid \(peer.uid) refused"))
+                record(SupervisorEvent(t: now(), pid: peer.pid, .impostor(.adminConnection(uid: peer.uid))))
                 close(fd)
                 return
             }
@@ -140,7 +140,7 @@ extension Supervisor {
                 close(fd)
                 refusedAdminConnections += 1
                 if refusedAdminConnections == 1 || refusedAdminConnections.isMultiple(of: 1000) {
-                    record(SupervisorEvent(t: now(), pid: peer.pid, kind: .error, detail: "admin connection refused: \(limit) open already (\(refusedAdminConnections) refused so far)"))
+                    record(SupervisorEvent(t: now(), pid: peer.pid, .error(.adminConnectionsFull(limit: limit, refused: refusedAdminConnections))))
                 }
                 return
             }
@@ -152,7 +152,7 @@ extension Supervisor {
             guard var c = adminConnections[fd], !c.closed else { return }
             c.activity += 1
             guard c.pending.count + lines.count <= Self.maximumPendingAdminRequests else {
-                record(SupervisorEvent(t: now(), kind: .protocol, detail: "admin client sent more than \(Self.maximumPendingAdminRequests) requests without waiting for answers: disconnected"))
+                record(SupervisorEvent(t: now(), .protocolFailure(.adminFlood(limit: Self.maximumPendingAdminRequests))))
                 adminConnections[fd]?.pending = []
                 ControlSocket.disconnect(fd)
                 return
@@ -192,7 +192,7 @@ extension Supervisor {
                 }
             }
             if let threadError {
-                record(SupervisorEvent(t: now(), kind: .error, detail: "admin connection dropped: cannot start a thread to answer on: \(threadError)"))
+                record(SupervisorEvent(t: now(), .error(.adminAnswerThread(cause: "\(threadError)"))))
             }
             if !sent {
                 adminConnections[fd]?.pending = []
@@ -228,7 +228,7 @@ extension Supervisor {
 
     private func closeIfIdle(_ fd: Int32, id: Int, activity: Int) {
         guard let c = adminConnections[fd], c.id == id, c.activity == activity, !c.busy, c.pending.isEmpty, !c.closed else { return }
-        record(SupervisorEvent(t: now(), kind: .protocol, detail: "admin connection idle for \(ByteFormat.fixed(configuration.adminIdleTimeout, 0)) s without a complete request: closed"))
+        record(SupervisorEvent(t: now(), .protocolFailure(.adminIdle(seconds: configuration.adminIdleTimeout))))
         // Its reader sees the shutdown and reports it closed; the descriptor is closed then.
         ControlSocket.disconnect(fd)
     }
