@@ -23,12 +23,14 @@ private let prometheusInstalled = installed("prometheus") && installed("promtool
             let exporter = try ExporterProcess(["--log-level", "debug"])
             defer { exporter.stop() }
             let port = try freePort()
+            // A scrape reads every process of the machine: on a busy machine (a debug build,
+            // both CPUs taken) it can take more than a second, and a timed-out scrape is `up 0`.
             try writeText(
                 """
                 global:
-                  scrape_interval: 1s
-                  scrape_timeout: 1s
-                  evaluation_interval: 1s
+                  scrape_interval: 5s
+                  scrape_timeout: 5s
+                  evaluation_interval: 5s
                 scrape_configs:
                   - job_name: mempressure
                     static_configs:
