@@ -584,10 +584,11 @@ public actor Supervisor {
         socket.close()
         admin?.close()
         // Each connection's reader sees the shutdown and reports it closed; its descriptor is
-        // closed then (an admin one after its last answer). Wait for that, briefly.
+        // closed then (an admin one after its last answer). Wait for that (it is quick, unless
+        // the machine is very busy: at most `connectionCloseTimeout`).
         for fd in connections.keys { ControlSocket.disconnect(fd) }
         for fd in adminConnections.keys { ControlSocket.disconnect(fd) }
-        await waitForConnectionsClosed(timeout: 1)
+        await waitForConnectionsClosed(timeout: SupervisorFault.connectionCloseTimeout)
         if !connections.isEmpty || !adminConnections.isEmpty {
             let fault = SupervisorFault.connectionsNotClosed(count: connections.count + adminConnections.count)
             record(SupervisorEvent(t: now(), .error(fault)))
