@@ -3,6 +3,7 @@ import LifecycleProtocol
 import Pressure
 import PressureValues
 import RegionTags
+import Synchronization
 import LinuxSystem
 
 /// Supervises real app processes through the iOS lifecycle: the mechanism core.
@@ -60,6 +61,10 @@ public actor Supervisor {
     let events: AsyncStream<Event>.Continuation
     /// The pressure monitor (when pressure is watched): policies subscribe to it directly.
     nonisolated let pressureMonitor: PressureMonitor?
+    /// The device's memory: its cgroup's working set against its budget, or the machine's.
+    nonisolated let memoryReader: MemoryStatusReader
+    /// The kernel's OOM killer of the device cgroup, once a policy held it.
+    let oomHold = Mutex<KernelOOMHold?>(nil)
     var loopTasks: [Task<Void, Never>] = []
     var policyTasks: [Task<Void, Never>] = []
     var records: [String: AppRecord] = [:]
@@ -233,6 +238,7 @@ public actor Supervisor {
         } else {
             pressureMonitor = nil
         }
+        memoryReader = MemoryStatusReader(cgroup: cgroups?.memoryGroup, procRoot: configuration.pressure?.procRoot ?? "/proc")
         let monitor = pressureMonitor
         for line in recovered { logEvents.append(SupervisorEvent(t: 0, .recovered(line))) }
         Task { await self.startLoops(stream, adminStream, monitor) }
@@ -293,7 +299,7 @@ public actor Supervisor {
         }
         guard phase == .running else { return }
         for policy in configuration.policies {
-            policyTasks.append(Task { await policy.run(self) })
+            policyTasks.append(Task { await policy.run(self as any SupervisedDevice) })
         }
     }
 
