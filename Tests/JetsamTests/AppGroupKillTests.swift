@@ -56,6 +56,9 @@ struct AppGroupKillTests {
             #expect(try await s.state(of: "F") == .active, "the foreground app survives")
             #expect(episode.memoryOutsideAppsBytes != nil)
             #expect(await s.kernelOOMKills() == 0)
+            // The episode is reported once H's main process has exited; the supervisor logs the end
+            // of H's run (its other processes ended with it) as H becomes not running.
+            try await s.waitForState("H", .notRunning, timeout: 60)
             let log = await s.log
             #expect(log.contains { if case .othersEnded = $0.payload { $0.app == "H" } else { false } })
         }
