@@ -1,6 +1,7 @@
 # MemoryPressure — see README.md.
 #   make demo   installs what is missing, builds release, runs the built-in scenario
 #   make test   installs what is missing and runs the tests
+#   make test-stress  runs the whole suite STRESS_RUNS (10) times beside two CPU-bound processes
 #   make bench  runs the benchmarks and rewrites Reports/
 #   make bench-micro  runs the micro-benchmarks (package-benchmark) and prints their figures
 #   make fuzz   builds the libFuzzer targets (Tests/Fuzz) and runs each for FUZZ_SECONDS (60)
@@ -27,7 +28,7 @@ BENCH_APT_PACKAGES := smem procps earlyoom nohang util-linux gnuplot-nox redis-s
 
 export PATH := /opt/swift/usr/bin:$(PATH)
 
-.PHONY: deps test-deps test-packages bench-deps bench-packages build demo test fuzz bench bench-quick bench-micro reports fixtures docs man clean
+.PHONY: deps test-deps test-packages bench-deps bench-packages build demo test test-stress fuzz bench bench-quick bench-micro reports fixtures docs man clean
 
 define install_missing
 	@if command -v dpkg >/dev/null 2>&1; then \
@@ -90,6 +91,14 @@ demo: build
 test: test-deps
 	$(SWIFT) test --skip FreezeDryTests
 	MEMPRESSURE_SWAP_TESTS=1 $(SWIFT) test --skip-build --filter FreezeDryTests
+
+# The suite on a busy machine: STRESS_RUNS runs (default 10) with two CPU-bound processes beside
+# it, each checked for what it left behind (processes, cgroups, directories). Tests/stress.sh
+# says more.
+STRESS_RUNS ?= 10
+test-stress: test-deps
+	$(SWIFT) build --build-tests
+	STRESS_RUNS=$(STRESS_RUNS) SWIFT=$(SWIFT) Tests/stress.sh
 
 # The parsers, decoders and renderers under libFuzzer (Tests/Fuzz, a package of its own): each
 # target runs FUZZ_SECONDS on a scratch copy of its corpus; a failure keeps its inputs, prints

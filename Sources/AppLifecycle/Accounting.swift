@@ -20,7 +20,7 @@ extension Supervisor {
         }
         a.state = state
         a.stateSince = time
-        record(SupervisorEvent(t: now(), app: a.name, pid: a.pid, kind: .state, from: from, to: state))
+        record(SupervisorEvent(t: now(), app: a.name, pid: a.pid, .state(from: from, to: state)))
         sample(a)
         checkWaiters(a.name)
     }

@@ -129,7 +129,7 @@ extension Supervisor {
                 return
             }
             guard peer.uid == getuid() || peer.uid == 0 else {
-                record(SupervisorEvent(t: now(), pid: peer.pid, kind: .impostor, detail: "admin connection from uid \(peer.uid) refused"))
+                record(SupervisorEvent(t: now(), pid: peer.pid, .impostor(.adminConnection(uid: peer.uid))))
                 close(fd)
                 return
             }
@@ -140,7 +140,7 @@ extension Supervisor {
                 close(fd)
                 refusedAdminConnections += 1
                 if refusedAdminConnections == 1 || refusedAdminConnections.isMultiple(of: 1000) {
-                    record(SupervisorEvent(t: now(), pid: peer.pid, kind: .error, detail: "admin connection refused: \(limit) open already (\(refusedAdminConnections) refused so far)"))
+                    record(SupervisorEvent(t: now(), pid: peer.pid, .error(.adminConnectionsFull(limit: limit, refused: refusedAdminConnections))))
                 }
                 return
             }
@@ -152,7 +152,7 @@ extension Supervisor {
             guard var c = adminConnections[fd], !c.closed else { return }
             c.activity += 1
             guard c.pending.count + lines.count <= Self.maximumPendingAdminRequests else {
-                record(SupervisorEvent(t: now(), kind: .protocol, detail: "admin client sent more than \(Self.maximumPendingAdminRequests) requests without waiting for answers: disconnected"))
+                record(SupervisorEvent(t: now(), .protocolFailure(.adminFlood(limit: Self.maximumPendingAdminRequests))))
                 adminConnections[fd]?.pending = []
                 ControlSocket.disconnect(fd)
                 return
@@ -169,7 +169,7 @@ extension Supervisor {
             }
             adminConnections[fd]?.closed = true
             if adminConnections[fd]?.busy == false {
-                adminConnections.removeValue(forKey: fd)
+                adminConnections.removeValue(forKey: fd)?.idleCheck?.cancel()
                 close(fd)
                 connectionClosed()
             }
@@ -192,7 +192,7 @@ extension Supervisor {
                 }
             }
             if let threadError {
-                record(SupervisorEvent(t: now(), kind: .error, detail: "admin connection dropped: cannot start a thread to answer on: \(threadError)"))
+                record(SupervisorEvent(t: now(), .error(.adminAnswerThread(cause: "\(threadError)"))))
             }
             if !sent {
                 adminConnections[fd]?.pending = []
@@ -201,7 +201,7 @@ extension Supervisor {
         }
         adminConnections[fd]?.busy = false
         if adminConnections[fd]?.closed == true {
-            adminConnections.removeValue(forKey: fd)
+            adminConnections.removeValue(forKey: fd)?.idleCheck?.cancel()
             close(fd)
             connectionClosed()
         } else {
@@ -211,12 +211,16 @@ extension Supervisor {
 
     /// Closes the admin connection if, `adminIdleTimeout` seconds from now, it has sent no
     /// complete request since and none is being answered: an idle client does not hold one of
-    /// the `maximumAdminConnections` for ever.
+    /// the `maximumAdminConnections` for ever. It replaces the connection's previous check
+    /// (cancelled: each check is a task asleep for the whole timeout, and one per request
+    /// answered piled up to the requests of the last `adminIdleTimeout` seconds, megabytes
+    /// under a busy client).
     private func scheduleIdleCheck(_ fd: Int32) {
         guard let c = adminConnections[fd] else { return }
         let (id, activity) = (c.id, c.activity)
         let timeout = configuration.adminIdleTimeout
-        Task { [weak self] in
+        c.idleCheck?.cancel()
+        adminConnections[fd]?.idleCheck = Task { [weak self] in
             do { try await Task.sleep(for: Seconds.duration(timeout)) } catch { return }
             await self?.closeIfIdle(fd, id: id, activity: activity)
         }
@@ -224,7 +228,7 @@ extension Supervisor {
 
     private func closeIfIdle(_ fd: Int32, id: Int, activity: Int) {
         guard let c = adminConnections[fd], c.id == id, c.activity == activity, !c.busy, c.pending.isEmpty, !c.closed else { return }
-        record(SupervisorEvent(t: now(), kind: .protocol, detail: "admin connection idle for \(ByteFormat.fixed(configuration.adminIdleTimeout, 0)) s without a complete request: closed"))
+        record(SupervisorEvent(t: now(), .protocolFailure(.adminIdle(seconds: configuration.adminIdleTimeout))))
         // Its reader sees the shutdown and reports it closed; the descriptor is closed then.
         ControlSocket.disconnect(fd)
     }

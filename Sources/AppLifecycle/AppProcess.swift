@@ -165,8 +165,8 @@ final class AppProcess: Sendable {
         switch members {
         case .cgroup(let group):
             do {
-                let result = try group.members.killAll(releaseMemory: releaseMemory, rounds: 1)
-                kill.others = max(0, result.signalled - 1)  // the main process is listed too
+                // The main process, killed above, may still be listed: not counted again.
+                kill.others = try group.members.killAll(releaseMemory: releaseMemory, rounds: 1, notCounting: [pid]).signalled
             } catch {
                 kill.failure = error
             }
@@ -220,6 +220,7 @@ final class AppProcess: Sendable {
         case .cgroup(let group):
             status = Self.status(handle.termination(reap: true))
             do {
+                // The main process has been reaped: whatever is listed is another of the app's.
                 let result = try group.members.end(thawing: group.freezer, timeout: timeout)
                 ending.othersEnded = result.signalled
             } catch {

@@ -42,7 +42,7 @@ extension Supervisor {
         case .expire:
             for (id, task) in a.tasks.sorted(by: { $0.key < $1.key }) where !a.expiredTasks.contains(id) {
                 a.expiredTasks.insert(id)
-                record(.expire, a, name: task.name, detail: "asked to run the expiration handler of task \(id)")
+                record(.task(.expirationRequested(id: id, name: task.name)), a)
                 guard a.connection != nil else { continue }
                 if !send(.expire(id: id), to: a, what: "expire") { break }
             }
@@ -59,21 +59,17 @@ extension Supervisor {
             // The stack took time: the task may have ended, or the app exited, meanwhile.
             guard current(), a.process === process else {
                 if a.generation == generation, a.process === process {
-                    record(.task, a, name: task.name, detail: "ended while its call stack was taken: not terminated")
+                    record(.task(.endedDuringCrashReport(name: task.name)), a)
                 }
                 return
             }
-            record(
-                .crashReport, a, name: task.name,
-                detail: "background task \(id) ('\(task.name)') still running \(configuration.backgroundTaskLimit) s after entering the background: terminated"
-                    + (stack == nil ? "; no call stack (the app did not report one)" : ""),
-                stack: stack)
+            record(.crashReport(CrashReport(task: id, taskName: task.name, limitSeconds: configuration.backgroundTaskLimit, stack: stack)), a)
             // Logged as a crash when it is reaped, like a watchdog's kill.
             var t = TeardownRun(process: process, generation: generation, exit: .crash)
             do {
                 try await carryOut(Teardown.watchdog, on: a, &t)
             } catch {
-                record(.error, a, detail: "\(error)")
+                record(.error(.watchdog(cause: "\(error)")), a)
             }
         }
     }

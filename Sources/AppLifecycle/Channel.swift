@@ -24,9 +24,7 @@ extension Supervisor {
                     let generation = a.generation
                     Task { await self.forgetTasksIfAlive(name, generation) }
                 }
-                if let reason {
-                    record(.protocol, a, detail: "\(reason): control channel closed; the app keeps running without callbacks")
-                }
+                if let reason { record(.protocolFailure(.channelClosed(reason)), a) }
                 checkWaiters(name)
             }
             close(fd)
@@ -43,12 +41,12 @@ extension Supervisor {
         guard let (name, a) = records.first(where: { $0.value.process?.pid == peer.pid && $0.value.state != .notRunning }),
             peer.uid == getuid() || getuid() == 0
         else {
-            record(SupervisorEvent(t: now(), pid: peer.pid, kind: .impostor, detail: "connection from pid \(peer.pid) (uid \(peer.uid)), which this supervisor did not launch: refused"))
+            record(SupervisorEvent(t: now(), pid: peer.pid, .impostor(.controlConnection(pid: peer.pid, uid: peer.uid))))
             close(fd)
             return
         }
         if let old = a.connection {
-            record(.protocol, a, detail: "a second connection replaces the first")
+            record(.protocolFailure(.connectionReplaced), a)
             ControlSocket.disconnect(old)
         }
         a.connection = fd
@@ -68,7 +66,7 @@ extension Supervisor {
         }
         if !a.hello {
             guard case .hello(let version, let app, let token) = message, version == ControlProtocol.version, app == name, token == a.token else {
-                record(.impostor, a, detail: "first message was not a valid hello for \(name)")
+                record(.impostor(.badHello), a)
                 dropConnection(fd, reason: .badHello)
                 return
             }
@@ -85,25 +83,25 @@ extension Supervisor {
             return
         case .ack(let callback):
             a.acks[callback, default: 0] += 1
-            record(.callback, a, name: callback.rawValue)
+            record(.callback(callback), a)
         case .ready:
             a.readyCount += 1
             if a.readyCount == 1, let process = a.process {
                 noteLaunchToReady(a, seconds: monotonicSeconds() - process.launchedAt)
             }
-            record(.ready, a, detail: a.state.rawValue)
+            record(.ready(a.state), a)
         case .taskBegin(let id, let tid, let taskName):
             a.tasks[id] = BackgroundTaskRecord(tid: tid, name: taskName)
-            record(.task, a, name: taskName, detail: "began (id \(id), thread \(tid))")
+            record(.task(.began(id: id, thread: tid, name: taskName)), a)
         case .taskEnd(let id):
             if let t = a.tasks.removeValue(forKey: id) {
-                record(.task, a, name: t.name, detail: "ended (id \(id))")
+                record(.task(.ended(id: id, name: t.name)), a)
             }
         case .expired(let id):
-            record(.callback, a, name: "expirationHandler", detail: "task \(id)")
+            record(.expirationHandlerRan(task: id), a)
         case .notified(let kind):
             a.notifiedCount += 1
-            record(.callback, a, name: "notification", detail: kind)
+            record(.notificationDelivered(kind: kind), a)
         case .stackFrame(let frame):
             if a.stack.count < 128 { a.stack.append(frame) }
         case .stackEnd:
@@ -124,7 +122,7 @@ extension Supervisor {
             a.hello = false
             a.channelFailures += 1
             forgetTasks(a)
-            record(.protocol, a, detail: "control channel closed: \(reason)")
+            record(.protocolFailure(.channelClosed(reason)), a)
             checkWaiters(name)
         }
     }
@@ -140,7 +138,7 @@ extension Supervisor {
     /// (it is supervised like any program from then on).
     private func forgetTasks(_ a: AppRecord) {
         guard !a.tasks.isEmpty else { return }
-        record(.task, a, detail: "\(a.tasks.count) background task(s) forgotten with the control channel")
+        record(.task(.forgotten(count: a.tasks.count)), a)
         a.tasks = [:]
     }
 
@@ -149,7 +147,7 @@ extension Supervisor {
     func send(_ message: SupervisorMessage, to a: AppRecord, what: String) -> Bool {
         guard let fd = a.connection, a.hello else { return false }
         guard ControlSocket.send(message.line, to: fd) else {
-            record(.error, a, detail: "could not send \(what): the app is not reading its control channel")
+            record(.error(.notReading(what: what)), a)
             dropConnection(fd, reason: .notReading)
             return false
         }
@@ -167,7 +165,7 @@ extension Supervisor {
             // the command fails as "exited" instead of carrying on (marking a dead app active).
             if a.isClient, a.process != nil, a.hadChannel {
                 let exited = await waitFor(a.name, timeout: Self.channelGoneExitWait) { !$0.alive || $0.generation != generation }
-                if !exited { record(.error, a, detail: "\(callback.rawValue) not delivered: its control channel is closed") }
+                if !exited { record(.error(.callbackNotDelivered(callback)), a) }
             }
             return
         }
@@ -180,9 +178,9 @@ extension Supervisor {
         }
         if a.generation == generation, let n = a.callbacksInProgress[callback] { a.callbacksInProgress[callback] = n > 1 ? n - 1 : nil }
         if a.generation == generation, a.channelFailures > failures, (a.acks[callback] ?? 0) <= before {
-            record(.error, a, detail: "\(callback.rawValue) not acknowledged: its control channel was closed for breaking the protocol")
+            record(.error(.callbackNotAcknowledged(callback, .channelClosed)), a)
         } else if !acked {
-            record(.error, a, detail: "\(callback.rawValue) not acknowledged within \(timeout) s")
+            record(.error(.callbackNotAcknowledged(callback, .timedOut(seconds: timeout))), a)
         }
     }
 
@@ -227,7 +225,7 @@ extension Supervisor {
             }
             throw .timedOut(app: a.name, waitingFor: "answer '\(text)'", seconds: timeout)
         }
-        record(.command, a, name: text, detail: answer)
+        record(.appCommand(command: text, answer: answer), a)
         guard !answer.hasPrefix("error") else { throw .commandFailed(app: a.name, command: text, answer: answer) }
         return answer
     }

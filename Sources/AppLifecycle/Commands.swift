@@ -114,7 +114,7 @@ extension Supervisor {
                     do {
                         try await self.perform(rest, on: a, &detached)
                     } catch {
-                        self.record(SupervisorEvent(t: self.now(), app: name, kind: .error, detail: "\(verb.rawValue): \(error)"))
+                        self.record(SupervisorEvent(t: self.now(), app: name, .error(.command(verb, cause: "\(error)"))))
                     }
                     if detached.holdsLock { self.unlock(name) }
                 }
@@ -235,7 +235,7 @@ extension Supervisor {
             do {
                 try group.create()
             } catch {
-                record(.error, a, detail: "launch: \(error)")
+                record(.error(.launch(cause: "\(error)")), a)
                 throw .cgroup(error)
             }
             members = .cgroup(group)
@@ -246,7 +246,7 @@ extension Supervisor {
         env[ControlProtocol.tokenVariable] = a.token
         func undo(_ error: any Error) {
             if case .cgroup(let group) = members { _ = group.remove() }  // just made, empty
-            record(.error, a, detail: "launch: \(error)")
+            record(.error(.launch(cause: "\(error)")), a)
         }
         let pipe: (write: CInt, run: CInt)
         do {
@@ -272,7 +272,7 @@ extension Supervisor {
             runRecord.apps.append(.init(name: name, pid: process.pid, startTicks: process.startTicks))
             saveRunRecord()
         }
-        record(.launch, a, detail: a.spec.command.joined(separator: " "))
+        record(.launch(command: a.spec.command), a)
         a.lastSample = UsageSample.read(pid: process.pid)
         a.stateSince = monotonicSeconds()
         let events = self.events
@@ -285,7 +285,7 @@ extension Supervisor {
         } catch {
             // Nothing would reap the app or report its exit: it must not run on. Killed and
             // reaped here (SIGKILL ends it at once), it exits like an app that crashed at launch.
-            record(.error, a, detail: "launch: cannot start the thread that waits for the app: \(error)")
+            record(.error(.launch(cause: "cannot start the thread that waits for the app: \(error)")), a)
             _ = process.killApp(releaseMemory: false)
             let (status, ending) = process.waitForEnd()
             events.yield(.exited(app: name, generation: generation, status: status, ending: ending))
@@ -302,8 +302,7 @@ extension Supervisor {
             $0.hello || !$0.alive || $0.generation != generation || $0.channelFailures > failures
         }
         guard a.isAlive(generation), !(connected && a.hello) else { return }
-        let why = a.channelFailures > failures ? "its control channel failed" : "it did not connect within \(configuration.connectTimeout) s"
-        record(.error, a, detail: "\(why): supervised without callbacks")
+        record(.error(.noCallbacks(a.channelFailures > failures ? .channelFailed : .didNotConnect(seconds: configuration.connectTimeout))), a)
     }
 
     static func makeToken() -> String {

@@ -16,33 +16,6 @@ enum SocketEvent: Sendable {
     case closed(connection: Int32, reason: ChannelFailure?)
 }
 
-/// Why the supervisor closed a control connection (the app runs on without callbacks).
-enum ChannelFailure: Error, Sendable, Hashable, CustomStringConvertible {
-    /// A line the protocol refuses (garbage, an unknown message, an over-long line).
-    case protocolError(ProtocolError)
-    /// A second hello on a connection that said hello already.
-    case secondHello
-    /// The first line was not a valid hello for this app (name, token or version).
-    case badHello
-    /// More than `limit` lines within a second.
-    case flood(limit: Int)
-    /// The app does not read its messages: a write would block.
-    case notReading
-    /// No thread could be had to read the connection.
-    case noReader(SystemCallError)
-
-    var description: String {
-        switch self {
-        case .protocolError(let e): "protocol error: \(e)"
-        case .secondHello: "protocol error: a second hello"
-        case .badHello: "bad hello"
-        case .flood(let limit): "flood: more than \(limit) lines in a second"
-        case .notReading: "not reading"
-        case .noReader(let e): "cannot start its reader thread: \(e)"
-        }
-    }
-}
-
 /// The supervisor's listening socket, in a directory only its user can enter, and the threads
 /// that accept connections and read lines from them.
 ///

@@ -64,6 +64,12 @@ final class Guardian: Sendable {
         send("app \(handle.pid)", passing: handle.descriptor)
     }
 
+    /// The runtime directory was made for this run alone (no supervisor will start on it again):
+    /// should the supervisor die, its files and itself are removed too.
+    func ownsDirectory(_ path: String) {
+        send("private \(path)")
+    }
+
     /// That app has ended: the guardian closes its pidfd.
     func forget(processGroup pgid: Int32) {
         send("gone \(pgid)")

@@ -17,11 +17,11 @@ extension Supervisor {
         for name in targets(target) {
             guard let a = records[name] else { continue }
             if a.state == .suspended {
-                record(.warning, a, detail: "not sent: suspended")
+                record(.warning(.notSent(.suspended)), a)
                 continue
             }
             guard a.state.isRunning else { continue }
-            record(.warning, a, detail: "sent")
+            record(.warning(.sent), a)
             metrics.warningSent(name)
             warned.append(name)
         }
@@ -55,7 +55,7 @@ extension Supervisor {
                 } else {
                     a.queued.append(QueuedNotification(kind: kind, value: value, count: 1))
                 }
-                record(.notification, a, name: kind, detail: "queued: suspended")
+                record(.notificationQueued(kind: kind), a)
             } else {
                 await sendNotification(a, kind: kind, value: value, count: 1)
             }

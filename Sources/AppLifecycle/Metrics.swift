@@ -111,9 +111,9 @@ final class SupervisorMetricsRecorder {
     /// for every event it records (its own and its policies').
     func observe(_ e: SupervisorEvent) {
         guard let name = e.app, let a = apps[name] else { return }
-        switch e.kind {
-        case .state:
-            guard let to = e.to, to != a.state else { return }
+        switch e.payload {
+        case .state(_, let to):
+            guard to != a.state else { return }
             a.count(upTo: e.t)
             a.stateGauges[a.state]?.record(0)
             a.stateGauges[to]?.record(1)

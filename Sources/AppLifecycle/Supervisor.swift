@@ -97,6 +97,11 @@ public actor Supervisor {
         var pending: [String] = []
         var busy = false
         var closed = false
+        /// The pending idle check (a task asleep for `adminIdleTimeout`): one per connection,
+        /// cancelled when the next is scheduled or the connection goes, so that what the
+        /// checks hold is bounded by the open connections, not by the requests of the last
+        /// `adminIdleTimeout` seconds.
+        var idleCheck: Task<Void, Never>?
     }
 
     enum Phase {
@@ -163,6 +168,7 @@ public actor Supervisor {
             throw .setup(error)
         }
         self.guardian = guardian
+        if configuration.runtimeDirectory == nil { guardian.ownsDirectory(directory) }
         do {
             output = try AppOutput(directoryFD: lock.directoryFD)
         } catch {
@@ -223,12 +229,12 @@ public actor Supervisor {
             let monitor = PressureMonitor(configuration: pc)
             pressureMonitor = monitor
             // Which sources are in use: the log's first lines (before anyone can subscribe).
-            for s in monitor.sources { logEvents.append(SupervisorEvent(t: 0, kind: .pressure, name: s.name, detail: s.description)) }
+            for s in monitor.sources { logEvents.append(SupervisorEvent(t: 0, .pressureSource(s))) }
         } else {
             pressureMonitor = nil
         }
         let monitor = pressureMonitor
-        for line in recovered { logEvents.append(SupervisorEvent(t: 0, kind: .note, name: "recovered", detail: line)) }
+        for line in recovered { logEvents.append(SupervisorEvent(t: 0, .recovered(line))) }
         Task { await self.startLoops(stream, adminStream, monitor) }
     }
 
@@ -292,7 +298,7 @@ public actor Supervisor {
     }
 
     private func recordSourceChange(_ status: PressureSourceStatus) {
-        record(SupervisorEvent(t: now(), kind: .pressure, name: status.name, detail: status.detail))
+        record(SupervisorEvent(t: now(), .pressureSourceChanged(status)))
     }
 
     /// Seconds since the supervisor started (the log's clock).
@@ -340,8 +346,9 @@ public actor Supervisor {
         logSubscribers.yield(e)
     }
 
-    func record(_ kind: SupervisorEventKind, _ a: AppRecord? = nil, name: String? = nil, detail: String? = nil, stack: [String]? = nil) {
-        record(SupervisorEvent(t: now(), app: a?.name, pid: a?.pid, kind: kind, name: name, detail: detail, stack: stack))
+    /// Records what happened to the app (stamped now, with its current PID).
+    func record(_ payload: SupervisorEvent.Payload, _ a: AppRecord? = nil) {
+        record(SupervisorEvent(t: now(), app: a?.name, pid: a?.pid, payload))
     }
 
     // MARK: Apps
@@ -361,7 +368,7 @@ public actor Supervisor {
                 throw .tooManyApps(limit: configuration.maximumApps)
             }
             forgetRecord(oldest.name)
-            record(SupervisorEvent(t: now(), app: oldest.name, kind: .note, name: "forgotten", detail: "forgotten to make room for \(spec.name): at most \(configuration.maximumApps) apps are kept"))
+            record(SupervisorEvent(t: now(), app: oldest.name, .forgotten(.madeRoom(for: spec.name, limit: configuration.maximumApps))))
         }
         records[spec.name] = AppRecord(spec: spec, timelineLimit: configuration.timelineLimit)
         order.append(spec.name)
@@ -380,7 +387,7 @@ public actor Supervisor {
         let a = try app(spec.name)
         guard a.spec != spec else { return }
         guard a.state == .notRunning else { throw .wrongState(app: spec.name, state: a.state, operation: .lifecycle(.launch)) }
-        record(.note, a, name: "command", detail: "from now on runs \(spec.command.joined(separator: " ")) (was \(a.spec.command.joined(separator: " ")))")
+        record(.commandChanged(to: spec.command, from: a.spec.command), a)
         a.spec = spec
     }
 
@@ -392,7 +399,7 @@ public actor Supervisor {
             throw .wrongState(app: name, state: a.state, operation: .forget)
         }
         forgetRecord(name)
-        record(SupervisorEvent(t: now(), app: name, kind: .note, name: "forgotten", detail: "forgotten"))
+        record(SupervisorEvent(t: now(), app: name, .forgotten(.asked)))
     }
 
     private func forgetRecord(_ name: String) {
@@ -451,7 +458,7 @@ public actor Supervisor {
         case .exited(let name, let generation, let status, let ending):
             exited(name, generation, status, ending)
         case .pressure(let e):
-            record(SupervisorEvent(t: now(), kind: .pressure, name: e.level.description, detail: "\(e.source): \(e.detail)"))
+            record(SupervisorEvent(t: now(), .pressureLevel(PressureLevelChange(level: e.level, source: e.source, reading: e.detail))))
         case .timer(let name, let generation, let period, let kind):
             Task { await self.timer(name, generation, period, kind) }
         }
@@ -466,20 +473,21 @@ public actor Supervisor {
         a.exitStatus = status
         let expected = a.terminating
         let clean = status.isCleanExit || (expected && (status == .signaled(SIGTERM) || status == .signaled(SIGKILL)))
-        var detail = status.description
-        if let reason = a.killReason, status == .signaled(SIGKILL) { detail += ": jetsam, \(reason.rawValue)" }
         let tail = a.output.map(output.finish)
         a.output = nil
-        if !clean, let tail, !tail.isEmpty { detail += "; its last output: \(tail)" }
-        record(SupervisorEvent(t: now(), app: name, pid: process.pid, kind: clean ? .exit : .crash, detail: detail))
+        let ended: SupervisorEvent.Payload =
+            clean
+            ? .exit(status, killReason: status == .signaled(SIGKILL) ? a.killReason : nil)
+            : .crash(status, lastOutput: tail.flatMap { $0.isEmpty ? nil : $0 })
+        record(SupervisorEvent(t: now(), app: name, pid: process.pid, ended))
         // The kill and the end of the run may both have seen the same dying helper: the larger
         // count is how many there were.
         let others = max(a.othersKilled, ending.othersEnded)
         if others > 0 {
-            record(.note, a, name: "ended", detail: "\(others) other process(es) of the app ended with it (SIGKILL)")
+            record(.othersEnded(count: others), a)
         }
         if let failure = ending.failure {
-            record(.error, a, detail: "\(failure): they run on, outside the supervisor's control")
+            record(.error(.othersRunOn(cause: failure)), a)
             leftovers.append("\(name): \(failure)")
         }
         if let fd = a.connection {
@@ -498,7 +506,7 @@ public actor Supervisor {
         switch process.members {
         case .cgroup(let group):
             for failure in group.remove() {
-                record(.error, a, detail: "\(failure)")
+                record(.error(.cgroupRemoval(cause: "\(failure)")), a)
                 leftovers.append("\(name): \(failure)")
             }
         case .processGroup:
@@ -516,7 +524,7 @@ public actor Supervisor {
         do {
             try lock.write(runRecord)
         } catch {
-            record(SupervisorEvent(t: now(), kind: .error, detail: "cannot update \(lock.directory)/\(RuntimeLock.fileName): \(error)"))
+            record(SupervisorEvent(t: now(), .error(.runRecord(path: "\(lock.directory)/\(RuntimeLock.fileName)", cause: "\(error)"))))
         }
     }
 
@@ -533,7 +541,7 @@ public actor Supervisor {
             do {
                 try await carryOut(Teardown.abort, on: a, &t)
             } catch {
-                record(.error, a, detail: "abort: \(error)")
+                record(.error(.abort(cause: "\(error)")), a)
             }
         }
         for name in order where records[name]?.process != nil {
@@ -565,7 +573,7 @@ public actor Supervisor {
             do {
                 try await run(.terminate, name, byShutdown: true)
             } catch {
-                record(SupervisorEvent(t: now(), app: name, kind: .error, detail: "\(error)"))
+                record(SupervisorEvent(t: now(), app: name, .error(.shutdown(cause: "\(error)"))))
                 leftovers.append("\(name): \(error)")
             }
         }
@@ -581,13 +589,13 @@ public actor Supervisor {
         for fd in adminConnections.keys { ControlSocket.disconnect(fd) }
         await waitForConnectionsClosed(timeout: 1)
         if !connections.isEmpty || !adminConnections.isEmpty {
-            let what = "\(connections.count + adminConnections.count) connection(s) not closed 1 s after shutdown"
-            record(SupervisorEvent(t: now(), kind: .error, detail: what))
-            leftovers.append(what)
+            let fault = SupervisorFault.connectionsNotClosed(count: connections.count + adminConnections.count)
+            record(SupervisorEvent(t: now(), .error(fault)))
+            leftovers.append(fault.description)
         }
         adminEvents.finish()
         for failure in cgroups?.removeAll() ?? [] {
-            record(SupervisorEvent(t: now(), kind: .error, detail: "\(failure)"))
+            record(SupervisorEvent(t: now(), .error(.cgroupRemoval(cause: "\(failure)"))))
             leftovers.append("\(failure)")
         }
         if let failure = guardian.failure {

@@ -164,88 +164,6 @@ public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertib
     }
 }
 
-/// What kind of thing a log event records.
-public enum SupervisorEventKind: String, Sendable, Hashable, Codable, CaseIterable {
-    /// A lifecycle transition (`from`, `to`).
-    case state
-    /// The app acknowledged a callback (`name`), ran an expiration handler or handled a notification.
-    case callback
-    /// The app reported it is interactive.
-    case ready
-    /// The app's process was started (`detail`: its command).
-    case launch
-    /// The app's client connected and said hello.
-    case connected
-    /// The app's process ended as expected (terminated, or exited 0).
-    case exit
-    /// The app's process ended unexpectedly.
-    case crash
-    /// A memory warning (`detail`: sent, or why not).
-    case warning
-    /// A system change queued for a suspended app.
-    case notification
-    /// A background task began, ended or was forgotten.
-    case task
-    /// A background task was asked to run its expiration handler.
-    case expire
-    /// An overrunning background task's app was terminated; `stack` is the task's call stack.
-    case crashReport = "crash-report"
-    /// Something went wrong that the supervisor survived.
-    case error
-    /// A connection from a process the supervisor did not launch, refused.
-    case impostor
-    /// A control channel closed for a protocol error, a flood or a bad hello.
-    case `protocol`
-    /// A pressure source's status, or a change of the merged level.
-    case pressure
-    /// An app command (allocate, release) and the app's answer.
-    case command
-    /// A jetsam kill (`reason`, `rank`, `policy`, `footprintBytes`, `reclaimedBytes`, `explanation`).
-    case jetsam
-    /// A freeze-dry: a small suspended app's anonymous memory written to swap (`bytes`).
-    case freeze
-    /// What a policy says about what it does or cannot do (`detail`): jetsam holding the
-    /// kernel's OOM killer, "no swap: freeze-dry is off", a reading it cannot take.
-    case note
-}
-
-/// One line of the event log.
-public struct SupervisorEvent: Sendable, Hashable, Codable {
-    /// Seconds since the supervisor started.
-    public var t: Double
-    public var app: String?
-    public var pid: Int32?
-    public var kind: SupervisorEventKind
-    public var from: LifecycleState?
-    public var to: LifecycleState?
-    public var name: String?
-    public var detail: String?
-    public var stack: [String]?
-    // Jetsam's events (nil elsewhere).
-    public var reason: String?
-    public var rank: Int?
-    public var policy: String?
-    public var footprintBytes: UInt64?
-    public var reclaimedBytes: UInt64?
-    public var bytes: UInt64?
-    public var explanation: String?
-
-    public init(
-        t: Double, app: String? = nil, pid: Int32? = nil, kind: SupervisorEventKind, from: LifecycleState? = nil, to: LifecycleState? = nil,
-        name: String? = nil, detail: String? = nil, stack: [String]? = nil
-    ) {
-        self.t = t
-        self.app = app
-        self.pid = pid
-        self.kind = kind
-        self.from = from
-        self.to = to
-        self.name = name
-        self.detail = detail
-        self.stack = stack
-    }
-}
-
 /// Resource use of an app in one lifecycle state.
 public struct StateAccounting: Sendable, Hashable, Codable {
     public var seconds: Double = 0
@@ -316,12 +234,15 @@ public struct AppView: Sendable, Hashable {
     public var callbacksInProgress: Set<LifecycleCallback>
 }
 
-/// Why the supervisor killed an app without notice (as XNU's JetsamEvent reasons name them).
-public enum KillReason: String, Sendable, Hashable, Codable, CaseIterable {
+/// Why the supervisor killed an app without notice (as XNU's JetsamEvent reasons name them;
+/// written, and printed, as those names).
+public enum KillReason: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
     /// Memory is short for the device: the jetsam ranking chose this app.
     case vmPageShortage = "vm-pageshortage"
     /// The app went over its own memory limit for its state.
     case perProcessLimit = "per-process-limit"
+
+    public var description: String { rawValue }
 }
 
 extension Supervisor {

@@ -12,12 +12,12 @@ extension Supervisor {
         case .sigstop:
             // Every process of the app: a helper left running would go on using the CPU and
             // its memory while the app is "suspended".
-            if let failure = process.signalApp(SIGSTOP).failure { record(.error, a, detail: "suspend: \(failure)") }
+            if let failure = process.signalApp(SIGSTOP).failure { record(.error(.suspend(cause: "\(failure)")), a) }
         case .freezer:
             do {
                 try Self.freezer(of: process).freeze()
             } catch {
-                record(.error, a, detail: "\(error)")
+                record(.error(.suspend(cause: "\(error)")), a)
                 throw .cgroup(error)
             }
         }
@@ -29,7 +29,7 @@ extension Supervisor {
         guard let process = a.process else { return }
         switch configuration.suspendMethod {
         case .sigstop:
-            if let failure = process.signalApp(SIGCONT).failure { record(.error, a, detail: "resume: \(failure)") }
+            if let failure = process.signalApp(SIGCONT).failure { record(.error(.resume(cause: "\(failure)")), a) }
         case .freezer:
             do {
                 try Self.freezer(of: process).thaw()
@@ -87,7 +87,7 @@ extension Supervisor {
             done = reached || a.process !== process
         }
         if !done {
-            record(.error, a, detail: "still \(stopped ? "running" : "stopped") \(ByteFormat.fixed(timeout, 1)) s after being \(stopped ? "suspended" : "resumed")")
+            record(.error(.stopNotSeen(stopped: stopped, seconds: timeout)), a)
         }
     }
 

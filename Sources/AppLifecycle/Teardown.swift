@@ -73,7 +73,7 @@ extension Supervisor {
                 t.memoryReleased = kill.memoryReleased
                 t.othersKilled += kill.others
                 a.othersKilled = max(a.othersKilled, kill.others)
-                if let failure = kill.failure { record(.error, a, detail: "kill: \(failure)") }
+                if let failure = kill.failure { record(.error(.kill(cause: "\(failure)")), a) }
                 mark(a, t)
             } else {
                 t.foundExited = true  // ESRCH: it exited by itself; its exit is on its way
@@ -116,9 +116,9 @@ extension Supervisor {
         switch configuration.suspendMethod {
         case .freezer:
             guard case .cgroup(let group) = process.members, let freezer = group.freezer else { return }
-            do { try freezer.thaw() } catch { record(.error, a, detail: "\(error)") }
+            do { try freezer.thaw() } catch { record(.error(.letRun(cause: "\(error)")), a) }
         case .sigstop:
-            if let failure = process.signalApp(SIGCONT).failure { record(.error, a, detail: "\(failure)") }
+            if let failure = process.signalApp(SIGCONT).failure { record(.error(.letRun(cause: "\(failure)")), a) }
         }
     }
 }

@@ -1,6 +1,7 @@
 /// Why a line on the control channel was refused. Each case prints as the one line the
-/// supervisor logs when it closes the connection.
-public enum ProtocolError: Error, Sendable, Hashable, CustomStringConvertible {
+/// supervisor logs when it closes the connection; its JSON (in the supervisor's log) is the
+/// case's name holding its values.
+public enum ProtocolError: Error, Sendable, Hashable, Codable, CustomStringConvertible {
     case emptyLine
     /// The message needs `count` argument(s).
     case missingArguments(verb: String, count: Int)

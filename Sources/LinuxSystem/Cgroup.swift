@@ -136,8 +136,9 @@ public struct CgroupDirectory: Sendable, Hashable, CustomStringConvertible {
     /// pidfd and checked to be in this group before it is signalled, never by number alone;
     /// repeated while new processes show (a fork in flight), at most `rounds` times; on v2 the
     /// kernel's `cgroup.kill` first. A frozen group's processes die only once it is thawed.
-    public func killAll(releaseMemory: Bool = false, rounds: Int = 8) throws(CgroupError) -> KillResult {
-        var seen: [Int32] = []
+    /// Processes in `notCounting` are signalled if listed, but not counted (one killed already).
+    public func killAll(releaseMemory: Bool = false, rounds: Int = 8, notCounting: [Int32] = []) throws(CgroupError) -> KillResult {
+        var seen = notCounting
         return try killAll(releaseMemory: releaseMemory, rounds: rounds, seen: &seen)
     }
 

@@ -21,6 +21,25 @@ public struct SystemCallError: Error, Sendable, Hashable, CustomStringConvertibl
     }
 }
 
+/// As JSON (in the supervisor's log): `{"systemCall": "read", "errno": 5, "subject": "/x"}`.
+extension SystemCallError: Codable {
+    private enum CodingKeys: String, CodingKey { case systemCall, errno, subject }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            try c.decode(String.self, forKey: .systemCall), errno: Errno(rawValue: try c.decode(Int32.self, forKey: .errno)),
+            subject: try c.decodeIfPresent(String.self, forKey: .subject))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(systemCall, forKey: .systemCall)
+        try c.encode(errno.rawValue, forKey: .errno)
+        try c.encodeIfPresent(subject, forKey: .subject)
+    }
+}
+
 extension Errno {
     /// The C name of the errno value (`ENOENT`), for messages a systems engineer can grep.
     public var symbolicName: String {

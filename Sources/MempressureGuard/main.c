@@ -20,6 +20,10 @@
 //   group CONTROLLER HIERARCHY RELATIVE   a device cgroup ("-" as controller for cgroup v2)
 //   app PGID                             an app without a cgroup; SCM_RIGHTS carries its pidfd
 //   gone PGID                            that app has ended (its pidfd is closed)
+//   private PATH                         the runtime directory (descriptor 4) was made for this
+//                                        run alone: no supervisor will start on it again, so its
+//                                        files and itself are removed too, and the report goes to
+//                                        standard error instead
 //   bye                                  the supervisor shut down cleanly: exit, doing nothing
 // When the socket reports end of file (or an error) without `bye`, the supervisor is gone: the
 // guardian cleans up as above and exits 0 (1 if something could not be cleaned).
@@ -58,6 +62,7 @@ static int group_count;
 static struct app apps[MAX_APPS];
 static int app_count;
 static int directory_fd = 4;
+static char private_directory[4096];
 static char report[65536];
 static size_t report_length;
 static int failures;
@@ -96,6 +101,8 @@ static void take_message(const char *text, int passed_fd) {
             app_count++;
             return;
         }
+    } else if (strncmp(text, "private ", 8) == 0) {
+        snprintf(private_directory, sizeof private_directory, "%s", text + 8);
     } else if (strncmp(text, "gone ", 5) == 0) {
         int pgid = atoi(text + 5);
         for (int i = 0; i < app_count; i++) {
@@ -232,8 +239,39 @@ static void clean_up(void) {
     }
 }
 
+/// A private runtime directory: its files (sockets, the lock, output files, an old report) and
+/// then itself.
+static void remove_private_directory(void) {
+    int fd = dup(directory_fd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (e->d_name[0] == '.' && (e->d_name[1] == 0 || (e->d_name[1] == '.' && e->d_name[2] == 0))) continue;
+            if (unlinkat(directory_fd, e->d_name, 0) != 0 && errno != ENOENT) {
+                note("could not remove %s/%s: %s\n", private_directory, e->d_name, strerror(errno));
+                failures++;
+            }
+        }
+        closedir(d);
+    } else if (fd >= 0) {
+        close(fd);
+    }
+    if (rmdir(private_directory) == 0) {
+        note("removed the runtime directory %s\n", private_directory);
+    } else if (errno != ENOENT) {
+        note("could not remove the runtime directory %s: %s\n", private_directory, strerror(errno));
+        failures++;
+    }
+}
+
 static void write_report(void) {
     if (report_length == 0) note("nothing was left to clean\n");
+    if (private_directory[0]) {
+        // Nobody will look in the directory: whoever watched the supervisor may read this.
+        fprintf(stderr, "mempressure-guard: the supervisor died; cleaned up after it:\n%.*s", (int)report_length, report);
+        return;
+    }
     unlinkat(directory_fd, "guardian-report.txt", 0);
     int fd = openat(directory_fd, "guardian-report.txt", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) return;
@@ -279,6 +317,7 @@ int main(void) {
         take_message(text, passed);
     }
     clean_up();
+    if (private_directory[0]) remove_private_directory();
     write_report();
     return failures ? 1 : 0;
 }

@@ -59,6 +59,13 @@ public struct PressureSourceStatus: Sendable, Hashable, Codable, CustomStringCon
     /// Nil for a source not in use.
     public var wakeup: PressureWakeup? = nil
 
+    public init(name: String, available: Bool, detail: String, wakeup: PressureWakeup? = nil) {
+        self.name = name
+        self.available = available
+        self.detail = detail
+        self.wakeup = wakeup
+    }
+
     public var description: String {
         let how = wakeup.map { $0 == .event ? ", woken by the kernel" : ", polled" } ?? ""
         return "\(name): \(available ? "in use" : "not available")\(how) (\(detail))"

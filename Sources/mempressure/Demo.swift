@@ -120,12 +120,13 @@ struct Demo: AsyncParsableCommand {
         let quiet = json
         let log = try await scenario.run { event in
             guard !quiet else { return }
-            let levelChange = event.kind == .pressure && PressureLevel(name: event.name ?? "") != nil
+            var levelChange = false
+            if case .pressureLevel = event.payload { levelChange = true }
             if levelChange || ([.warning, .jetsam, .freeze, .exit, .launch].contains(event.kind) && event.app != nil) || event.kind == .note {
                 output(renderEvent(event) + "\n")
             }
             // As each app is suspended, what it leaves in memory, from the VM Tracker.
-            if event.kind == .state, event.to == .suspended, let app = event.app, let pid = event.pid {
+            if case .state(_, .suspended) = event.payload, let app = event.app, let pid = event.pid {
                 output(Self.backgroundSummary(app: app, pid: pid, at: event.t) + "\n")
             }
         }

@@ -82,16 +82,13 @@ func renderEvent(_ e: SupervisorEvent) -> String {
     let pid: String = (e.pid.map { String($0) } ?? "").padded(to: 7)
     let kind: String = e.kind.rawValue.padded(to: 12, left: true)
     var line = time + "  " + app + "  " + pid + "  " + kind
-    switch e.kind {
-    case .state: line += "  \(e.from?.rawValue ?? "?") -> \(e.to?.rawValue ?? "?")"
-    case .jetsam:
-        line += "  \(e.reason ?? "?")"
-        if let rank = e.rank { line += ", rank \(rank)" }
-        if let policy = e.policy { line += " (\(policy))" }
-        if let f = e.footprintBytes { line += ", footprint \(ByteFormat.human(f))" }
-        if let r = e.reclaimedBytes { line += ", gave back \(ByteFormat.human(r))" }
+    switch e.payload {
+    case .state(let from, let to): line += "  \(from.rawValue) -> \(to.rawValue)"
+    case .policy(.kill(let k)):
+        line += "  \(k.reason.rawValue), rank \(k.rank) (\(k.policy)), footprint \(ByteFormat.human(k.footprintBytes))"
+        line += ", gave back \(ByteFormat.human(k.reclaimedBytes))"
         if let d = e.detail { line += "; \(d)" }
-        if let x = e.explanation { line += "\n" + String(repeating: " ", count: 46) + x }
+        line += "\n" + String(repeating: " ", count: 46) + k.explanation
     default:
         if let n = e.name { line += "  \(n)" }
         if let d = e.detail { line += "  \(d)" }

@@ -79,7 +79,7 @@ struct AppGroupTests {
             #expect(try await s.processes(of: "A").isEmpty)
             for g in groups { #expect(!ProcFS.isDirectory(g), "\(g) removed") }
             let log = await s.log
-            #expect(log.contains { $0.app == "A" && $0.kind == .note && $0.name == "ended" })
+            #expect(log.contains { if case .othersEnded = $0.payload { $0.app == "A" } else { false } })
             #expect(!log.contains { $0.kind == .error }, "\(log.filter { $0.kind == .error })")
         }
         let leftovers = await s.leftovers
@@ -107,7 +107,7 @@ struct AppGroupTests {
             // By the time the app is not running, its helper is gone.
             try await s.waitForState("C", .notRunning, timeout: 10)
             #expect(!helper.isAlive, "the helper (pid \(helper.pid)) ended with the app")
-            #expect(await s.log.contains { $0.app == "C" && $0.kind == .note && $0.name == "ended" })
+            #expect(await s.log.contains { if case .othersEnded = $0.payload { $0.app == "C" } else { false } })
             unlink(go)
             try await s.launch("C")
             let fresh = try await s.processes(of: "C")

@@ -30,7 +30,7 @@ struct BoundedTests {
             // A fourth: A, not running and idle longest, makes room.
             try await s.register(AppSpec(name: "D", command: ["/bin/sleep", "60"], client: false))
             #expect(!(await s.isRegistered("A")))
-            #expect(await s.log.contains { $0.app == "A" && $0.kind == .note && $0.name == "forgotten" })
+            #expect(await s.log.contains { $0.app == "A" && $0.payload == .forgotten(.madeRoom(for: "D", limit: 3)) })
             try await s.launch("C")
             try await s.launch("D")
             await #expect(throws: SupervisorError.tooManyApps(limit: 3)) {
@@ -65,7 +65,7 @@ struct BoundedTests {
                 return nil
             }
             #expect(cmdline == "/bin/sleep\u{0}63\u{0}", "the new command runs: \(cmdline.debugDescription)")
-            #expect(await s.log.contains { $0.app == "A" && $0.name == "command" && $0.detail?.contains("/bin/sleep 63 (was /bin/sleep 61)") == true })
+            #expect(await s.log.contains { $0.app == "A" && $0.payload == .commandChanged(to: ["/bin/sleep", "63"], from: ["/bin/sleep", "61"]) })
         }
     }
 
@@ -81,8 +81,11 @@ struct BoundedTests {
             let events = await s.logStream()
             try await s.launch("Talker")
             let crash = await first(of: events, within: 60) { $0.app == "Talker" && ($0.kind == .crash || $0.kind == .exit) }
-            #expect(crash?.kind == .crash)
-            #expect(crash?.detail?.contains("the last words") == true, "\(crash?.detail ?? "none")")
+            guard case .crash(.signaled(SIGSEGV), let output?) = crash?.payload else {
+                Issue.record("not a crash by SIGSEGV with its output: \(String(describing: crash))")
+                return
+            }
+            #expect(output.hasSuffix("the last words\n") || output.hasSuffix("the last words"), "its last output: \(output.suffix(80).debugDescription)")
             try await s.waitForState("Talker", .notRunning, timeout: 10)
             #expect(!entries(directory).contains { $0.hasSuffix(".log") }, "the output file went with the run: \(entries(directory))")
             if let device = s.deviceMemoryCgroup {

@@ -1,5 +1,6 @@
 import AppLifecycle
 import FoundationEssentials
+import Glibc
 import LifecycleProtocol
 import Scenarios
 import Testing
@@ -140,8 +141,8 @@ struct ScenarioInterruptionTests {
             let pid = try #require(log.events.first { $0.app == app && $0.kind == .launch }?.pid)
             #expect(try !ChildSignals.isAlive(pid), "\(app) (pid \(pid)) was killed")
             #expect(log.events.contains { $0.app == app && $0.kind == .state && $0.to == .notRunning })
-            #expect(log.events.contains { $0.app == app && $0.kind == .exit && $0.detail?.contains("SIGKILL") == true }, "killed, not asked")
+            #expect(log.events.contains { $0.app == app && $0.payload == .exit(.signaled(SIGKILL), killReason: nil) }, "killed, not asked")
         }
-        #expect(!log.events.contains { $0.kind == .callback && $0.name == "willTerminate" }, "an abort sends no callback")
+        #expect(!log.events.contains { $0.payload == .callback(.willTerminate) }, "an abort sends no callback")
     }
 }

@@ -222,7 +222,7 @@ struct HostileTests {
         }
         #expect(closed == true, "every connection ended: refused, or closed when idle")
         let log = await s.log
-        #expect(log.contains { $0.kind == .`protocol` && $0.detail?.hasPrefix("admin connection idle for 2 s") == true })
+        #expect(log.contains { $0.payload == .protocolFailure(.adminIdle(seconds: 2)) })
         // The supervisor still answers.
         switch await adminSend(.apps, directory: await s.runtimeDirectory) {
         case .success(let answer): #expect(String(decoding: answer, as: UTF8.self) == #"{"ok":true,"result":[]}"# + "\n")
@@ -289,7 +289,7 @@ struct HostileTests {
         }
         #expect(launched == true, "the launch still waits for an ack that cannot come")
         let log = await s.log
-        #expect(log.contains { $0.app == "G" && $0.kind == .error && $0.detail == "didFinishLaunching not acknowledged: its control channel was closed for breaking the protocol" },
+        #expect(log.contains { $0.app == "G" && $0.payload == .error(.callbackNotAcknowledged(.didFinishLaunching, .channelClosed)) },
                 "\(log.filter { $0.kind == .error || $0.kind == .`protocol` })")
         await s.shutdown()
     }

@@ -21,8 +21,17 @@ func configuration(_ change: (inout SupervisorConfiguration) -> Void = { _ in })
     return c
 }
 
+/// The callbacks the app acknowledged, by name (a notification handled is "notification", an
+/// expiration handler run "expirationHandler").
 func callbacks(_ log: [SupervisorEvent], _ app: String = "A") -> [String] {
-    log.filter { $0.app == app && $0.kind == .callback }.compactMap(\.name)
+    log.filter { $0.app == app }.compactMap {
+        switch $0.payload {
+        case .callback(let c): c.rawValue
+        case .notificationDelivered: "notification"
+        case .expirationHandlerRan: "expirationHandler"
+        default: nil
+        }
+    }
 }
 
 func states(_ log: [SupervisorEvent], _ app: String = "A") -> [String] {
@@ -135,11 +144,13 @@ struct SupervisorTests {
         try await s.activate("A")
         let log = await s.log
         await s.shutdown()
-        let delivered = log.filter { $0.app == "A" && $0.kind == .callback && $0.name == "notification" }.compactMap(\.detail)
+        let delivered = log.filter { $0.app == "A" }.compactMap { if case .notificationDelivered(let kind) = $0.payload { kind } else { nil } }
         #expect(delivered == ["localeChanged", "timeZoneChanged"], "one per kind, in the order they first happened")
         let afterResume = Array(callbacks(log).drop { $0 != "didEnterBackground" }.dropFirst())
         #expect(afterResume == ["notification", "notification", "willEnterForeground", "didBecomeActive"])
-        #expect(log.filter { $0.app == "A" && $0.kind == .notification }.count == 3, "each queued while suspended")
+        #expect(log.filter { $0.app == "A" && $0.kind == .notification }.map(\.payload) == [
+            .notificationQueued(kind: "localeChanged"), .notificationQueued(kind: "timeZoneChanged"), .notificationQueued(kind: "localeChanged"),
+        ], "each queued while suspended")
     }
 
     @Test("a background task that overruns: expiration handler first, then termination with a crash report naming the function")
@@ -156,12 +167,13 @@ struct SupervisorTests {
         #expect(try await s.state(of: "A") == .notRunning)
         let log = await s.log
         await s.shutdown()
-        let kinds = log.filter { $0.app == "A" }.map { $0.kind == .callback ? "callback:\($0.name ?? "")" : $0.kind.rawValue }
-        let expire = try #require(kinds.firstIndex(of: "expire"))
-        let handler = try #require(kinds.firstIndex(of: "callback:expirationHandler"))
-        let report = try #require(kinds.firstIndex(of: "crash-report"))
-        #expect(expire < handler && handler < report, "\(kinds)")
-        let crash = try #require(log.first { $0.kind == .crashReport })
+        let events = log.filter { $0.app == "A" }.map(\.payload)
+        let expire = try #require(events.firstIndex { if case .task(.expirationRequested(1, "uploadPhotos")) = $0 { true } else { false } })
+        let handler = try #require(events.firstIndex(of: .expirationHandlerRan(task: 1)))
+        let report = try #require(events.firstIndex { if case .crashReport = $0 { true } else { false } })
+        #expect(expire < handler && handler < report, "\(events)")
+        guard case .crashReport(let crash) = events[report] else { return }
+        #expect(crash.task == 1 && crash.taskName == "uploadPhotos" && crash.limitSeconds == 2)
         let stack = try #require(crash.stack, "the crash report carries the task thread's stack")
         #expect(stack.contains { $0.contains("uploadPhotos") }, "\(stack)")
         #expect(log.contains { $0.app == "A" && $0.kind == .crash })
@@ -178,7 +190,7 @@ struct SupervisorTests {
         #expect(try await s.state(of: "A") == .suspended)
         let log = await s.log
         await s.shutdown()
-        #expect(log.contains { $0.kind == .task && $0.detail?.hasPrefix("ended") == true })
+        #expect(log.contains { $0.payload == .task(.ended(id: 1, name: "uploadPhotos")) })
         #expect(!log.contains { $0.kind == .crashReport })
     }
 
@@ -198,7 +210,7 @@ struct SupervisorTests {
         await s.shutdown()
         #expect(callbacks(log, "A").filter { $0 == "didReceiveMemoryWarning" }.count == 1)
         #expect(!callbacks(log, "B").contains("didReceiveMemoryWarning"), "not while suspended, nor queued for resume")
-        #expect(log.contains { $0.app == "B" && $0.kind == .warning && $0.detail == "not sent: suspended" })
+        #expect(log.contains { $0.app == "B" && $0.payload == .warning(.notSent(.suspended)) })
     }
 
     @Test("programs without the client library are supervised without callbacks")
@@ -253,11 +265,11 @@ struct SupervisorTests {
         try await s.terminate("good")
         let log = await s.log
         await s.shutdown()
-        #expect(log.contains { $0.app == "missing" && $0.kind == .error && $0.detail?.contains("no such file") == true })
-        #expect(log.contains { $0.app == "crasher" && $0.kind == .crash && $0.detail?.contains("SIGSEGV") == true })
-        #expect(log.contains { $0.app == "garbage" && $0.kind == .`protocol` && $0.detail?.contains("protocol error") == true })
-        #expect(log.contains { $0.app == "flood" && $0.kind == .`protocol` && $0.detail?.contains("flood") == true })
-        #expect(log.contains { $0.kind == .impostor && $0.pid == getpid() })
+        #expect(log.contains { if case .error(.launch) = $0.payload { $0.app == "missing" } else { false } })
+        #expect(log.contains { if case .crash(.signaled(SIGSEGV), _) = $0.payload { $0.app == "crasher" } else { false } })
+        #expect(log.contains { if case .protocolFailure(.channelClosed(.protocolError)) = $0.payload { $0.app == "garbage" } else { false } })
+        #expect(log.contains { $0.app == "flood" && $0.payload == .protocolFailure(.channelClosed(.flood(limit: 1000))) })
+        #expect(log.contains { if case .impostor(.controlConnection(getpid(), getuid())) = $0.payload { $0.pid == getpid() } else { false } })
         #expect(callbacks(log, "good") == ["didFinishLaunching", "didBecomeActive", "willTerminate"])
     }
 
@@ -281,7 +293,7 @@ struct SupervisorTests {
         await s.shutdown()
         #expect(states(log).last == "notRunning", "\(states(log))")
         #expect(!states(log).contains("active") || callback == "willEnterForeground")
-        #expect(log.contains { $0.app == "A" && $0.kind == .crash && $0.detail?.contains("3") == true })
+        #expect(log.contains { if case .crash(.exited(3), _) = $0.payload { $0.app == "A" } else { false } })
     }
 
     @Test("each stay in the background has its own task limit: a timer of an earlier stay does not apply")
@@ -441,7 +453,7 @@ struct SupervisorTests {
         await shutdown.value
         let log = await s.log
         #expect(log.filter { $0.kind == .launch }.map(\.app) == ["A"], "nothing launched once shutdown began")
-        #expect(log.contains { $0.app == "A" && $0.kind == .callback && $0.name == "willTerminate" }, "the shutdown's own terminate ran")
+        #expect(log.contains { $0.app == "A" && $0.payload == .callback(.willTerminate) }, "the shutdown's own terminate ran")
         #expect(!(await s.isRegistered("C")))
         #expect(try await s.pid(of: "A") == nil)
         #expect(try await s.pid(of: "B") == nil)

@@ -437,22 +437,22 @@ struct LifecycleCLITests {
         try writeText(scenario, to: "\(dir.path)/s.json")
         let r = try await runMempressure(["run", "\(dir.path)/s.json", "--json"])
         #expect(r.status == 0, "\(r.standardError)")
-        struct Event: Decodable { var t: Double; var app: String?; var pid: Int32?; var kind: String; var from: String?; var to: String?; var name: String? }
         struct Accounting: Decodable { var seconds: Double; var cpuSeconds: Double; var minorFaults: Int; var majorFaults: Int; var ioReadBytes: Int; var ioWriteBytes: Int }
         struct App: Decodable { var name: String; var accounting: [String: Accounting] }
-        struct Log: Decodable { var events: [Event]; var apps: [App] }
+        struct Log: Decodable { var events: [SupervisorEvent]; var apps: [App] }
         let log = try JSONDecoder().decode(Log.self, from: Data(r.standardOutput.utf8))
-        let transitions = log.events.filter { $0.kind == "state" }.map { "\($0.from!)->\($0.to!)" }
+        let transitions = log.events.compactMap { if case .state(let from, let to) = $0.payload { "\(from)->\(to)" } else { nil } }
         #expect(transitions == [
             "notRunning->inactive", "inactive->active", "active->inactive", "inactive->backgroundRunning",
             "backgroundRunning->suspended", "suspended->backgroundRunning", "backgroundRunning->inactive", "inactive->active",
             "active->notRunning",
         ])
-        #expect(log.events.filter { $0.kind == "callback" }.compactMap(\.name) == [
-            "didFinishLaunching", "didBecomeActive", "willResignActive", "didEnterBackground", "willEnterForeground",
-            "didBecomeActive", "didReceiveMemoryWarning", "willTerminate",
+        let acknowledged: [LifecycleCallback] = log.events.compactMap { if case .callback(let c) = $0.payload { c } else { nil } }
+        #expect(acknowledged == [
+            .didFinishLaunching, .didBecomeActive, .willResignActive, .didEnterBackground, .willEnterForeground,
+            .didBecomeActive, .didReceiveMemoryWarning, .willTerminate,
         ])
-        #expect(log.events.filter { $0.kind == "ready" }.count == 2)
+        #expect(log.events.filter { $0.kind == .ready }.count == 2)
         #expect(log.events.allSatisfy { $0.t >= 0 })
         let accounting = try #require(log.apps.first { $0.name == "A" }?.accounting)
         #expect(Set(accounting.keys) == ["inactive", "active", "backgroundRunning", "suspended"])

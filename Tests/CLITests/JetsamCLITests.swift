@@ -97,20 +97,9 @@ struct JetsamCLITests {
         #expect(r.status == 0, "\(r.standardError)")
         try writeText(r.standardOutput, to: "\(dir.path)/log.json")
         struct Log: Decodable {
-            var events: [Event]
+            var events: [SupervisorEvent]
             var episodes: [Episode]
             var kernelOOMKills: UInt64?
-            struct Event: Decodable {
-                var kind: String
-                var app: String?
-                var pid: Int32?
-                var reason: String?
-                var rank: Int?
-                var policy: String?
-                var footprintBytes: UInt64?
-                var reclaimedBytes: UInt64?
-                var explanation: String?
-            }
             struct Episode: Decodable {
                 var formatVersion: Int
                 var kind: String
@@ -120,11 +109,17 @@ struct JetsamCLITests {
         }
         let log = try JSONDecoder().decode(Log.self, from: Data(r.standardOutput.utf8))
         #expect(log.kernelOOMKills == 0)
-        let kill = try #require(log.events.first { $0.kind == "jetsam" })
-        #expect(kill.app == "A" && kill.pid != nil && kill.reason == "vm-pageshortage" && kill.rank == 1 && kill.policy == "ios")
-        #expect((kill.footprintBytes ?? 0) > 30 << 20 && (kill.reclaimedBytes ?? 0) > 30 << 20 && kill.explanation?.isEmpty == false)
+        let event = try #require(log.events.first { $0.kind == .jetsam })
+        guard case .policy(.kill(let kill)) = event.payload else {
+            Issue.record("a jetsam event that is not a kill: \(event)")
+            return
+        }
+        #expect(event.app == "A" && event.pid != nil && kill.reason == .vmPageShortage && kill.rank == 1 && kill.policy == "ios")
+        #expect(kill.footprintBytes > 30 << 20 && kill.reclaimedBytes > 30 << 20 && !kill.explanation.isEmpty)
+        // The log's words, as its readers have always read them.
+        #expect(r.standardOutput.contains(#""kind" : "jetsam""#) && r.standardOutput.contains(#""reason" : "vm-pageshortage""#))
         let episode = try #require(log.episodes.first)
-        #expect(episode.formatVersion == 1 && episode.kind == "mempressure-jetsam-episode")
+        #expect(episode.formatVersion == 2 && episode.kind == "mempressure-jetsam-episode")
         #expect(episode.victims.first?.name == "A")
 
         let report = try await runMempressure(["jetsam", "report", "\(dir.path)/log.json"])

@@ -24,13 +24,13 @@ func appProcesses(underCgroup prefix: String) -> [WatchedProcess] {
     return pids.filter(inside).compactMap { WatchedProcess($0, check: inside) }
 }
 
-/// `appProcesses(underCgroup:)` once there are at least `count` (the apps fork their helpers as
-/// they start: no event says when).
-func appProcesses(underCgroup prefix: String, atLeast count: Int) async -> [WatchedProcess] {
+/// `appProcesses(underCgroup:)` once there are exactly `count` (the apps fork their helpers as
+/// they start, through shells that come and go: no event says when they have settled).
+func appProcesses(underCgroup prefix: String, exactly count: Int) async -> [WatchedProcess] {
     let found = await within(10) { () async -> [WatchedProcess]? in
         while !Task.isCancelled {
             let all = appProcesses(underCgroup: prefix)
-            if all.count >= count { return all }
+            if all.count == count { return all }
             do { try await Task.sleep(for: .milliseconds(5)) } catch { return nil }
         }
         return nil
@@ -116,7 +116,7 @@ struct SupervisorCrashTests {
             try await app(runtime, ["launch", "Z", "--no-client", "--", "/bin/sh", "-c", "(sleep 31997 &); exec sleep 31997"])
             try await app(runtime, ["background", "Z"])
             try await app(runtime, ["launch", "R", "--no-client", "--", "/bin/sh", "-c", "(sleep 31996 &); exec sleep 31996"])
-            let watched = await appProcesses(underCgroup: "/mempressure-\(pid)-", atLeast: 4)
+            let watched = await appProcesses(underCgroup: "/mempressure-\(pid)-", exactly: 4)
             #expect(watched.count == 4, "two apps of two processes each: \(watched.map(\.pid))")
             let guardian = child(of: pid, named: "mempressure-gua")
             #expect(guardian != nil, "the supervisor's guardian runs")
@@ -159,7 +159,7 @@ struct SupervisorCrashTests {
             try await app(runtime, ["launch", "S", "--no-client", "--", "/bin/sh", "-c", "trap '' HUP; (sleep 31995 &); exec sleep 31995"])
             try await app(runtime, ["background", "S"])
             try await app(runtime, ["launch", "L", "--no-client", "--", "/usr/bin/env", "python3", "-c", hog])
-            let watched = await appProcesses(underCgroup: "/mempressure-\(pid)-", atLeast: 3)
+            let watched = await appProcesses(underCgroup: "/mempressure-\(pid)-", exactly: 3)
             #expect(watched.count == 3, "two processes of S, one of L: \(watched.map(\.pid))")
             let groups = try ProcFS.listDirectory("/sys/fs/cgroup/memory").map { String(decoding: $0, as: UTF8.self) }
             let device = "/sys/fs/cgroup/memory/\(try #require(groups.first { $0.hasPrefix("mempressure-\(pid)-") }))"
@@ -194,5 +194,38 @@ struct SupervisorCrashTests {
         #expect(text.contains("admin.sock, control.sock from \(runtime)"), "\(text)")
         #expect(!ProcFS.isDirectory(device))
         #expect(!ProcFS.isDirectory(runtime))
+    }
+
+    @Test("kill -9 of a scenario run: its guardian ends its apps, removes its cgroups and also its private runtime directory, and says so on standard error")
+    func guardianRemovesPrivateDirectory() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        try writeText(#"{"budgetBytes": 268435456, "apps": [{"name": "A", "command": ["/bin/sh", "-c", "(sleep 31994 &); exec sleep 31994"], "client": false}], "steps": [{"launch": "A"}, {"wait": 600}]}"#, to: "\(dir.path)/s.json")
+        // Its standard error, which the guardian inherits and writes to once the run has died.
+        let errors = try FileDescriptor.open(FilePath("\(dir.path)/stderr"), .writeOnly, options: [.create, .exclusiveCreate], permissions: [.ownerReadWrite])
+        let outcome = try await Subprocess.run(
+            .path(FilePath(buildDirectory + "/mempressure")), arguments: ["run", "\(dir.path)/s.json"],
+            input: .none, output: .sequence, error: .fileDescriptor(errors, closeAfterSpawningProcess: true)
+        ) { execution in
+            let pid = execution.processIdentifier.value
+            var lines = execution.standardOutput.strings().makeAsyncIterator()
+            while let line = try await lines.next(), !line.contains(" launch ") {}
+            let watched = await appProcesses(underCgroup: "/mempressure-\(pid)-", exactly: 2)
+            let runtime = try ProcFS.listDirectory("/run").map { "/run/" + String(decoding: $0, as: UTF8.self) }.first { $0.hasPrefix("/run/mempressure-\(pid)-") }
+            let guardian = try #require(child(of: pid, named: "mempressure-gua"))
+            kill(pid, SIGKILL)  // our own child, not yet reaped
+            while let _ = try await lines.next() {}
+            return (watched, runtime, guardian)
+        }
+        let (watched, runtime, guardian) = outcome.closureResult
+        #expect(outcome.terminationStatus == .signaled(SIGKILL), "\(outcome.terminationStatus)")
+        #expect(await guardian.waitForExit(timeout: 15), "the guardian ends once done")
+        #expect(watched.count == 2, "\(watched.map(\.pid))")
+        for p in watched { #expect(!p.isAlive, "pid \(p.pid) was ended") }
+        let path = try #require(runtime, "the run's runtime directory under /run")
+        #expect(!ProcFS.isDirectory(path), "the guardian removed \(path)")
+        let said = String(decoding: try ProcFS.readBytes("\(dir.path)/stderr"), as: UTF8.self)
+        #expect(said.contains("mempressure-guard: the supervisor died; cleaned up after it:"), "\(said)")
+        #expect(said.contains("removed the runtime directory \(path)"), "\(said)")
     }
 }

@@ -57,7 +57,7 @@ struct AppGroupKillTests {
             #expect(episode.memoryOutsideAppsBytes != nil)
             #expect(await s.kernelOOMKills() == 0)
             let log = await s.log
-            #expect(log.contains { $0.app == "H" && $0.kind == .note && $0.name == "ended" })
+            #expect(log.contains { if case .othersEnded = $0.payload { $0.app == "H" } else { false } })
         }
     }
 }

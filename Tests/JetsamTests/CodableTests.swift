@@ -1,3 +1,4 @@
+import AppLifecycle
 import FoundationEssentials
 import Jetsam
 import LifecycleProtocol
@@ -48,7 +49,11 @@ struct CodableTests {
     func anEpisodeOfTheEarlierFormatDecodes() throws {
         let episode = try JSONDecoder().decode(JetsamEpisode.self, from: Fixtures.readFile(Fixtures.directory + "/jetsam/episode-format1.json"))
         #expect(episode.formatVersion == 1 && episode.number == 1)
-        #expect(episode.trigger.level == .warning && episode.trigger.source == "cgroup usage against its limit")
+        #expect(episode.trigger.level == .warning && episode.trigger.source == .pressure("cgroup usage against its limit"))
+        #expect(episode.outcome == .recovered(kills: 3))
+        #expect(episode.victims.map(\.reason) == [.vmPageShortage, .vmPageShortage, .vmPageShortage])
+        #expect(episode.victims.map(\.band) == [.suspendedHigh, .suspendedHigh, .backgroundHigh])
+        #expect(episode.timeline.map(\.kind).filter { $0 == .kill }.count == 3)
         #expect(episode.trigger.wakeup == nil, "not said in that format")
         #expect(episode.memoryBefore.scope == .cgroup && episode.memoryAfter?.scope == .cgroup, "a working set's reading")
         #expect(episode.victims.map(\.name) == ["Photos", "Maps", "Music"])
@@ -58,9 +63,15 @@ struct CodableTests {
         // and the first takes the recorded victim.
         let first = try Ranker.decide(inputs[0], policy: episode.policy)
         #expect(first.victims.first?.snapshot.name == episode.decisions[0].victim)
-        // Written again, it reads back the same.
+        // Written again (in its own format: the outcome in words), it reads back the same.
         #expect(try JSONDecoder().decode(JetsamEpisode.self, from: encode(episode)) == episode)
         #expect(try json(episode).contains("\"level\":\"warning\""))
+        #expect(try json(episode).contains("\"outcome\":\"recovered after 3 kill(s)\""))
+        // As format 2, the outcome is an object.
+        var current = episode
+        current.formatVersion = JetsamEpisode.currentFormatVersion
+        #expect(try json(current).contains(#""outcome":{"kills":3,"result":"recovered","text":"recovered after 3 kill(s)"}"#))
+        #expect(try JSONDecoder().decode(JetsamEpisode.self, from: encode(current)) == current)
     }
 
     @Test("a replay written before the level was one type decodes")

@@ -44,7 +44,7 @@ struct FreezeDryTests {
             for f in episode.freezes {
                 #expect(f.bytes > 0, "\(f.name) wrote nothing to swap")
                 #expect(f.residentAfter < f.residentBefore)
-                #expect(log.contains { $0.kind == .freeze && $0.app == f.name && ($0.bytes ?? 0) > 0 })
+                #expect(log.contains { if case .policy(.freezeDry(let d)) = $0.payload { $0.app == f.name && d.writtenBytes > 0 } else { false } })
             }
             #expect(!episode.victims.contains { frozen.contains($0.name) }, "a freeze-dried app is not a kill candidate")
             #expect(try await s.state(of: "Small1") == .suspended)

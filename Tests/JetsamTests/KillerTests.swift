@@ -98,29 +98,29 @@ struct KillerTests {
 
             // Warnings first, to running apps only, before any kill.
             let firstKill = try #require(log.firstIndex { $0.kind == .jetsam })
-            let warned = log.enumerated().filter { $0.element.kind == .warning && $0.element.detail == "sent" }
+            let warned = log.enumerated().filter { $0.element.payload == .warning(.sent) }
             #expect(Set(warned.map { $0.element.app }) == ["F", "B1", "B2"])
             #expect(warned.allSatisfy { $0.offset < firstKill })
-            #expect(log.contains { $0.kind == .warning && $0.app == "S1" && $0.detail == "not sent: suspended" })
+            #expect(log.contains { $0.payload == .warning(.notSent(.suspended)) && $0.app == "S1" })
 
             // The report: each kill with what it gave back, explained; exits are not crashes.
             #expect(episode.victims.map(\.name) == victims)
             for v in episode.victims {
-                #expect(v.reason == "vm-pageshortage")
+                #expect(v.reason == .vmPageShortage)
                 #expect(v.reclaimedBytes >= v.footprintBytes / 10 * 8, "\(v.name) gave back \(v.reclaimedBytes) of \(v.footprintBytes)")
                 #expect(v.explanation.contains("band"), "\(v.explanation)")
                 #expect(v.memoryReleased, "process_mrelease freed \(v.name)'s memory")
-                #expect(log.contains { $0.app == v.name && $0.kind == .exit && $0.detail?.contains("jetsam, vm-pageshortage") == true })
+                #expect(log.contains { $0.app == v.name && $0.payload == .exit(.signaled(SIGKILL), killReason: .vmPageShortage) })
                 #expect(!log.contains { $0.app == v.name && $0.kind == .crash })
             }
             #expect(episode.memoryAfter.map { $0.availableBytes >= episode.targetAvailableBytes } == true)
             #expect(!episode.decisions.isEmpty)
             // The timeline: warnings, then each kill at its SIGKILL and its exit, in time order.
             let kinds = episode.timeline.map(\.kind)
-            #expect(kinds.filter { $0 == "kill" }.count == victims.count && kinds.filter { $0 == "exit" }.count == victims.count, "\(kinds)")
-            #expect(try #require(kinds.firstIndex(of: "warning")) < (kinds.firstIndex(of: "kill") ?? 0))
-            let killTimes = episode.timeline.filter { $0.kind == "kill" }.map(\.t)
-            let exitTimes = episode.timeline.filter { $0.kind == "exit" }.map(\.t)
+            #expect(kinds.filter { $0 == .kill }.count == victims.count && kinds.filter { $0 == .exit }.count == victims.count, "\(kinds)")
+            #expect(try #require(kinds.firstIndex(of: .warning)) < (kinds.firstIndex(of: .kill) ?? 0))
+            let killTimes = episode.timeline.filter { $0.kind == .kill }.map(\.t)
+            let exitTimes = episode.timeline.filter { $0.kind == .exit }.map(\.t)
             #expect(zip(killTimes, exitTimes).allSatisfy { $0 <= $1 } && killTimes == killTimes.sorted())
             // On disk as well, the same report.
             let file = "\(dir.path)/episodes/episode-\(episode.number).json"
@@ -128,7 +128,7 @@ struct KillerTests {
             #expect(onDisk == episode)
             // Without swap, freeze-dry says once that it is off.
             if case .success(0) = Swap.totalBytes() {
-                #expect(log.filter { $0.kind == .note && $0.detail?.contains("no swap on this machine: freeze-dry is off") == true }.count == 1)
+                #expect(log.filter { $0.payload == .policy(.note(.noSwap)) }.count == 1)
             }
 
             // Relaunched, the first victim has the state it saved when it went to the background.
@@ -161,20 +161,24 @@ struct KillerTests {
             _ = try await WorkloadRequest.allocate(bytes: 110 << 20).send { try await s.command("F", $0) }
             let episode = try #require(await first(of: episodes, within: 60), "no episode within 60 s")
             let log = await s.log
-            #expect(episode.outcome.hasPrefix("warnings sufficed"), "\(episode.outcome)")
+            #expect(episode.outcome == .sufficed(.warnings), "\(episode.outcome)")
             #expect(episode.victims.isEmpty)
             #expect(!log.contains { $0.kind == .jetsam })
-            #expect(log.contains { $0.kind == .warning && $0.app == "F" && $0.detail == "sent" })
-            #expect(log.contains { $0.kind == .warning && $0.app == "S" && $0.detail == "not sent: suspended" })
-            #expect(!log.contains { $0.app == "S" && $0.kind == .callback && $0.name == "didReceiveMemoryWarning" })
+            #expect(log.contains { $0.payload == .warning(.sent) && $0.app == "F" })
+            #expect(log.contains { $0.payload == .warning(.notSent(.suspended)) && $0.app == "S" })
+            #expect(!log.contains { $0.app == "S" && $0.payload == .callback(.didReceiveMemoryWarning) })
             #expect(try await s.state(of: "S") == .suspended)
             #expect(await s.kernelOOMKills() == 0)
             // The usage threshold (or, had the device reclaimed on the way, the kernel's
             // vmpressure) woke the monitor, and the monitor jetsam; it said how it is woken.
-            #expect(episode.trigger.source.hasPrefix("cgroup ") && episode.trigger.level == .warning, "\(episode.trigger)")
+            guard case .pressure(let source) = episode.trigger.source else {
+                Issue.record("not opened by a pressure source: \(episode.trigger)")
+                return
+            }
+            #expect(source.hasPrefix("cgroup ") && episode.trigger.level == .warning, "\(episode.trigger)")
             if pollInterval != nil { #expect(episode.trigger.wakeup == .event, "\(episode.trigger)") }
-            let said = log.first { $0.kind == .note && $0.detail?.hasPrefix("jetsam looks at memory at each wake of the pressure monitor") == true }
-            #expect(said?.detail?.contains("kernel events from") == true && said?.detail?.contains("cgroup usage against its limit") == true, "\(said?.detail ?? "not said")")
+            let woken = log.compactMap { if case .policy(.note(.wokenBy(let events, _, _))) = $0.payload { events } else { nil } }
+            #expect(woken.count == 1 && woken.first?.contains("cgroup usage against its limit") == true, "\(woken)")
         }
     }
 
@@ -196,18 +200,25 @@ struct KillerTests {
             let events = await s.logStream()
             let episodes = killer.episodeUpdates()
             try await s.activate("Soft")
-            let soft = await first(of: events, within: 30) { $0.kind == .warning && $0.app == "Soft" && $0.detail?.contains("soft active limit") == true }
+            let soft = await first(of: events, within: 30) {
+                if case .policy(.softLimitWarning(let l)) = $0.payload { $0.app == "Soft" && l.limit == .active && l.footprintBytes > l.limitBytes } else { false }
+            }
             #expect(soft != nil, "the soft limit warns")
             try await s.activate("Hard")  // within its active limit
             try await s.background("Hard")  // over its inactive limit once suspended
-            let kill = await first(of: events, within: 30) { $0.kind == .jetsam && $0.app == "Hard" }
-            #expect(kill?.reason == "per-process-limit")
-            #expect(kill?.rank == 1 && kill?.policy == "ios" && (kill?.footprintBytes ?? 0) > 16 << 20 && kill?.explanation?.contains("inactive limit") == true)
+            let killed = await first(of: events, within: 30) { $0.kind == .jetsam && $0.app == "Hard" }
+            guard case .policy(.kill(let kill)) = killed?.payload else {
+                Issue.record("no kill of Hard: \(String(describing: killed))")
+                return
+            }
+            #expect(kill.reason == .perProcessLimit)
+            #expect(kill.rank == 1 && kill.policy == "ios" && kill.footprintBytes > 16 << 20 && !kill.explanation.isEmpty)
             try await s.waitForState("Hard", .notRunning, timeout: 10)
             // Its episode, kept and written like any other.
             let episode = try #require(await first(of: episodes, within: 30), "the limit kill's episode")
-            #expect(episode.victims.map(\.reason) == ["per-process-limit"] && episode.kernelOOMKillsBefore != nil)
-            #expect(episode.timeline.map(\.kind) == ["kill", "exit"])
+            #expect(episode.victims.map(\.reason) == [.perProcessLimit] && episode.kernelOOMKillsBefore != nil)
+            #expect(episode.victims.map(\.band) == [.overLimit] && episode.outcome == .overLimit(.inactive) && episode.trigger.source == .perProcessLimit)
+            #expect(episode.timeline.map(\.kind) == [.kill, .exit])
             let onDisk = try JSONDecoder().decode(JetsamEpisode.self, from: Data(try ProcFS.readBytes("\(dir.path)/episodes/episode-\(episode.number).json")))
             #expect(onDisk == episode)
             #expect(try await s.state(of: "Soft").isRunning, "a soft limit kills nobody")
@@ -263,7 +274,7 @@ struct KillerTests {
             #expect(!episode.victims.isEmpty)
             #expect(episode.victims.allSatisfy { $0.name != "F" })
             let log = await s.log
-            #expect(log.contains { $0.kind == .note && $0.detail?.contains("holds the kernel's OOM killer") == true })
+            #expect(log.contains { $0.payload == .policy(.note(.kernelOOMKillerHeld(cgroup: cgroup))) })
             #expect(!log.contains { $0.kind == .crash }, "\(log.filter { $0.kind == .crash })")
         }
     }
@@ -355,10 +366,14 @@ struct KillerTests {
             // V (the largest) first; then, V still dying, W: V never killed twice.
             #expect(episode.victims.map(\.name) == ["V", "W"], "\(episode.victims.map(\.name)): \(episode.outcome)")
             #expect(episode.decisions.count >= 2)
-            #expect(!episode.timeline.contains { $0.detail.contains("not killed") }, "no kill was tried on V again")
-            #expect(episode.timeline.contains { $0.kind == "note" && $0.app == "V" && $0.detail.hasPrefix("still exiting") })
+            // One note for V — it is still exiting — and no other (a kill tried again and failed
+            // would be one more).
+            #expect(episode.timeline.filter { $0.kind == .note && $0.app == "V" }.count == 1, "\(episode.timeline)")
+            #expect(!episode.timeline.contains { $0.kind == .exit && $0.app == "V" })
             let log = await s.log
-            #expect(log.contains { $0.kind == .jetsam && $0.app == "V" && $0.detail?.hasPrefix("still exiting") == true })
+            #expect(log.contains {
+                if case .policy(.kill(let k)) = $0.payload { $0.app == "V" && k.stillExitingAfterSeconds == 1 } else { false }
+            })
             // Every decision after the kill left V out (it is being taken down).
             for d in episode.decisions.dropFirst() { #expect(!d.input.apps.contains { $0.name == "V" }) }
             #expect(try await s.state(of: "F") == .active, "the foreground app lives")

@@ -31,7 +31,11 @@ struct JetsamMetricsTests {
             try await s.activate("Hard")  // within its active limit
             try await s.background("Hard")  // over its inactive limit once suspended
             let kill = await first(of: events, within: 30) { $0.kind == .jetsam && $0.app == "Hard" }
-            #expect(kill?.reason == "per-process-limit")
+            guard case .policy(.kill(let k)) = kill?.payload else {
+                Issue.record("no kill of Hard: \(String(describing: kill))")
+                return
+            }
+            #expect(k.reason == .perProcessLimit)
             try await s.waitForState("Hard", .notRunning, timeout: 10)
             #expect(try kills(.perProcessLimit) == 1)
             #expect(try kills(.vmPageShortage) == 0)

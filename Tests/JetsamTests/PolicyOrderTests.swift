@@ -12,7 +12,7 @@ struct PolicyOrderTests {
         // Camera 80; the foreground app last.
         let ranking = try Ranker.rank(mixedInput(), policy: JetsamPolicy(name: .ios))
         #expect(names(ranking) == ["Mail", "Maps", "Music", "Notes", "Clock", "Podcasts", "Messages", "Camera", "Safari"])
-        #expect(ranking.order.map(\.band) == [
+        #expect(ranking.order.map(\.band.rawValue) == [
             "suspended-high", "suspended-high", "background-high", "suspended-low", "suspended-low",
             "background-low", "inactive", "inactive", "foreground",
         ])
@@ -31,7 +31,7 @@ struct PolicyOrderTests {
         // Messages 100, Camera 80; the active app last.
         let ranking = try Ranker.rank(mixedInput(), policy: JetsamPolicy(name: .xnu))
         #expect(names(ranking) == ["Clock", "Notes", "Mail", "Maps", "Podcasts", "Music", "Messages", "Camera", "Safari"])
-        #expect(ranking.order.map(\.band) == [
+        #expect(ranking.order.map(\.band.rawValue) == [
             "idle", "idle", "idle", "idle", "background", "background", "foreground-inactive",
             "foreground-inactive", "foreground",
         ])
@@ -42,7 +42,7 @@ struct PolicyOrderTests {
         // heaviest): Camera (90 MiB resident) before Messages (85 MiB resident, 100 footprint).
         let ranking = try Ranker.rank(mixedInput(), policy: JetsamPolicy(name: .lmkd))
         #expect(names(ranking) == ["Clock", "Notes", "Mail", "Maps", "Podcasts", "Music", "Camera", "Messages", "Safari"])
-        #expect(ranking.order.map(\.band) == [
+        #expect(ranking.order.map(\.band.rawValue) == [
             "cached", "cached", "cached", "cached", "service", "service", "visible", "visible", "foreground",
         ])
         let adj = ranking.order.map { $0.factors.first { $0.name == "oom_score_adj" }?.value }
@@ -54,7 +54,7 @@ struct PolicyOrderTests {
         // Camera 90, Podcasts 64, Notes 50, Clock 30, whatever the state; Safari (260) last.
         let ranking = try Ranker.rank(mixedInput(), policy: JetsamPolicy(name: .largest))
         #expect(names(ranking) == ["Maps", "Mail", "Music", "Messages", "Camera", "Podcasts", "Notes", "Clock", "Safari"])
-        #expect(ranking.order.last?.band == "foreground")
+        #expect(ranking.order.last?.band == .foreground)
     }
 
     @Test func lru() throws {
@@ -69,7 +69,7 @@ struct PolicyOrderTests {
         // Messages, Music, Maps; the foreground app last.
         let ranking = try Ranker.rank(mixedInput(), policy: JetsamPolicy(name: .cost))
         #expect(names(ranking) == ["Mail", "Clock", "Notes", "Podcasts", "Camera", "Messages", "Music", "Maps", "Safari"])
-        #expect(ranking.order.map(\.band) == ["least-cost-set"] + Array(repeating: "by-cost", count: 7) + ["foreground"])
+        #expect(ranking.order.map(\.band) == [.leastCostSet] + Array(repeating: .byCost, count: 7) + [.foreground])
         #expect(ranking.relaunchPriorSeconds == 0.95)
         #expect(ranking.relaunchPriorSource == "median of 8 measured relaunch times")
     }
@@ -78,7 +78,7 @@ struct PolicyOrderTests {
     func foregroundIsLastUnderEveryPolicy(_ name: JetsamPolicyName) throws {
         let ranking = try Ranker.rank(mixedInput(level: .critical), policy: JetsamPolicy(name: name))
         #expect(ranking.order.last?.snapshot.name == "Safari")
-        #expect(ranking.order.last?.band == "foreground")
+        #expect(ranking.order.last?.band == .foreground)
     }
 
     @Test(arguments: JetsamPolicyName.allCases)

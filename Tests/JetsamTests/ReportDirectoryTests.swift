@@ -27,10 +27,11 @@ extension KillerTests {
             try await s.background("Hard")  // over its inactive limit once suspended: an episode
             let episode = try #require(await first(of: episodes, within: 60), "the limit kill's episode")
             let log = await s.log
-            let said = log.filter { $0.kind == .error }.compactMap(\.detail)
-            #expect(said.contains(
-                "jetsam: cannot write the report of episode \(episode.number) to \(attacker.path): \(attacker.path): belongs to uid 65534, not to this user (uid 0) or root, and that user could plant links in it: refused, nothing written"
-            ), "\(said)")
+            let said = log.filter { $0.kind == .error }.map(\.payload)
+            #expect(said.contains(.policy(.failure(.reportNotWritten(
+                episode: episode.number, directory: attacker.path,
+                cause: "\(attacker.path): belongs to uid 65534, not to this user (uid 0) or root, and that user could plant links in it: refused, nothing written"
+            )))), "\(said)")
             #expect(victim.isIntact, "the victim: \(victim.now)")
             #expect(try attacker.names() == ["episode-1.json", "episode-2.json", "episode-3.json"], "nothing written in the other user's directory")
             #expect(killer.episodes.contains { $0.number == episode.number }, "the episode is kept in memory all the same")

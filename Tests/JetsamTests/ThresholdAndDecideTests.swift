@@ -20,7 +20,7 @@ struct ThresholdTests {
         let ranking = try Ranker.rank(mixedInput(), policy: policy)
         #expect(ranking.highMemoryBytes == 200 * mib)
         #expect(names(ranking) == ["Mail", "Music", "Maps", "Notes", "Clock", "Podcasts", "Messages", "Camera", "Safari"])
-        #expect(ranking.order.map(\.band).prefix(3) == ["suspended-high", "background-high", "suspended-low"])
+        #expect(ranking.order.map(\.band).prefix(3) == [.suspendedHigh, .backgroundHigh, .suspendedLow])
         #expect(ranking.order[1].explanation.contains("footprint 200.0 MiB ≥ high-memory 200.0 MiB"))
     }
 
@@ -30,7 +30,7 @@ struct ThresholdTests {
         let ranking = try Ranker.rank(mixedInput(), policy: policy)
         #expect(ranking.highMemoryBytes == 256 * mib)
         #expect(names(ranking) == ["Mail", "Maps", "Notes", "Clock", "Music", "Podcasts", "Messages", "Camera", "Safari"])
-        #expect(ranking.order.map(\.band).prefix(5) == ["suspended-high", "suspended-low", "suspended-low", "suspended-low", "background-low"])
+        #expect(ranking.order.map(\.band).prefix(5) == [.suspendedHigh, .suspendedLow, .suspendedLow, .suspendedLow, .backgroundLow])
     }
 
     @Test func theShareFollowsTheBudget() throws {
@@ -38,7 +38,7 @@ struct ThresholdTests {
         input.budgetBytes = 4096 * mib  // an eighth is now 512 MiB: nobody is high
         let ranking = try Ranker.rank(input)
         #expect(ranking.highMemoryBytes == 512 * mib)
-        #expect(!ranking.order.contains { $0.band.hasSuffix("-high") })
+        #expect(!ranking.order.contains { $0.band == .suspendedHigh || $0.band == .backgroundHigh })
     }
 }
 

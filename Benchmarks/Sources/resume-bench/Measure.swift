@@ -243,7 +243,7 @@ struct ResumeRun {
             throw BenchError("\(name): no ready after the relaunch")
         }
         let connected = log.first { $0.app == name && $0.kind == .connected && $0.t >= t0 }
-        let launched = log.first { $0.app == name && $0.kind == .callback && $0.name == "didFinishLaunching" && $0.t >= t0 }
+        let launched = log.first { $0.app == name && $0.payload == .callback(.didFinishLaunching) && $0.t >= t0 }
         let lost = try await WorkloadRequest.verify(activations: activations + 1).send { try await s.command(name, $0) }
         return Relaunch(
             trim: trim, restore: restore, cache: cold ? "cold" : "warm", round: round, readyMs: (ready.t - t0) * 1000,

@@ -300,17 +300,14 @@ func deaths(in log: [SupervisorEvent], from: Double, to: Double) -> [Death] {
     for e in log {
         guard let app = e.app else { continue }
         if e.kind == .state, let next = e.to, next != .notRunning { state[app] = next.rawValue }
-        guard e.kind == .exit || e.kind == .crash, e.t >= from, e.t <= to else { continue }
-        let detail = e.detail ?? ""
+        guard e.t >= from, e.t <= to else { continue }
         let by: String
-        if detail.contains(": jetsam") {
-            by = "jetsam"
-        } else if e.kind == .crash, detail.hasPrefix("killed by signal \(SIGKILL) ") {
-            by = "kernel"  // a SIGKILL the supervisor did not send: the cgroup's OOM killer
-        } else if e.kind == .exit {
-            by = "terminated"  // the supervisor's own terminate
-        } else {
-            by = "crash: \(detail)"
+        switch e.payload {
+        case .exit(_, killReason: .some): by = "jetsam"
+        case .crash(.signaled(SIGKILL), _): by = "kernel"  // a SIGKILL the supervisor did not send: the cgroup's OOM killer
+        case .exit: by = "terminated"  // the supervisor's own terminate
+        case .crash: by = "crash: \(e.detail ?? "")"
+        default: continue
         }
         out.append(Death(t: e.t, app: app, state: state[app] ?? "?", by: by))
     }
@@ -401,10 +398,10 @@ func replay(_ setup: Setup, policy: String, budgetApps: Double, budgetBytes: Int
             let dropped = await s.droppedLogEvents
             var notes = sw.notes
             if dropped > 0 { notes.append("the supervisor's log dropped \(dropped) events: counts from it are low") }
-            // How the killer's episodes ended, counted by kind (the outcome up to its first colon).
+            // How the killer's episodes ended, counted by kind.
             var outcomes: [(String, Int)] = []
             for e in killer?.episodes ?? [] {
-                let kind = String(e.outcome.prefix { $0 != ":" && $0 != "(" }).trimmingCharacters(in: .whitespaces)
+                let kind = outcomeKind(e.outcome)
                 if let i = outcomes.firstIndex(where: { $0.0 == kind }) { outcomes[i].1 += 1 } else { outcomes.append((kind, 1)) }
             }
 
@@ -427,8 +424,8 @@ func replay(_ setup: Setup, policy: String, budgetApps: Double, budgetBytes: Int
             let bg = backgroundFootprint(reports, deaths: deaths(in: log, from: 0, to: .infinity), from: t0, to: t1, interval: c.sampleInterval)
             let jetsamKills = log.filter { $0.kind == .jetsam && $0.t >= t0 && $0.t <= t1 }.count
             let warmupKills = log.filter { $0.kind == .jetsam && $0.t < t0 }.count
-            let warnings = log.filter { $0.kind == .warning && $0.detail == "sent" && $0.t >= t0 && $0.t <= t1 }.count
-            let held = (killer?.episodes ?? []).filter { $0.trigger.source == JetsamEpisode.underOOMSource && $0.start >= t0 && $0.start <= t1 }.count
+            let warnings = log.filter { $0.payload == .warning(.sent) && $0.t >= t0 && $0.t <= t1 }.count
+            let held = (killer?.episodes ?? []).filter { $0.trigger.source == .underOOM && $0.start >= t0 && $0.start <= t1 }.count
             let lost = sw.losses.reduce(0) { $0 + $1.bytes }
             return RunResult(
                 policy: policy, budgetBytes: budgetBytes, trim: trim, switches: records.count, resumes: resumes.count, relaunches: relaunches.count,
@@ -449,6 +446,22 @@ func replay(_ setup: Setup, policy: String, budgetApps: Double, budgetBytes: Int
         }
     } onCancel: {
         Task { await s.abort() }
+    }
+}
+
+/// How an episode ended, without its figures: what the report counts episodes by.
+func outcomeKind(_ outcome: JetsamEpisode.Outcome) -> String {
+    switch outcome {
+    case .sufficed(let step): "\(step.rawValue) sufficed"
+    case .recovered: "recovered"
+    case .nothingLeftToKill: "nothing left to kill"
+    case .noDecision: "no decision"
+    case .failedKills: "stopped: kills kept failing"
+    case .notMeasured: "memory could not be measured"
+    case .shuttingDown: "stopped: shutting down"
+    case .stillShort: "stopped: still short"
+    case .overLimit: "killed over its limit"
+    case .unrecognized(let words): words
     }
 }
 

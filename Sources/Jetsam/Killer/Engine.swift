@@ -18,7 +18,7 @@ actor JetsamEngine {
     /// pressure configuration: the monitor's, so that its events and this agree).
     let pressureConfiguration: PressureConfiguration
     var level: PressureLevel = .normal
-    var lastEvent: PressureEvent?
+    var lastEvent: EpisodeTrigger?
     /// When a grace was last cut short because memory turned critically short (monotonic), and
     /// what showed it: the moment a decision answers when no pressure event marks it (the merged
     /// level may have been critical since before, from another source).
@@ -54,14 +54,10 @@ actor JetsamEngine {
     /// (`signature`) and how short memory was. While both stay so and the level does not change,
     /// the watch opens no new episode — a shortage nobody can end would otherwise open one every
     /// poll.
-    var stuckWith: (apps: [String], severity: PressureLevel)?
+    var stuckWith: (apps: [AppSignature], severity: PressureLevel)?
     /// Readings of the watch that are failing now (the device's memory, the hold's under_oom),
     /// each said once when it starts failing and once when it works again.
-    var failingReadings: [Reading: String] = [:]
-
-    enum Reading: Hashable {
-        case memory, underOOM
-    }
+    var failingReadings: [WatchedReading: String] = [:]
 
     /// The most kills in a row that may fail (the victim exited, changed state or was already
     /// dying since the reading) before the episode stops: a decision that keeps naming an app
@@ -79,6 +75,17 @@ actor JetsamEngine {
         var generation: Int
     }
 
+    /// A running app as a new decision could differ by: its run, its state, whether it is dying,
+    /// saving its state (inside didEnterBackground) or has a reading yet.
+    struct AppSignature: Hashable {
+        var name: String
+        var generation: Int
+        var state: LifecycleState
+        var isDying: Bool
+        var isSaving: Bool
+        var hasReading: Bool
+    }
+
     init(configuration: JetsamConfiguration, supervisor: Supervisor, killer: JetsamKiller, pressure: PressureConfiguration) {
         self.configuration = configuration
         policy = configuration.rankingPolicy
@@ -90,7 +97,7 @@ actor JetsamEngine {
 
     // MARK: Inputs
 
-    func pressure(_ e: PressureEvent) async {
+    func pressure(_ e: EpisodeTrigger) async {
         if e.level != level { stuckWith = nil }
         level = e.level
         lastEvent = e
@@ -129,23 +136,21 @@ actor JetsamEngine {
     /// Holds the kernel's OOM killer of the device cgroup (see `KernelOOMHold`), or says why not.
     func holdKernelOOMKiller() async {
         guard configuration.holdKernelOOMKiller else { return }
-        let detail: String
         switch KernelOOMHold.engage(cgroup: reader.cgroup) {
         case .success(let hold):
             kernelHold = hold
-            detail = "jetsam holds the kernel's OOM killer of \(reader.cgroup ?? "?") (oom_kill_disable 1): a task at the limit waits for jetsam's decision"
+            await record(.note(.kernelOOMKillerHeld(cgroup: reader.cgroup ?? "?")))
         case .failure(.noCgroup):
             return  // the whole machine: nothing to hold, nothing to say
         case .failure(let why):
-            detail = "jetsam: \(why)"
+            await record(.note(.kernelOOMKillerNotHeld(why)))
         }
-        await supervisor.record(SupervisorEvent(t: await supervisor.now(), kind: .note, detail: detail))
     }
 
     func stopWatching(pressureStreamEnded: Bool = false) async {
         watching = false
         if pressureStreamEnded {
-            await say("jetsam: the pressure stream ended (its monitor stopped): no more episodes are started", kind: .error)
+            await record(.failure(.pressureStreamEnded))
         }
     }
 
@@ -155,28 +160,48 @@ actor JetsamEngine {
         let inUse = sources.filter(\.available)
         let events = inUse.filter { $0.wakeup == .event }.map(\.name)
         let polled = inUse.filter { $0.wakeup != .event }.map(\.name)
-        var detail = "jetsam looks at memory at each wake of the pressure monitor: kernel events from "
-        detail += events.isEmpty ? "no source (none offers one here)" : events.joined(separator: ", ")
-        if !polled.isEmpty {
-            detail += "; every \(Format.seconds(pollInterval)) from \(polled.joined(separator: ", ")) (no kernel event for it: polled)"
-        }
-        await say(detail)
+        await record(.note(.wokenBy(events: events, polled: polled, pollInterval: pollInterval)))
     }
 
     /// A reading of the watch failed: said once, when it starts failing.
-    func readingFailed(_ reading: Reading, _ what: String) async {
+    func readingFailed(_ reading: WatchedReading, _ failure: String) async {
         guard failingReadings[reading] == nil else { return }
-        failingReadings[reading] = what
-        await say("jetsam: \(what): no decision is made on it until it can be read again", kind: .error)
+        failingReadings[reading] = failure
+        await record(.failure(.readingFailed(reading, failure: failure)))
     }
 
     /// A reading of the watch works: said once, when it had been failing.
-    func readingWorks(_ reading: Reading) async {
-        guard let what = failingReadings.removeValue(forKey: reading) else { return }
-        await say("jetsam: can read again what failed before (\(what))")
+    func readingWorks(_ reading: WatchedReading) async {
+        guard let failure = failingReadings.removeValue(forKey: reading) else { return }
+        await record(.note(.readingWorksAgain(reading, failure: failure)))
     }
 
-    func say(_ detail: String, kind: SupervisorEventKind = .note) async {
-        await supervisor.record(SupervisorEvent(t: await supervisor.now(), kind: kind, detail: detail))
+    /// Records what jetsam did or says in the supervisor's log.
+    func record(_ r: PolicyRecord, app: String? = nil, pid: Int32? = nil) async {
+        await supervisor.record(SupervisorEvent(t: await supervisor.now(), app: app, pid: pid, .policy(r)))
+    }
+}
+
+/// What opens an episode: a pressure event, or what the killer itself found (a shortage when the
+/// monitor woke it, a task at the limit, an app over its limit).
+struct EpisodeTrigger: Sendable {
+    var level: PressureLevel
+    var source: JetsamEpisode.TriggerSource
+    var detail: String
+    /// Monotonic seconds: when the pressure monitor's thread woke on it.
+    var time: Double
+    var wakeup: PressureWakeup?
+
+    init(level: PressureLevel, source: JetsamEpisode.TriggerSource, detail: String, time: Double, wakeup: PressureWakeup?) {
+        self.level = level
+        self.source = source
+        self.detail = detail
+        self.time = time
+        self.wakeup = wakeup
+    }
+
+    /// A change of the merged level, from the pressure source that caused it.
+    init(_ e: PressureEvent) {
+        self.init(level: e.level, source: .pressure(e.source), detail: e.detail, time: e.time, wakeup: e.wakeup)
     }
 }

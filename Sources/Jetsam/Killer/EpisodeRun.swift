@@ -10,12 +10,12 @@ import Synchronization
 extension JetsamEngine {
     // MARK: An episode
 
-    func episode(trigger: PressureEvent, reevaluation: Bool) async {
+    func episode(trigger: EpisodeTrigger, reevaluation: Bool) async {
         // A failed reading is said (once) by `measure`: no decision on partial data.
         guard case .measured(var status) = await measure() else { return }
         var target = target(status)
         var forced: String?
-        if trigger.source == JetsamEpisode.underOOMSource, status.availableBytes >= target {
+        if trigger.source == .underOOM, status.availableBytes >= target {
             // A task waits at the limit, yet the working set says enough is free: what the
             // kernel counts as inactive file cannot be reclaimed now (dirty pages, writeback).
             // The task must not wait on: at least one kill, by the policy.
@@ -40,10 +40,10 @@ extension JetsamEngine {
                       secondsInState: $0.secondsInState, isProtected: $0.isProtected)
             },
             timeline: [], victims: [], freezes: [], decisions: [], kernelOOMKillsBefore: await supervisor.kernelOOMKills(),
-            kernelOOMKillsAfter: nil, outcome: "")
+            kernelOOMKillsAfter: nil, outcome: .stillShort)
         ep.memoryOutsideAppsBytes = await supervisor.memoryOutsideApps()
-        ep.timeline.append(await entry("measure", bytes: status.availableBytes, "\(Format.bytes(status.availableBytes)) available of \(Format.bytes(status.budgetBytes)); target \(Format.bytes(target)) (\(status.source))"))
-        if let forced { ep.timeline.append(await entry("note", forced)) }
+        ep.timeline.append(await entry(.measure, bytes: status.availableBytes, "\(Format.bytes(status.availableBytes)) available of \(Format.bytes(status.budgetBytes)); target \(Format.bytes(target)) (\(status.source))"))
+        if let forced { ep.timeline.append(await entry(.note, forced)) }
 
         // 1. Warnings first, unless pressure is already critical (or warnings were sent before
         //    and memory is still short).
@@ -53,27 +53,27 @@ extension JetsamEngine {
             // limit) holds up neither the grace nor a critical turn.
             let warned = await supervisor.warn(.all, waitForAcknowledgements: false)
             let views = await supervisor.apps()
-            for name in warned { ep.timeline.append(await entry("warning", app: name, pid: views.first { $0.name == name }?.pid, "memory warning sent")) }
-            for v in views where v.state == .suspended { ep.timeline.append(await entry("warning", app: v.name, pid: v.pid, "not sent: suspended")) }
+            for name in warned { ep.timeline.append(await entry(.warning, app: name, pid: views.first { $0.name == name }?.pid, "memory warning sent")) }
+            for v in views where v.state == .suspended { ep.timeline.append(await entry(.warning, app: v.name, pid: v.pid, "not sent: suspended")) }
             let graceStarted = monotonicSeconds()
             await graceUnlessCritical(configuration.warningGraceSeconds)
             if let c = criticalNoticed, c.time >= graceStarted {
-                ep.timeline.append(.init(t: await logTime(ofMonotonic: c.time), kind: "note", app: nil, pid: nil, bytes: nil, detail: "critical, the grace ends: \(c.what)"))
+                ep.timeline.append(.init(t: await logTime(ofMonotonic: c.time), kind: .note, app: nil, pid: nil, bytes: nil, detail: "critical, the grace ends: \(c.what)"))
             }
-            if await recovered(after: "warnings", &ep, &status) { return }
+            if await recovered(after: .warnings, &ep, &status) { return }
         }
 
         // 2. Freeze-dry the small suspended apps (as they are now, after the grace).
         if configuration.freezeDryBelowBytes > 0, !Task.isCancelled {
             switch Swap.totalBytes() {
             case .failure(let error):
-                ep.timeline.append(await entry("note", "cannot tell whether there is swap (\(error)): no freeze-dry in this episode"))
+                ep.timeline.append(await entry(.note, "cannot tell whether there is swap (\(error)): no freeze-dry in this episode"))
             case .success(0):
                 if !saidNoSwap {
                     saidNoSwap = true
-                    await say("jetsam: no swap on this machine: freeze-dry is off (suspended apps are killed instead)")
+                    await record(.note(.noSwap))
                 }
-                ep.timeline.append(await entry("note", "no swap: freeze-dry is off"))
+                ep.timeline.append(await entry(.note, "no swap: freeze-dry is off"))
             case .success:
                 var froze = false
                 for (v, a) in await snapshots() where a.state == .suspended && !a.isProtected && a.footprintBytes > 0
@@ -83,21 +83,21 @@ extension JetsamEngine {
                         frozen.insert(Self.stay(v))
                         froze = true
                         ep.freezes.append(.init(name: a.name, pid: a.pid, footprintBytes: a.footprintBytes, bytes: r.writtenBytes, residentBefore: r.residentBefore, residentAfter: r.residentAfter))
-                        var event = SupervisorEvent(t: await supervisor.now(), app: a.name, pid: a.pid, kind: .freeze, detail: "freeze-dried: \(Format.bytes(r.writtenBytes)) written to swap, resident \(Format.bytes(r.residentBefore)) -> \(Format.bytes(r.residentAfter))")
-                        event.bytes = r.writtenBytes
-                        await supervisor.record(event)
-                        ep.timeline.append(await entry("freeze", app: a.name, pid: a.pid, bytes: r.writtenBytes, "written to swap"))
+                        let dried = FreezeDryRecord(writtenBytes: r.writtenBytes, residentBeforeBytes: r.residentBefore, residentAfterBytes: r.residentAfter)
+                        await record(.freezeDry(dried), app: a.name, pid: a.pid)
+                        ep.timeline.append(await entry(.freeze, app: a.name, pid: a.pid, bytes: r.writtenBytes, "written to swap"))
                     } catch {
-                        ep.timeline.append(await entry("note", app: a.name, pid: a.pid, "freeze-dry failed: \(error)"))
+                        ep.timeline.append(await entry(.note, app: a.name, pid: a.pid, "freeze-dry failed: \(error)"))
                     }
                 }
-                if froze, await recovered(after: "freeze-dry", &ep, &status) { return }
+                if froze, await recovered(after: .freezeDry, &ep, &status) { return }
             }
         }
 
         // 3. Kills, one at a time, deciding again after each on fresh readings.
         var kills = 0
         var failedKills = 0
+        var outcome: JetsamEpisode.Outcome?
         while status.availableBytes < target, !Task.isCancelled, kills < 1000 {
             // The event the decision answers: the latest before it (a critical one that cut the
             // grace short, say).
@@ -114,15 +114,14 @@ extension JetsamEngine {
                 decision = try Ranker.decide(input, policy: policy)
             } catch {
                 ep.decisions.append(.init(input: input, victim: nil, note: "no decision: \(error)"))
-                ep.outcome = "no decision: \(error)"
-                ep.timeline.append(await entry("note", ep.outcome))
+                outcome = .noDecision(reason: "\(error)")
                 break
             }
             guard let victim = decision.victims.first else {
                 ep.decisions.append(.init(input: input, victim: nil, note: decision.explanation))
-                ep.outcome = "nothing left to kill: still short by \(Format.bytes(target - min(target, status.availableBytes))) (\(decision.explanation))"
-                ep.timeline.append(await entry("note", ep.outcome))
-                if let released = releaseKernelHold() { ep.timeline.append(await entry("note", released)) }
+                outcome = .nothingLeftToKill(shortByBytes: target - min(target, status.availableBytes), explanation: decision.explanation)
+                ep.timeline.append(await entry(.note, outcome?.description ?? ""))
+                if let released = releaseKernelHold() { ep.timeline.append(await entry(.note, released)) }
                 break
             }
             let v = victim.snapshot
@@ -138,15 +137,13 @@ extension JetsamEngine {
                 // again on fresh data — unless that keeps happening.
                 failedKills += 1
                 ep.decisions.append(.init(input: input, victim: nil, note: "\(v.name) not killed: \(error)"))
-                ep.timeline.append(await entry("note", app: v.name, pid: v.pid, "not killed: \(error)"))
+                ep.timeline.append(await entry(.note, app: v.name, pid: v.pid, "not killed: \(error)"))
                 if failedKills >= Self.failedKillLimit {
-                    ep.outcome = "stopped: \(failedKills) kills in a row failed (the last: \(v.name): \(error))"
-                    ep.timeline.append(await entry("note", ep.outcome))
+                    outcome = .failedKills(count: failedKills, app: v.name, error: "\(error)")
                     break
                 }
                 guard case .measured(let now) = await measure() else {
-                    ep.outcome = "memory could not be measured after a failed kill: stopped (no decision on partial data)"
-                    ep.timeline.append(await entry("note", ep.outcome))
+                    outcome = .notMeasured(after: .failedKill)
                     break
                 }
                 status = now
@@ -156,8 +153,7 @@ extension JetsamEngine {
             ep.decisions.append(.init(input: input, victim: v.name, note: nil))
             ep.timeline.append(k.killEntry)
             guard let now = k.after else {
-                ep.outcome = "memory could not be measured after a kill: stopped (no decision on partial data)"
-                ep.timeline.append(await entry("note", ep.outcome))
+                outcome = .notMeasured(after: .kill)
                 break
             }
             status = now
@@ -165,14 +161,18 @@ extension JetsamEngine {
             ep.timeline.append(k.exitEntry)
             await record(k, reason: .vmPageShortage, rank: victim.rank, footprintBytes: v.footprintBytes, explanation: victim.explanation)
             ep.victims.append(.init(
-                name: v.name, pid: v.pid, state: v.state, reason: KillReason.vmPageShortage.rawValue,
+                name: v.name, pid: v.pid, state: v.state, reason: .vmPageShortage,
                 rank: victim.rank, band: victim.band, policy: policy.name, footprintBytes: v.footprintBytes,
                 purgeableBytes: v.purgeableBytes, secondsFromEvent: k.receipt.signalledAt - trigger.time,
                 secondsFromLatestEvent: k.receipt.signalledAt - decidedAfter,
                 reclaimedBytes: k.reclaimed, memoryReleased: k.receipt.memoryReleased, exited: k.exited, needed: true, explanation: victim.explanation))
         }
-        if ep.outcome.isEmpty {
-            ep.outcome = status.availableBytes >= target ? "recovered after \(kills) kill(s)" : (Task.isCancelled ? "stopped: the supervisor is shutting down" : "stopped: still short")
+        if let outcome {
+            // How it stopped, on its timeline too (a shortage nobody can end says so above).
+            if case .nothingLeftToKill = outcome {} else { ep.timeline.append(await entry(.note, outcome.description)) }
+            ep.outcome = outcome
+        } else {
+            ep.outcome = status.availableBytes >= target ? .recovered(kills: kills) : (Task.isCancelled ? .shuttingDown : .stillShort)
         }
         await close(&ep, status)
     }
@@ -180,17 +180,17 @@ extension JetsamEngine {
     /// Measures again after `step` (the warnings, freeze-dry); when enough is free, closes the
     /// episode ("warnings sufficed: nobody killed") and says so. When memory cannot be measured,
     /// closes it too: no decision on partial data.
-    func recovered(after step: String, _ ep: inout JetsamEpisode, _ status: inout MemoryStatus) async -> Bool {
+    func recovered(after step: JetsamEpisode.Outcome.Step, _ ep: inout JetsamEpisode, _ status: inout MemoryStatus) async -> Bool {
         guard case .measured(let s) = await measure() else {
-            ep.outcome = "memory could not be measured after \(step): stopped (no decision on partial data)"
-            ep.timeline.append(await entry("note", ep.outcome))
+            ep.outcome = .notMeasured(after: step)
+            ep.timeline.append(await entry(.note, ep.outcome.description))
             await close(&ep, status)
             return true
         }
         status = s
-        ep.timeline.append(await entry("measure", bytes: status.availableBytes, "after \(step): \(Format.bytes(status.availableBytes)) available"))
+        ep.timeline.append(await entry(.measure, bytes: status.availableBytes, "after \(step.rawValue): \(Format.bytes(status.availableBytes)) available"))
         guard status.availableBytes >= ep.targetAvailableBytes else { return false }
-        ep.outcome = "\(step) sufficed: nobody killed"
+        ep.outcome = .sufficed(step)
         await close(&ep, status)
         return true
     }
@@ -201,7 +201,7 @@ extension JetsamEngine {
     }
 
     /// A timeline entry, stamped with the supervisor's log clock.
-    func entry(_ kind: String, app: String? = nil, pid: Int32? = nil, bytes: UInt64? = nil, _ detail: String) async -> JetsamEpisode.Entry {
+    func entry(_ kind: JetsamEpisode.EntryKind, app: String? = nil, pid: Int32? = nil, bytes: UInt64? = nil, _ detail: String) async -> JetsamEpisode.Entry {
         JetsamEpisode.Entry(t: await supervisor.now(), kind: kind, app: app, pid: pid, bytes: bytes, detail: detail)
     }
 
@@ -234,7 +234,7 @@ extension JetsamEngine {
                 // closed to others (another user could plant links in it): CheckedDirectory.
                 try CheckedDirectory.open(dir, creating: true).replaceFile("episode-\(ep.number).json", with: bytes)
             } catch {
-                await supervisor.record(SupervisorEvent(t: await supervisor.now(), kind: .error, detail: "jetsam: cannot write the report of episode \(ep.number) to \(dir): \(error)"))
+                await record(.failure(.reportNotWritten(episode: ep.number, directory: dir, cause: "\(error)")))
             }
         }
     }

@@ -83,12 +83,12 @@ public final class JetsamKiller: SupervisorPolicy {
         // Events are changes of level: a device already under pressure when the killer starts
         // would never send one. Start from the level now.
         if let level = supervisor.pressureLevel, level >= .warning {
-            await engine.pressure(PressureEvent(level: level, source: "jetsam", detail: "pressure was \(level) when jetsam started", time: monotonicSeconds(), wakeup: .poll))
+            await engine.pressure(EpisodeTrigger(level: level, source: .jetsam, detail: "pressure was \(level) when jetsam started", time: monotonicSeconds(), wakeup: .poll))
         }
         await engine.holdKernelOOMKiller()
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                for await e in events { await engine.pressure(e) }
+                for await e in events { await engine.pressure(EpisodeTrigger(e)) }
                 // The stream ends when the supervisor shuts down (this task is then cancelled):
                 // so does the watch. Ended otherwise, the killer says it is blind.
                 await engine.stopWatching(pressureStreamEnded: !Task.isCancelled)

@@ -41,26 +41,20 @@ extension JetsamEngine {
         var after: MemoryStatus?
         if case .measured(let m) = final { after = m }
         let exitEntry = await entry(
-            exited ? "exit" : "note", app: name, pid: pid, bytes: reclaimed,
+            exited ? .exit : .note, app: name, pid: pid, bytes: reclaimed,
             exited ? "exited: \(Format.bytes(reclaimed)) given back" : "still exiting \(Format.seconds(configuration.cooldownSeconds)) after SIGKILL: \(Format.bytes(reclaimed)) given back so far")
         return KillOutcome(
             receipt: receipt,
-            killEntry: .init(t: killedAt, kind: "kill", app: name, pid: pid, bytes: nil, detail: "\(what): SIGKILL\(receipt.memoryReleased ? ", memory released (process_mrelease)" : "")"),
+            killEntry: .init(t: killedAt, kind: .kill, app: name, pid: pid, bytes: nil, detail: "\(what): SIGKILL\(receipt.memoryReleased ? ", memory released (process_mrelease)" : "")"),
             exitEntry: exitEntry, exited: exited, reclaimed: reclaimed, after: after)
     }
 
     /// The kill's event in the supervisor's log, once what it gave back is known (the log stays
     /// in time order; the episode's timeline has the SIGKILL at its time).
     func record(_ k: KillOutcome, reason: KillReason, rank: Int, footprintBytes: UInt64, explanation: String) async {
-        var event = SupervisorEvent(
-            t: await supervisor.now(), app: k.receipt.app, pid: k.receipt.pid, kind: .jetsam,
-            detail: k.exited ? nil : "still exiting \(configuration.cooldownSeconds) s after SIGKILL")
-        event.reason = reason.rawValue
-        event.rank = rank
-        event.policy = policy.name.rawValue
-        event.footprintBytes = footprintBytes
-        event.reclaimedBytes = k.reclaimed
-        event.explanation = explanation
-        await supervisor.record(event)
+        let kill = KillRecord(
+            reason: reason, rank: rank, policy: policy.name.rawValue, footprintBytes: footprintBytes, reclaimedBytes: k.reclaimed,
+            explanation: explanation, stillExitingAfterSeconds: k.exited ? nil : configuration.cooldownSeconds)
+        await record(.kill(kill), app: k.receipt.app, pid: k.receipt.pid)
     }
 }

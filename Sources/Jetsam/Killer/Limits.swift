@@ -12,11 +12,11 @@ extension JetsamEngine {
 
     func checkLimit(_ streamed: AppView) async {
         guard let limit = configuration.limits[streamed.name], !configuration.protected.contains(streamed.name), streamed.pid != nil, !streamed.isDying else { return }
-        func over(_ v: AppView) -> (bytes: UInt64, limit: UInt64, which: String)? {
+        func over(_ v: AppView) -> (bytes: UInt64, limit: UInt64, which: PerAppLimit)? {
             guard let latest = v.latest else { return nil }
             let foreground = v.state == .active || v.state == .inactive
             guard let bytes = foreground ? limit.activeBytes : limit.inactiveBytes, latest.footprintBytes > bytes else { return nil }
-            return (latest.footprintBytes, bytes, foreground ? "active" : "inactive")
+            return (latest.footprintBytes, bytes, foreground ? .active : .inactive)
         }
         let run = RunKey(name: streamed.name, generation: streamed.generation)
         guard over(streamed) != nil else {
@@ -33,20 +33,20 @@ extension JetsamEngine {
         if v.callbacksInProgress.contains(.didEnterBackground) { return }
         if limit.soft == true {
             guard softWarned.insert(run).inserted else { return }
-            await supervisor.record(SupervisorEvent(t: await supervisor.now(), app: v.name, pid: pid, kind: .warning, detail: "over its soft \(which) limit: \(Format.bytes(bytes)) > \(Format.bytes(limitBytes))"))
+            await record(.softLimitWarning(LimitRecord(limit: which, footprintBytes: bytes, limitBytes: limitBytes)), app: v.name, pid: pid)
             await supervisor.warn(.app(v.name))
             return
         }
         // A failed reading is said (once) by `measure`: not killed on partial data.
         guard case .measured(let before) = await measure() else { return }
         let oomBefore = await supervisor.kernelOOMKills()
-        let explanation = "footprint \(Format.bytes(bytes)) over its \(which) limit \(Format.bytes(limitBytes)) (state \(v.state.rawValue))"
+        let explanation = "footprint \(Format.bytes(bytes)) over its \(which.rawValue) limit \(Format.bytes(limitBytes)) (state \(v.state.rawValue))"
         let k: KillOutcome
         do {
             k = try await killAndMeasure(v.name, pid: pid, state: v.state, reason: .perProcessLimit, before: before, what: explanation)
         } catch {
             // Exited, changed state or already dying meanwhile: the next reading decides again.
-            await say("jetsam: \(v.name) is over its \(which) limit but was not killed: \(error)")
+            await record(.note(.overLimitNotKilled(which, cause: "\(error)")), app: v.name, pid: pid)
             return
         }
         // Rank 1 of a decision of one: the limit, not the ranking, chose it.
@@ -55,19 +55,19 @@ extension JetsamEngine {
         let checked = await logTime(ofMonotonic: checkedAt)
         var ep = JetsamEpisode(
             number: episodeCount, startedAt: Timestamp.now(), start: checked, end: nil,
-            trigger: .init(level: level, source: "per-process-limit", detail: explanation, t: checked, wakeup: .poll),
+            trigger: .init(level: level, source: .perProcessLimit, detail: explanation, t: checked, wakeup: .poll),
             policy: policy, memoryBefore: before, memoryAfter: k.after, targetAvailableBytes: 0, largestApp: v.name,
             apps: [.init(name: v.name, pid: pid, state: v.state, footprintBytes: bytes, purgeableBytes: latest.purgeableBytes,
                          residentBytes: latest.residentBytes, lifetimeMaxFootprintBytes: v.lifetimeMaxFootprintBytes, secondsInState: v.secondsInState,
                          isProtected: false)],
             timeline: [k.killEntry, k.exitEntry],
             victims: [.init(
-                name: v.name, pid: pid, state: v.state, reason: KillReason.perProcessLimit.rawValue, rank: 1, band: "over-limit", policy: policy.name,
+                name: v.name, pid: pid, state: v.state, reason: .perProcessLimit, rank: 1, band: .overLimit, policy: policy.name,
                 footprintBytes: bytes, purgeableBytes: latest.purgeableBytes, secondsFromEvent: k.receipt.signalledAt - checkedAt,
                 secondsFromLatestEvent: k.receipt.signalledAt - checkedAt,
                 reclaimedBytes: k.reclaimed, memoryReleased: k.receipt.memoryReleased, exited: k.exited, needed: true, explanation: explanation)],
             freezes: [], decisions: [], kernelOOMKillsBefore: oomBefore, kernelOOMKillsAfter: await supervisor.kernelOOMKills(),
-            outcome: "killed over its \(which) limit")
+            outcome: .overLimit(which))
         ep.end = await supervisor.now()
         await keep(ep)
     }

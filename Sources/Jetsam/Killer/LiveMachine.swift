@@ -72,7 +72,7 @@ package struct DryRunReport: Sendable, Hashable, Codable {
         package var pid: Int32
         package var name: String
         package var state: LifecycleState
-        package var band: String
+        package var band: JetsamBand
         package var footprintBytes: UInt64
         package var purgeableBytes: UInt64
         package var explanation: String
@@ -104,7 +104,7 @@ package struct DryRunReport: Sendable, Hashable, Codable {
         ])
         let shown = limit.map { Array(apps.prefix($0)) } ?? apps
         for a in shown {
-            t.append(["\(a.rank)", "\(a.pid)", a.name, a.state.rawValue, a.band, ByteFormat.human(a.footprintBytes), ByteFormat.human(a.purgeableBytes)])
+            t.append(["\(a.rank)", "\(a.pid)", a.name, a.state.rawValue, a.band.rawValue, ByteFormat.human(a.footprintBytes), ByteFormat.human(a.purgeableBytes)])
         }
         var out = "Kill order under the \(policy) policy (budget \(ByteFormat.human(budgetBytes)), high memory from \(ByteFormat.human(highMemoryBytes))); nothing is killed:\n"
         out += t.render()

@@ -22,7 +22,7 @@ extension JetsamEngine {
             await readingWorks(.memory)
             return .measured(status)
         } catch {
-            await readingFailed(.memory, "memory could not be measured (\(error))")
+            await readingFailed(.memory, "\(error)")
             return .failed("\(error)")
         }
     }

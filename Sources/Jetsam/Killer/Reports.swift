@@ -1,3 +1,4 @@
+import AppLifecycle
 import FoundationEssentials
 import LifecycleProtocol
 import LinuxSystem
@@ -19,7 +20,7 @@ public enum EpisodeFileError: Error, Sendable, Hashable, CustomStringConvertible
         case .unreadable(let e): "\(e)"
         case .notJSON(let path): "\(path): not JSON"
         case .notOurs(let path): "\(path): not a jetsam episode report (no \"kind\": \"mempressure-jetsam-episode\"), nor a scenario log with episodes"
-        case .unsupportedVersion(let path, let v): "\(path): episode format version \(v); this mempressure reads version \(JetsamEpisode.currentFormatVersion)"
+        case .unsupportedVersion(let path, let v): "\(path): episode format version \(v); this mempressure reads versions \(JetsamEpisode.readableFormatVersions.lowerBound) to \(JetsamEpisode.readableFormatVersions.upperBound)"
         case .malformed(let path, let reason): "\(path): a malformed episode: \(reason)"
         case .empty(let path): "\(path): holds no episodes"
         }
@@ -58,7 +59,7 @@ extension JetsamEpisode {
         }
         func check(_ kind: String?, _ version: Int?) throws(EpisodeFileError) {
             guard kind == "mempressure-jetsam-episode" else { throw .notOurs(path: path) }
-            guard version == currentFormatVersion else { throw .unsupportedVersion(path: path, version ?? 0) }
+            guard let version, readableFormatVersions.contains(version) else { throw .unsupportedVersion(path: path, version ?? 0) }
         }
         let episodes: [JetsamEpisode]
         do {
@@ -128,7 +129,7 @@ extension JetsamEpisode {
 
         var timeline = TextTable([.init("t (s)"), .init("What", .left), .init("App", .left), .init("Bytes"), .init("", .left)])
         for e in self.timeline {
-            timeline.append([ByteFormat.fixed(e.t, 3), e.kind, e.app ?? "", e.bytes.map { ByteFormat.human($0) } ?? "", e.detail])
+            timeline.append([ByteFormat.fixed(e.t, 3), e.kind.rawValue, e.app ?? "", e.bytes.map { ByteFormat.human($0) } ?? "", e.detail])
         }
         out += "\nTimeline:\n" + timeline.render()
 
@@ -139,7 +140,7 @@ extension JetsamEpisode {
             ])
             for v in victims {
                 t.append([
-                    "\(v.rank)", v.name, "\(v.pid)", v.state.rawValue, v.reason, ByteFormat.human(v.footprintBytes), ByteFormat.human(v.reclaimedBytes),
+                    "\(v.rank)", v.name, "\(v.pid)", v.state.rawValue, v.reason.rawValue, ByteFormat.human(v.footprintBytes), ByteFormat.human(v.reclaimedBytes),
                     v.needed ? "yes" : "no (in hindsight)", ByteFormat.fixed(v.secondsFromEvent * 1000, 2) + " ms",
                     v.secondsFromLatestEvent.map { ByteFormat.fixed($0 * 1000, 2) + " ms" } ?? "-",
                 ])

@@ -29,7 +29,7 @@ extension JetsamEngine {
             }
             if underOOM, !kernelHoldReleased, episodeTask == nil {
                 if await isStuck(.critical) { return }
-                start(trigger: PressureEvent(level: .critical, source: JetsamEpisode.underOOMSource, detail: "the device is at its limit: a task waits for memory (under_oom)", time: t, wakeup: wake.wakeup), reevaluation: true)
+                start(trigger: EpisodeTrigger(level: .critical, source: .underOOM, detail: "the device is at its limit: a task waits for memory (under_oom)", time: t, wakeup: wake.wakeup), reevaluation: true)
                 return
             }
         }
@@ -49,7 +49,7 @@ extension JetsamEngine {
         guard level >= .warning, episodeTask == nil else { return }
         let last = lastEvent.map { " (last event: \($0.source))" } ?? ""
         let what = lastEpisodeRecovered ? "short" : "still short"
-        start(trigger: PressureEvent(level: shortage, source: "jetsam", detail: "\(what): \(Format.bytes(status.availableBytes)) available, \(Format.bytes(target(status))) needed\(last)", time: t, wakeup: wake.wakeup), reevaluation: !lastEpisodeRecovered)
+        start(trigger: EpisodeTrigger(level: shortage, source: .jetsam, detail: "\(what): \(Format.bytes(status.availableBytes)) available, \(Format.bytes(target(status))) needed\(last)", time: t, wakeup: wake.wakeup), reevaluation: !lastEpisodeRecovered)
     }
 
     /// Whether the last episode ended still short on the same apps and at the same severity:
@@ -71,16 +71,17 @@ extension JetsamEngine {
             await readingWorks(.underOOM)
             return true
         } catch {
-            await readingFailed(.underOOM, "\(error): a task waiting at the limit cannot be seen")
+            await readingFailed(.underOOM, "\(error)")
             return false
         }
     }
 
-    /// The running apps, each as name, run, state, whether it is dying, saving its state
-    /// (inside didEnterBackground) or has a reading yet: what a new decision could differ by.
-    static func signature(_ views: [AppView]) -> [String] {
+    /// The running apps as a new decision could differ by (`AppSignature`).
+    static func signature(_ views: [AppView]) -> [AppSignature] {
         views.filter { $0.pid != nil }.map {
-            "\($0.name) \($0.generation) \($0.state.rawValue) \($0.isDying) \($0.callbacksInProgress.contains(.didEnterBackground)) \($0.latest != nil)"
+            AppSignature(
+                name: $0.name, generation: $0.generation, state: $0.state, isDying: $0.isDying,
+                isSaving: $0.callbacksInProgress.contains(.didEnterBackground), hasReading: $0.latest != nil)
         }
     }
 
@@ -104,7 +105,7 @@ extension JetsamEngine {
     }
 
     /// Starts an episode, unless one is under way: one at a time.
-    func start(trigger: PressureEvent, reevaluation: Bool) {
+    func start(trigger: EpisodeTrigger, reevaluation: Bool) {
         guard episodeTask == nil else { return }
         runningEpisode += 1
         let id = runningEpisode

@@ -238,7 +238,7 @@ extension Prepared {
 
     func factors(_ c: Candidate, keys: KeyList, context: ExplainContext) -> [Factor] {
         let s = c.snapshot
-        var factors = [Factor(name: "band", value: c.band, detail: bandDetail(c, context: context))]
+        var factors = [Factor(name: "band", value: c.band.rawValue, detail: bandDetail(c, context: context))]
         for index in 0..<keys.count {
             switch keys[index] {
             case .footprint:

@@ -74,7 +74,7 @@ struct Candidate: Sendable {
     var repairs: [Factor]
     var estimate: ReuseEstimate
     var bandOrder = 0
-    var band = ""
+    var band = JetsamBand.candidate
     /// For the cost policy: in the least-cost set.
     var inCostSet = false
 
@@ -108,33 +108,33 @@ enum Policies {
     static func assignBand(_ c: inout Candidate, policy: JetsamPolicyName, highMemoryBytes: UInt64) {
         let state = c.snapshot.state
         let high = c.snapshot.footprintBytes >= highMemoryBytes
-        let band: (Int, String)
+        let band: (Int, JetsamBand)
         switch policy {
         case .ios:
             switch state {
-            case .suspended: band = high ? (0, "suspended-high") : (2, "suspended-low")
-            case .backgroundRunning: band = high ? (1, "background-high") : (3, "background-low")
-            case .inactive: band = (4, "inactive")
-            case .active, .notRunning: band = (5, "foreground")
+            case .suspended: band = high ? (0, .suspendedHigh) : (2, .suspendedLow)
+            case .backgroundRunning: band = high ? (1, .backgroundHigh) : (3, .backgroundLow)
+            case .inactive: band = (4, .inactive)
+            case .active, .notRunning: band = (5, .foreground)
             }
         case .xnu:
             switch state {
-            case .suspended: band = (0, "idle")
-            case .backgroundRunning: band = (1, "background")
-            case .inactive: band = (2, "foreground-inactive")
-            case .active, .notRunning: band = (3, "foreground")
+            case .suspended: band = (0, .idle)
+            case .backgroundRunning: band = (1, .background)
+            case .inactive: band = (2, .foregroundInactive)
+            case .active, .notRunning: band = (3, .foreground)
             }
         case .lmkd:
             switch state {
-            case .suspended: band = (0, "cached")
-            case .backgroundRunning: band = (1, "service")
-            case .inactive: band = (2, "visible")
-            case .active, .notRunning: band = (3, "foreground")
+            case .suspended: band = (0, .cached)
+            case .backgroundRunning: band = (1, .service)
+            case .inactive: band = (2, .visible)
+            case .active, .notRunning: band = (3, .foreground)
             }
         case .largest, .lru:
-            band = c.isForeground ? (1, "foreground") : (0, "candidate")
+            band = c.isForeground ? (1, .foreground) : (0, .candidate)
         case .cost:
-            band = c.isForeground ? (2, "foreground") : (c.inCostSet ? (0, "least-cost-set") : (1, "by-cost"))
+            band = c.isForeground ? (2, .foreground) : (c.inCostSet ? (0, .leastCostSet) : (1, .byCost))
         }
         c.bandOrder = band.0
         c.band = band.1

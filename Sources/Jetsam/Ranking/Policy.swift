@@ -2,6 +2,8 @@
 // and why, is documented on `JetsamPolicyName`; the code of each lives in Policies.swift and
 // CostPolicy.swift.
 
+import LinuxSystem
+
 /// The ranking policies.
 ///
 /// Every policy shares these rules (see `Ranker`): protected and `notRunning` apps are never

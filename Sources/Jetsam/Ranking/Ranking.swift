@@ -25,12 +25,8 @@ public struct RankedApp: Sendable, Hashable, Codable {
     public var rank: Int
     /// The snapshot as ranked: repairs applied (see `Validation`), noted in `factors`.
     public var snapshot: JetsamAppSnapshot
-    /// A short stable name of the app's band under the policy: `ios` "suspended-high",
-    /// "background-high", "suspended-low", "background-low", "inactive", "foreground"; `xnu`
-    /// "idle", "background", "foreground-inactive", "foreground"; `lmkd` "cached", "service",
-    /// "visible", "foreground"; `largest` and `lru` "candidate", "foreground"; `cost`
-    /// "least-cost-set", "by-cost", "foreground".
-    public var band: String
+    /// The app's band under the policy (`JetsamBand`).
+    public var band: JetsamBand
     /// The band's place in the policy's order (0 dies first).
     public var bandOrder: Int
     /// What the ranker looked at, in the order it compared them.
@@ -44,7 +40,7 @@ public struct RankedApp: Sendable, Hashable, Codable {
     public init(
         rank: Int,
         snapshot: JetsamAppSnapshot,
-        band: String,
+        band: JetsamBand,
         bandOrder: Int,
         factors: [Factor],
         explanation: String,
@@ -58,6 +54,33 @@ public struct RankedApp: Sendable, Hashable, Codable {
         self.explanation = explanation
         self.expectedCostSeconds = expectedCostSeconds
     }
+}
+
+/// A band of a policy's order (written as its short stable name): `ios` "suspended-high",
+/// "background-high", "suspended-low", "background-low", "inactive", "foreground"; `xnu` "idle",
+/// "background", "foreground-inactive", "foreground"; `lmkd` "cached", "service", "visible",
+/// "foreground"; `largest` and `lru` "candidate", "foreground"; `cost` "least-cost-set",
+/// "by-cost", "foreground". And "over-limit", an episode's victim of a per-app limit: no
+/// ranking put it there.
+public enum JetsamBand: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+    case suspendedHigh = "suspended-high"
+    case backgroundHigh = "background-high"
+    case suspendedLow = "suspended-low"
+    case backgroundLow = "background-low"
+    case inactive
+    case foreground
+    case idle
+    case background
+    case foregroundInactive = "foreground-inactive"
+    case cached
+    case service
+    case visible
+    case candidate
+    case leastCostSet = "least-cost-set"
+    case byCost = "by-cost"
+    case overLimit = "over-limit"
+
+    public var description: String { rawValue }
 }
 
 /// Why an app is not a candidate.

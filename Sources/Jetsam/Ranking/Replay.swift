@@ -3,6 +3,7 @@
 // the same value, and so the same JSON with sorted keys, in any process.
 
 import PressureValues
+import LinuxSystem
 
 /// What each policy would have killed for one recorded `RankingInput`, and what it would have
 /// cost.

@@ -1,4 +1,5 @@
 import LifecycleProtocol
+import LinuxSystem
 
 /// What the ranker checks before it ranks, and what it does with each kind of fault.
 ///

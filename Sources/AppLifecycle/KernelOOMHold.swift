@@ -17,15 +17,19 @@ import LinuxSystem
 ///
 /// cgroup v2 has no such switch (`memory.oom.group` and `memory.high` are other things): there
 /// the kernel's killer stays in charge at the limit, and jetsam says so once.
-struct KernelOOMHold: Sendable {
-    let file: String
+///
+/// The supervisor holds it for a policy (`SupervisedDevice.holdKernelOOMKiller()`): a policy
+/// touches no cgroup file itself.
+public struct KernelOOMHold: Sendable {
+    public let file: String
 
-    enum Unavailable: Error, CustomStringConvertible {
+    /// Why the kernel's killer cannot be held.
+    public enum Unavailable: Error, Sendable, Hashable, Codable, CustomStringConvertible {
         case noCgroup
         case cgroupV2(String)
         case write(String, SystemCallError)
 
-        var description: String {
+        public var description: String {
             switch self {
             case .noCgroup: "the device has no memory cgroup: the machine's OOM killer stays in charge"
             case .cgroupV2(let group): "\(group) is a cgroup v2 group, which cannot hold its OOM killer (no memory.oom_control): the kernel's killer stays in charge at the limit"
@@ -35,7 +39,7 @@ struct KernelOOMHold: Sendable {
     }
 
     /// Holds the kernel's killer of `cgroup` (a v1 memory cgroup directory).
-    static func engage(cgroup: String?) -> Result<KernelOOMHold, Unavailable> {
+    public static func engage(cgroup: String?) -> Result<KernelOOMHold, Unavailable> {
         guard let cgroup else { return .failure(.noCgroup) }
         let file = "\(cgroup)/memory.oom_control"
         guard ProcFS.isFile(file) else { return .failure(.cgroupV2(cgroup)) }
@@ -45,7 +49,7 @@ struct KernelOOMHold: Sendable {
     }
 
     /// Writes `oom_kill_disable`; the error, if any.
-    func set(disabled: Bool) -> SystemCallError? {
+    public func set(disabled: Bool) -> SystemCallError? {
         do {
             try ProcFS.writeFileInPlace(file, Array((disabled ? "1" : "0").utf8))
             return nil
@@ -55,11 +59,11 @@ struct KernelOOMHold: Sendable {
     }
 
     /// Why `under_oom` could not be read.
-    enum ReadFailure: Error, CustomStringConvertible {
+    public enum ReadFailure: Error, Sendable, Hashable, CustomStringConvertible {
         case read(String, SystemCallError)
         case noField(String)
 
-        var description: String {
+        public var description: String {
             switch self {
             case .read(let file, let error): "cannot read \(file): \(error)"
             case .noField(let file): "\(file) has no under_oom line"
@@ -68,7 +72,7 @@ struct KernelOOMHold: Sendable {
     }
 
     /// Whether a task of the group is waiting at the limit (`under_oom 1`).
-    func isUnderOOM() throws(ReadFailure) -> Bool {
+    public func isUnderOOM() throws(ReadFailure) -> Bool {
         let bytes: [UInt8]
         do {
             bytes = try ProcFS.readBytes(file)
