@@ -90,10 +90,13 @@ struct EndToEndRound: Codable, Sendable {
     var endedAt: Double
     var allocatedBytes: Int
     var chunks: Int
-    /// The first wake of the monitor at or after the chunk before the crossing that judged the
-    /// device critical: when poll(2) returned, and whether a kernel event woke it.
+    /// The wake of the monitor that set the kill going: the first at or after the chunk before
+    /// the crossing that judged the device critical, or, where jetsam looked at memory before
+    /// that one, the wake that opened its episode (a warning, on the app's way up): when poll(2)
+    /// returned, whether a kernel event woke it, and how the monitor judged the device then.
     var wakeAt: Double
     var wakeup: PressureWakeup
+    var wakeLevel: PressureLevel
     var wakeEvents: [String]
     /// The episode that killed: what opened it (its trigger), whether that was the monitor's
     /// first critical wake (else an episode open since the warning went on to kill), when jetsam
@@ -113,6 +116,10 @@ struct EndToEndRound: Codable, Sendable {
     /// or, had no event come, its 20 ms fallback poll found it below ("poll").
     var memoryBackAt: Double
     var memoryBackBy: String
+    /// Whether the usage had already gone below the line between the crossing and the SIGKILL
+    /// (the kernel reclaiming page cache at the limit): memory back is then the first reading
+    /// after the SIGKILL, by the watch's poll unless an event came.
+    var belowLineBeforeKill: Bool
     /// Kernel OOM kills in the device during the round (must be 0).
     var kernelOOMKills: UInt64
 
@@ -351,10 +358,11 @@ final class Device: Sendable {
             wakes.stop()
             throw BenchFailure("\(condition.name): no kill within 10 s of the crossing (line \(line) bytes, usage \(ramp.usageBytes) at the crossing)")
         }
-        let backAt = await back.firstBelow(after: ramp.crossedAt, within: 5)
+        // Waits for the usage below the line (or 5 s) before the wakes stop being collected.
+        _ = await back.firstBelow(after: ramp.crossedAt, within: 5)
         let seen = wakes.stop()
         let after = try reading()
-        let round = try measured(ramp: ramp, line: line, limit: limit, episode: episode, wakes: seen, back: backAt, oomKills: (after.oomKills ?? 0) &- oomBefore)
+        let round = try await measured(ramp: ramp, line: line, limit: limit, episode: episode, wakes: seen, back: back, oomKills: (after.oomKills ?? 0) &- oomBefore)
         // Back to where the round began: the ramp given back, every victim launched again and
         // sent to the background as it was.
         _ = try await WorkloadRequest.release(bytes: ramp.bytes).send { try await supervisor.command(Self.grower, $0) }
@@ -368,32 +376,49 @@ final class Device: Sendable {
     }
 
     /// The round's figures, checked: anything physically impossible fails the run.
-    func measured(ramp: WorkloadRamp, line: UInt64, limit: UInt64, episode: JetsamEpisode, wakes: [WakeLog.Wake], back: (at: Double, by: String)?, oomKills: UInt64) throws -> EndToEndRound {
+    func measured(ramp: WorkloadRamp, line: UInt64, limit: UInt64, episode: JetsamEpisode, wakes: [WakeLog.Wake], back watch: UsageLineWatch, oomKills: UInt64) async throws -> EndToEndRound {
         let name = condition.name
         guard ramp.startedAt <= ramp.beforeAt, ramp.beforeAt <= ramp.crossedAt, ramp.crossedAt <= ramp.endedAt, UInt64(ramp.usageBytes) >= line else {
             throw BenchFailure("\(name): the app's stamps are out of order or its usage below the line: \(WorkloadReply.ramped(ramp).line) (line \(line))")
         }
         guard let first = episode.victims.first else { throw BenchFailure("\(name): an episode without a victim was taken for the kill") }
-        // The monitor's first wake that judged the device critical at or after the chunk before
-        // the crossing (its reading, made after poll returned, saw the line passed).
-        guard let wake = wakes.first(where: { $0.time >= ramp.beforeAt && $0.level == .critical }) else {
-            throw BenchFailure("\(name): the monitor never judged the device critical after the crossing (wakes: \(wakes.count))")
-        }
         // The episode's trigger is a wake of the monitor (its time exactly): the first wake at or
         // after the trigger's log time, which its conversion from CLOCK_MONOTONIC can only make
-        // early (by the hop back from the supervisor, plus the clock's bracket).
+        // early (by the hop back from the supervisor, plus the clock's bracket). Its level is the
+        // wake's, but for a shortage jetsam found itself on a wake the monitor judged otherwise.
         let triggerLog = episode.trigger.t + logZero - clockError
-        guard let trigger = wakes.first(where: { $0.time >= triggerLog && $0.level == episode.trigger.level }), trigger.time - triggerLog < 0.05 else {
+        let after = wakes.filter { $0.time >= triggerLog && $0.time - triggerLog < 0.05 }
+        guard let trigger = after.first(where: { $0.level == episode.trigger.level }) ?? after.first else {
             throw BenchFailure("\(name): no wake of the monitor matches the episode's trigger (\(episode.trigger.source), log time \(episode.trigger.t))")
         }
         let signalledAt = trigger.time + first.secondsFromEvent
         // Jetsam's last look at memory before it ranked the apps and killed: the last measurement
         // on the episode's timeline before the kill (in an episode the critical line opened, the
         // one it opened with, after reading memory and every app).
-        let killIndex = episode.timeline.firstIndex { $0.kind == "kill" } ?? episode.timeline.endIndex
-        guard let looked = episode.timeline[..<killIndex].last(where: { $0.kind == "measure" }) else { throw BenchFailure("\(name): the episode has no measurement before its kill") }
+        let killIndex = episode.timeline.firstIndex { $0.kind == .kill } ?? episode.timeline.endIndex
+        guard let looked = episode.timeline[..<killIndex].last(where: { $0.kind == .measure }) else { throw BenchFailure("\(name): the episode has no measurement before its kill") }
         let lookedAt = looked.t + logZero
-        guard let back else { throw BenchFailure("\(name): the device's usage was not back below the line within 5 s of the crossing") }
+        // The wake that set the kill going: the monitor's first wake at or after the chunk before
+        // the crossing that judged the device critical (its reading, made after poll returned, saw
+        // the line passed) — unless jetsam had already looked at memory before it, in an episode
+        // a wake judged only a warning had opened while the app was on its way up (its look found
+        // the line passed): then that episode's own wake, before the crossing.
+        let critical = wakes.first { $0.time >= ramp.beforeAt && $0.level == .critical }
+        let wake: WakeLog.Wake
+        if let critical, critical.time <= lookedAt + clockError + 1e-6 {
+            wake = critical
+        } else if trigger.time <= lookedAt + clockError + 1e-6 {
+            wake = trigger
+        } else {
+            throw BenchFailure("\(name): no wake of the monitor before jetsam's look at \(lookedAt) (wakes: \(wakes.map { "\($0.time) \($0.level)" }))")
+        }
+        // Memory back: the first reading below the line after the SIGKILL. The kernel may have
+        // brought the usage below the line before it, reclaiming page cache at the limit (the
+        // line is the working set's, plus the inactive file pages the round began with): said.
+        guard let back = await watch.firstBelow(after: signalledAt, within: 5) else {
+            throw BenchFailure("\(name): the device's usage was not back below the line within 5 s of the SIGKILL")
+        }
+        let belowBeforeKill = watch.firstBelow(after: ramp.crossedAt, before: signalledAt)
         // Causality: the SIGKILL after the crossing, the look after the wake that opened the
         // episode, the kill after the look, the memory back after the kill.
         let slack = clockError + 1e-6
@@ -407,11 +432,11 @@ final class Device: Sendable {
         return EndToEndRound(
             condition: name, seed: 0, order: 0, lineBytes: line, budgetBytes: limit,
             startedAt: ramp.startedAt, beforeAt: ramp.beforeAt, crossedAt: ramp.crossedAt, endedAt: ramp.endedAt, allocatedBytes: ramp.bytes, chunks: ramp.chunks,
-            wakeAt: wake.time, wakeup: wake.wakeup, wakeEvents: wake.events,
-            triggerLevel: episode.trigger.level, triggerSource: episode.trigger.source, openedByFirstCriticalWake: trigger.time == wake.time,
+            wakeAt: wake.time, wakeup: wake.wakeup, wakeLevel: wake.level, wakeEvents: wake.events,
+            triggerLevel: episode.trigger.level, triggerSource: episode.trigger.source.description, openedByFirstCriticalWake: trigger.time == critical?.time,
             lookedAt: lookedAt, signalledAt: signalledAt,
             victim: first.name, victimState: first.state, victimFootprintBytes: first.footprintBytes, kills: episode.victims.count,
-            memoryBackAt: back.at, memoryBackBy: back.by, kernelOOMKills: oomKills)
+            memoryBackAt: back.at, memoryBackBy: back.by, belowLineBeforeKill: belowBeforeKill, kernelOOMKills: oomKills)
     }
 
     /// The first episode with a kill in `stream`, or nil after `timeout` seconds (episodes that
@@ -558,6 +583,11 @@ final class UsageLineWatch: Sendable {
             do { try await Task.sleep(for: .milliseconds(2)) } catch { return nil }
         } while monotonicSeconds() < deadline
         return nil
+    }
+
+    /// Whether a reading found the usage below the line after `start` and before `end`.
+    func firstBelow(after start: Double, before end: Double) -> Bool {
+        shared.readings.withLock { $0.contains { $0.t > start && $0.t < end && $0.usage < line } }
     }
 
     func stop() {

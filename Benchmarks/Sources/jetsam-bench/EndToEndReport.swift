@@ -30,6 +30,16 @@ extension EndToEndResult {
         return "\(ms(p.p99 * 1000)) [\(ci.low.map { ms($0 * 1000) } ?? "–")–\(ci.high.map { ms($0 * 1000) } ?? "beyond the largest")]"
     }
 
+    /// The command that measures this section again with the same plan.
+    var command: String {
+        let standard = quick ? EndToEndPlan.quick() : EndToEndPlan.full()
+        var options = quick ? " --quick" : ""
+        options += " --sections end-to-end"
+        if plan.roundsPerCondition != standard.roundsPerCondition { options += " --end-to-end-rounds \(plan.roundsPerCondition)" }
+        if plan.seeds != standard.seeds { options += " --end-to-end-seeds \(plan.seeds.map(String.init).joined(separator: ","))" }
+        return "cd Benchmarks && swift run -c release jetsam-bench\(options) --build ../.build/release --output \(quick ? "DIR" : "../Reports")"
+    }
+
     func markdown(command: String) -> String {
         var md = "## From the allocation that crosses the critical line to SIGKILL and to the memory back, \(plan.apps) supervised apps\n\n"
         if quick { md += "**A quick run** (`--quick`: \(plan.apps) apps, \(plan.roundsPerCondition) rounds per condition, one seed): a smoke test, not the figures to quote.\n\n" }
@@ -79,6 +89,10 @@ extension EndToEndResult {
             let first = rs.filter(\.openedByFirstCriticalWake).count
             let early = rs.filter { $0.crossingToWake < 0 }.count
             md += "- **\(c.name)**: the critical wake came from a kernel event in \(byEvent) of \(rs.count) rounds, from the poll in \(rs.count - byEvent); the kill came from the episode that wake opened in \(first) (the others: an episode opened earlier, by the warning, went on to kill). "
+            let reclaimed = rs.filter(\.belowLineBeforeKill).count
+            if reclaimed > 0 { md += "In \(reclaimed) round(s) the device's usage was already below the line before the SIGKILL (the kernel reclaimed page cache at the limit; the working set stayed past critical): memory back is there the first reading after the SIGKILL. " }
+            let warned = rs.filter { $0.wakeLevel != .critical }.count
+            if warned > 0 { md += "In \(warned) round(s) jetsam looked at memory before any critical wake: a wake the monitor judged a warning, on the app's way up, opened an episode whose look found the line already passed; that wake is the one counted, so crossing → wake is negative there and wake → look longer. " }
             if early > 0 { md += "In \(early) round(s) poll(2) returned before the crossing chunk ended (a threshold armed up to 1 MiB below the judgement's line fires early; the reading after it saw the line passed): crossing → wake is negative there. " }
             let victims = Dictionary(grouping: rs, by: \.victimState.rawValue).map { "\($0.value.count) \($0.key)" }.sorted().joined(separator: ", ")
             md += "Victims: \(victims), footprint median \(mib(UInt64(Percentiles(rs.map { Double($0.victimFootprintBytes) }).p50))); kills per round median \(ByteFormat.fixed(Percentiles(rs.map { Double($0.kills) }).p50, 0)). "
@@ -109,8 +123,9 @@ extension EndToEndResult {
         md += "\n\n"
         for c in conditions where !c.useCgroupEvents {
             let polled = rounds(of: c).map(\.crossingToKill)
-            guard !polled.isEmpty, p.p50 > 0 else { continue }
-            md += "- \(c.name): crossing → SIGKILL median \(ms(Percentiles(polled).p50 * 1000)) ms, \(ratioText(Percentiles(polled).p50 / p.p50))× the kernel events' median; p99 \(ms(Percentiles(polled).p99 * 1000)) ms.\n"
+            guard !polled.isEmpty, p.p50 > 0, p.p99 > 0, Percentiles(polled).p50 > 0, Percentiles(polled).p99 > 0 else { continue }
+            let q = Percentiles(polled)
+            md += "- \(c.name): crossing → SIGKILL median \(Self.medianWithInterval(polled)) ms, p99 \(ms(q.p99 * 1000)) ms; kernel events / polled: \(ratioText(p.p50 / q.p50)) of the median, \(ratioText(p.p99 / q.p99)) of the p99 (the polled path takes \(ratioText(q.p50 / p.p50))× as long at the median).\n"
         }
         return md + "\n"
     }

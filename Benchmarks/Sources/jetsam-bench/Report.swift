@@ -29,7 +29,7 @@ struct JetsamReport: RenderedReport {
         for k in kept ?? [] { md += "- Kept from the run before: \(k)\n" }
         if let kept, !kept.isEmpty { md += "\n" }
 
-        if let e = endToEnd { md += e.markdown(command: e.quick ? "jetsam-bench --quick --sections end-to-end" : "cd Benchmarks && swift run -c release jetsam-bench --sections end-to-end --build ../.build/release --output ../Reports") }
+        if let e = endToEnd { md += e.markdown(command: e.command) }
 
         if let l = latency {
             md += "## Decision latency: from the event jetsam answered to SIGKILL, \(l.apps) supervised apps (not end to end)\n\n"
