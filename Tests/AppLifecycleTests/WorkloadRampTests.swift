@@ -13,15 +13,22 @@ struct WorkloadRampTests {
         try #require(ByteScanner.singleNumber(try ProcFS.readBytes("\(device)/\(ProcFS.isFile("\(device)/memory.current") ? "memory.current" : "memory.usage_in_bytes")")))
     }
 
-    @Test("the chunk it times is the one that took the device's usage to the line; the stamps are the machine's clock; the memory stays held until released")
-    func crossing() async throws {
+    /// Runs `body` with the model app "R" active in a 256 MiB device, and the device's cgroup;
+    /// the supervisor is shut down and its files removed after, also when `body` fails.
+    static func withApp(_ body: (Supervisor, String) async throws -> Void) async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let s = try Supervisor(configuration: configuration { $0.budgetBytes = 256 << 20 })
         try await withCleanup({ await s.shutdown() }) {
             try await s.register(AppSpec(name: "R", command: workloadCommand(dir)))
             try await s.activate("R")
-            let device = try #require(s.deviceMemoryCgroup)
+            try await body(s, try #require(s.deviceMemoryCgroup))
+        }
+    }
+
+    @Test("the chunk it times is the one that took the device's usage to the line; the stamps are the machine's clock; the memory stays held until released")
+    func crossing() async throws {
+        try await Self.withApp { s, device in
             let line = try Self.usage(device) + (16 << 20)
             let chunk = 64 << 10
             let sent = monotonicSeconds()
@@ -32,8 +39,10 @@ struct WorkloadRampTests {
             #expect(UInt64(r.usageBytes) >= line)
             #expect(r.bytes == r.chunks * chunk)
             // About 16 MiB to reach the line (the kernel charges page tables too, and a CPU's
-            // charges in batches ahead of use: a little less), then 1 MiB past it.
-            #expect(r.bytes >= (14 << 20) && r.bytes <= (16 << 20) + (1 << 20) + 2 * chunk, "\(r.bytes)")
+            // charges in batches ahead of use: a little less; the app's own start-up memory and
+            // page cache it gave back while it ramped: a little more), then 1 MiB past it.
+            #expect(r.bytes >= (14 << 20), "\(r.bytes)")
+            #expect(r.bytes <= (16 << 20) + (1 << 20) + (4 << 20), "\(r.bytes)")
             #expect(try Self.usage(device) >= line, "still held")
             #expect(try await WorkloadRequest.release(bytes: r.bytes).send { try await s.command("R", $0) } == 0)
         }
@@ -41,18 +50,13 @@ struct WorkloadRampTests {
 
     @Test("a line the limit does not reach is an error that says so, and what it allocated is given back")
     func unreachable() async throws {
-        let dir = try TemporaryDirectory()
-        defer { dir.remove() }
-        let s = try Supervisor(configuration: configuration { $0.budgetBytes = 256 << 20 })
-        try await withCleanup({ await s.shutdown() }) {
-            try await s.register(AppSpec(name: "R", command: workloadCommand(dir)))
-            try await s.activate("R")
-            let device = try #require(s.deviceMemoryCgroup)
+        try await Self.withApp { s, device in
             let line = try Self.usage(device) + (64 << 20)
             await #expect {
                 try await WorkloadRequest.ramp(chunkBytes: 1 << 20, lineBytes: Int(line), moreBytes: 1, limitBytes: 8 << 20).send { try await s.command("R", $0) }
             } throws: { error in
-                guard case .refused(_, let message) = error as? WorkloadProtocolError else { return false }
+                // The app's refusal, as the supervisor's command passes it on.
+                let message = String(describing: error)
                 return message.contains("still below \(line)") && message.contains(device)
             }
             #expect(try await WorkloadRequest.allocate(bytes: 4096).send { try await s.command("R", $0) } == 4096, "nothing else held")

@@ -354,7 +354,9 @@ final class Device: Sendable {
             wakes.stop()
             throw BenchFailure("\(condition.name): the foreground app's ramp failed: \(error)")
         }
-        guard let episode = await firstKill(in: episodes, within: 10) else {
+        // The first episode with a kill (episodes that killed no one — the warning at 80%, which
+        // the target lets pass — are skipped).
+        guard let episode = await first(of: episodes, within: 10, where: { !$0.victims.isEmpty }) else {
             wakes.stop()
             throw BenchFailure("\(condition.name): no kill within 10 s of the crossing (line \(line) bytes, usage \(ramp.usageBytes) at the crossing)")
         }
@@ -437,24 +439,6 @@ final class Device: Sendable {
             lookedAt: lookedAt, signalledAt: signalledAt,
             victim: first.name, victimState: first.state, victimFootprintBytes: first.footprintBytes, kills: episode.victims.count,
             memoryBackAt: back.at, memoryBackBy: back.by, belowLineBeforeKill: belowBeforeKill, kernelOOMKills: oomKills)
-    }
-
-    /// The first episode with a kill in `stream`, or nil after `timeout` seconds (episodes that
-    /// killed no one — the warning at 80%, which the target lets pass — are skipped).
-    func firstKill(in stream: AsyncStream<JetsamEpisode>, within timeout: Double) async -> JetsamEpisode? {
-        await withTaskGroup(of: JetsamEpisode?.self) { group in
-            group.addTask {
-                for await e in stream where !e.victims.isEmpty { return e }
-                return nil
-            }
-            group.addTask {
-                do { try await Task.sleep(for: .seconds(timeout)) } catch { return nil }
-                return nil
-            }
-            let r = await group.next() ?? nil
-            group.cancelAll()
-            return r
-        }
     }
 
     /// Waits until the monitor says normal again (after the ramp was given back), and until

@@ -166,8 +166,13 @@ struct Measure: AsyncParsableCommand {
                 default: previous.spike != nil
                 }
             }
-            if !kept.isEmpty {
-                report.kept = (previous.kept ?? []) + ["\(kept.compactMap { names[$0] }.joined(separator: ", ")): not measured by the run that wrote this report (`--sections \(sections.joined(separator: ","))`, on \(report.machine)); their figures are those of the jetsam.json it replaced (\(previous.machine), `\(previous.command)`)"]
+            if let earlier = previous.kept, !earlier.isEmpty {
+                // The report replaced kept these sections from a run before it: that run's words
+                // and machine still say where they come from.
+                report.kept = earlier
+                if let r = previous.machine.range(of: " (kept sections: ") { report.machine += String(previous.machine[r.lowerBound...]) }
+            } else if !kept.isEmpty {
+                report.kept = ["\(kept.compactMap { names[$0] }.joined(separator: ", ")): not measured by the run that wrote this report (`--sections \(sections.joined(separator: ","))`, on \(report.machine)); their figures are those of the jetsam.json it replaced (\(previous.machine), `\(previous.command)`)"]
                 report.machine = previous.machine == report.machine ? report.machine : "\(report.machine) (kept sections: \(previous.machine))"
             }
         }
