@@ -124,13 +124,14 @@ bench: bench-deps
 # Reports/ keeps the full runs.
 bench-quick: bench-deps
 	$(SWIFT) build -c release
-	cd Benchmarks && $(SWIFT) build -c release --product resume-bench && $(SWIFT) build -c release --product redis-bench && $(SWIFT) build -c release --product pg-bench && $(SWIFT) build -c release --product switching-bench && $(SWIFT) build -c release --product export-bench
+	cd Benchmarks && $(SWIFT) build -c release --product resume-bench && $(SWIFT) build -c release --product redis-bench && $(SWIFT) build -c release --product pg-bench && $(SWIFT) build -c release --product switching-bench && $(SWIFT) build -c release --product export-bench && $(SWIFT) build -c release --product jetsam-bench
 	@out=$$(mktemp -d /tmp/mempressure-bench-quick.XXXXXX); trap 'rm -rf "$$out"' EXIT; \
 	cd Benchmarks && .build/release/resume-bench --quick --build ../.build/release --output "$$out" && \
 	.build/release/redis-bench --quick --output "$$out" && \
 	.build/release/pg-bench --quick --output "$$out" && \
 	.build/release/switching-bench --quick --build ../.build/release --output "$$out" && \
-	.build/release/export-bench --quick --build ../.build/release --output "$$out"
+	.build/release/export-bench --quick --build ../.build/release --output "$$out" && \
+	.build/release/jetsam-bench --quick --sections end-to-end --build ../.build/release --output "$$out"
 
 # The micro-benchmarks (package-benchmark, in Benchmarks/Benchmarks/): wall clock, throughput and
 # mallocs of the hot paths. MICRO_ARGS is the plugin's command and options, a plain run by default:

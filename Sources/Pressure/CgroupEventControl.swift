@@ -14,12 +14,13 @@ import SystemPackage
 ///   cannot make room (with `oom_kill_disable 1` the task then waits, `under_oom 1`).
 ///
 /// The kernel also signals every eventfd once as the cgroup is removed. Closing the eventfd
-/// unregisters it.
-enum CgroupEventControl {
+/// unregisters it. Public for what watches a cgroup's usage from outside the monitor (a benchmark
+/// timing when memory is back below a line).
+public enum CgroupEventControl {
     /// Registers a new eventfd (non-blocking, close-on-exec) against `file` of `cgroup` once per
     /// entry of `arguments` ("" for none). Returns the eventfd; on an error nothing stays
     /// registered and no descriptor stays open.
-    static func register(cgroup: String, file: String, _ arguments: [String]) throws(SystemCallError) -> CInt {
+    public static func register(cgroup: String, file: String, _ arguments: [String]) throws(SystemCallError) -> CInt {
         let efd = mp_eventfd(0)
         guard efd >= 0 else { throw SystemCallError("eventfd", errno: Errno(rawValue: errno)) }
         do throws(SystemCallError) {
@@ -51,13 +52,13 @@ enum CgroupEventControl {
     /// Reads and clears the count of an eventfd (non-blocking): how often it was signalled since
     /// the last drain, 0 if not at all.
     @discardableResult
-    static func drain(_ fd: CInt) -> UInt64 {
+    public static func drain(_ fd: CInt) -> UInt64 {
         var count: UInt64 = 0
         return read(fd, &count, 8) == 8 ? count : 0
     }
 
     /// Signals an eventfd of our own.
-    static func signal(_ fd: CInt) {
+    public static func signal(_ fd: CInt) {
         var one: UInt64 = 1
         _ = write(fd, &one, 8)
     }

@@ -167,17 +167,7 @@ public struct Snapshotter: Sendable {
     /// The cgroup path from the text of `/proc/PID/cgroup`: the v1 `controller` hierarchy's
     /// path if there is one, else the v2 ("0::") path.
     static func cgroupPath(fromProcCgroup bytes: UnsafeRawBufferPointer, controller: String) -> String? {
-        var unified: String?
-        for line in bytes.split(separator: 0x0a) {
-            // "hierarchy-ID:controller-list:path"
-            let parts = line.split(separator: 0x3a, maxSplits: 2, omittingEmptySubsequences: false)
-            guard parts.count == 3 else { continue }
-            if parts[1].split(separator: 0x2c).contains(where: { $0.elementsEqual(controller.utf8) }) {
-                return escapedText(parts[2])
-            }
-            if parts[0].elementsEqual("0".utf8) && parts[1].isEmpty { unified = escapedText(parts[2]) }
-        }
-        return unified
+        CgroupDirectory.relativePath(inProcCgroup: bytes, controller: controller)
     }
 
     /// Stack pointers of the threads of a process, from `task/TID/syscall` ("nr args... sp pc",

@@ -380,6 +380,7 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
                 }
             }
             return .growing
+        case .ramp(let chunk, let line, let more, let limit): return ramp(chunk: chunk, line: line, more: more, limit: limit)
         }
     }
 }

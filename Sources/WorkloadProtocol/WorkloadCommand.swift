@@ -18,6 +18,13 @@
 ///                         (`WorkloadStateLayout`)                            -> lost BYTES
 ///     restored            waits until the rebuild after a resume has finished (at once for an
 ///                         eager restore) and says what it did                -> restored images=N ...
+///     ramp CHUNK LINE MORE LIMIT
+///                         allocate plain dirty memory CHUNK bytes at a time, every page
+///                         written, reading its device's usage and CLOCK_MONOTONIC after each
+///                         chunk, until that usage has reached LINE bytes, then MORE bytes more
+///                         (LIMIT bytes in all at most): when the allocation that crossed a
+///                         threshold was made, timed by the app that made it (`WorkloadRamp`)
+///                                                                            -> ramped crossed=S ...
 ///
 /// Any command may be answered `error: MESSAGE` instead (a malformed command, an mmap the kernel
 /// refused). `WorkloadReply` parses the answers; `WorkloadRequest` pairs a command with the reply
@@ -29,12 +36,13 @@ public enum WorkloadCommand: Codable, Sendable, Hashable, CustomStringConvertibl
     case state
     case verify(activations: UInt64)
     case restored
+    case ramp(chunkBytes: Int, lineBytes: Int, moreBytes: Int, limitBytes: Int)
 
     /// The largest size or rate a command takes (1 TiB).
     public static let maximumBytes = 1 << 40
 
     /// What the app answers with, in words (for error messages).
-    public static let usage = "allocate N, release N, grow RATE TOTAL, state, verify N or restored"
+    public static let usage = "allocate N, release N, grow RATE TOTAL, state, verify N, restored or ramp CHUNK LINE MORE LIMIT"
 
     /// The command's first word.
     public var name: String {
@@ -45,6 +53,7 @@ public enum WorkloadCommand: Codable, Sendable, Hashable, CustomStringConvertibl
         case .state: "state"
         case .verify: "verify"
         case .restored: "restored"
+        case .ramp: "ramp"
         }
     }
 
@@ -57,6 +66,7 @@ public enum WorkloadCommand: Codable, Sendable, Hashable, CustomStringConvertibl
         case .state: "state"
         case .verify(let activations): "verify \(activations)"
         case .restored: "restored"
+        case .ramp(let chunk, let line, let more, let limit): "ramp \(chunk) \(line) \(more) \(limit)"
         }
     }
 
@@ -99,6 +109,9 @@ public enum WorkloadCommand: Codable, Sendable, Hashable, CustomStringConvertibl
         case "restored":
             try expect(0, "restored")
             self = .restored
+        case "ramp":
+            try expect(4, "ramp CHUNK LINE MORE LIMIT")
+            self = .ramp(chunkBytes: try size(0, "chunk"), lineBytes: try size(1, "line"), moreBytes: try size(2, "more"), limitBytes: try size(3, "limit"))
         default:
             throw .unknownCommand(WorkloadText.excerpt(verb))
         }

@@ -5,6 +5,8 @@
 ///     state fnv=HEX launch=HEX restored=true|false bytes=N activations=N
 ///     lost BYTES                       verify: the bytes of the state that differ
 ///     restored images=N stores=N model=N seconds=S cpu=S refault=S
+///     ramped crossed=S before=S started=S ended=S chunks=N bytes=N usage=N
+///                                      ramp: when its allocation crossed the line (`WorkloadRamp`)
 ///     error: MESSAGE                   the command was refused or failed
 ///     ready PID                        not an answer: an unsupervised app's first line, once it
 ///                                      has launched (PID is its process ID)
@@ -21,6 +23,8 @@ public enum WorkloadReply: Codable, Sendable, Hashable, CustomStringConvertible 
     case lost(bytes: Int)
     /// What the last rebuild did.
     case restored(WorkloadRebuild)
+    /// When `ramp`'s allocation crossed its line.
+    case ramped(WorkloadRamp)
     /// The app refused or failed the command; the message says why.
     case failed(String)
     /// An unsupervised app's first line on its standard output, once it has launched.
@@ -36,6 +40,7 @@ public enum WorkloadReply: Codable, Sendable, Hashable, CustomStringConvertible 
         case .lost(let bytes): "lost \(bytes)"
         case .restored(let r):
             "restored images=\(r.images) stores=\(r.stores) model=\(r.modelChunks) seconds=\(r.seconds) cpu=\(r.cpuSeconds) refault=\(r.refaultSeconds)"
+        case .ramped(let r): "ramped \(r.fields)"
         case .failed(let message): "error: \(message)"
         case .ready(let pid): "ready \(pid)"
         }
@@ -83,6 +88,8 @@ public enum WorkloadReply: Codable, Sendable, Hashable, CustomStringConvertible 
                 WorkloadRebuild(
                     images: try fields.size("images"), stores: try fields.size("stores"), modelChunks: try fields.size("model"),
                     seconds: try fields.seconds("seconds"), cpuSeconds: try fields.seconds("cpu"), refaultSeconds: try fields.seconds("refault")))
+        case "ramped":
+            self = .ramped(try WorkloadRamp(try WorkloadFields(reply: "ramped", rest, known: WorkloadRamp.keys)))
         default:
             throw .unknownReply(WorkloadText.excerpt(text))
         }

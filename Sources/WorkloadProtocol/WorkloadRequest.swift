@@ -68,3 +68,11 @@ extension WorkloadRequest where Reply == WorkloadRebuild {
         Self(.restored) { if case .restored(let r) = $0 { r } else { nil } }
     }
 }
+
+extension WorkloadRequest where Reply == WorkloadRamp {
+    /// `ramp CHUNK LINE MORE LIMIT`: answered once the allocation has crossed LINE and gone MORE
+    /// bytes past it, with when the crossing chunk was made (an error if LIMIT came first).
+    public static func ramp(chunkBytes: Int, lineBytes: Int, moreBytes: Int, limitBytes: Int) -> Self {
+        Self(.ramp(chunkBytes: chunkBytes, lineBytes: lineBytes, moreBytes: moreBytes, limitBytes: limitBytes)) { if case .ramped(let r) = $0 { r } else { nil } }
+    }
+}

@@ -9,7 +9,8 @@ struct WorkloadProtocolTests {
     static let commands: [WorkloadCommand] = [
         .allocate(bytes: 1), .allocate(bytes: 48 << 20), .allocate(bytes: WorkloadCommand.maximumBytes), .release(bytes: 4096),
         .grow(bytesPerSecond: 300 << 20, totalBytes: 1 << 30), .state, .verify(activations: 0), .verify(activations: UInt64.max),
-        .restored,
+        .restored, .ramp(chunkBytes: 65536, lineBytes: 1_020_054_732, moreBytes: 2 << 20, limitBytes: 1 << 30),
+        .ramp(chunkBytes: 1, lineBytes: 1, moreBytes: 1, limitBytes: WorkloadCommand.maximumBytes),
     ]
 
     static let replies: [WorkloadReply] = [
@@ -19,6 +20,8 @@ struct WorkloadProtocolTests {
         .restored(WorkloadRebuild(images: 12, stores: 4, modelChunks: 3, seconds: 0.012345678901234567, cpuSeconds: 5e-05, refaultSeconds: 0)),
         .restored(WorkloadRebuild()),
         .failed("mmap of 1099511627776 bytes refused"), .failed(""), .ready(pid: 1), .ready(pid: Int32.max),
+        .ramped(WorkloadRamp(crossedAt: 11_234.567_891_234, beforeAt: 11_234.567_87, startedAt: 11_234.4, endedAt: 11_234.6, chunks: 4321, bytes: 283_181_056, usageBytes: 1_020_100_608)),
+        .ramped(WorkloadRamp(crossedAt: 0, beforeAt: 0, startedAt: 0, endedAt: 1e-05, chunks: 1, bytes: 4096, usageBytes: 0)),
     ]
 
     @Test("a command prints as a line that parses back to it", arguments: commands)
@@ -55,6 +58,9 @@ struct WorkloadProtocolTests {
         #expect(try WorkloadReply(line: "growing") == .growing)
         #expect(try WorkloadReply(line: "error: mmap of 4096 bytes refused") == .failed("mmap of 4096 bytes refused"))
         #expect(try WorkloadReply(line: "ready 4242") == .ready(pid: 4242))
+        #expect(
+            try WorkloadReply(line: "ramped crossed=8123.000412 before=8123.000398 started=8122.81 ended=8123.0015 chunks=3001 bytes=196673536 usage=1020067840")
+                == .ramped(WorkloadRamp(crossedAt: 8123.000412, beforeAt: 8123.000398, startedAt: 8122.81, endedAt: 8123.0015, chunks: 3001, bytes: 196_673_536, usageBytes: 1_020_067_840)))
         // Spaces between a command's words count as one, as the app has always read them.
         #expect(try WorkloadCommand(line: "allocate  1048576") == .allocate(bytes: 1_048_576))
         #expect(try WorkloadCommand(line: " grow 1 2 ") == .grow(bytesPerSecond: 1, totalBytes: 2))
@@ -69,6 +75,10 @@ struct WorkloadProtocolTests {
         ("allocate 1 2", .wrongArguments(command: "allocate", usage: "allocate N")),
         ("state now", .wrongArguments(command: "state", usage: "state")),
         ("grow 5", .wrongArguments(command: "grow", usage: "grow RATE TOTAL")),
+        ("ramp 65536 1000 2", .wrongArguments(command: "ramp", usage: "ramp CHUNK LINE MORE LIMIT")),
+        ("ramp 0 1000 2 3", .outOfRange(field: "chunk", text: "0", range: "1...1099511627776")),
+        ("ramp 65536 1000 x 3", .notANumber(field: "more", text: "x")),
+        ("ramp 65536 1000 2 1099511627777", .outOfRange(field: "limit", text: "1099511627777", range: "1...1099511627776")),
         ("allocate 0", .outOfRange(field: "bytes", text: "0", range: "1...1099511627776")),
         ("release 1099511627777", .outOfRange(field: "bytes", text: "1099511627777", range: "1...1099511627776")),
         ("allocate -5", .notANumber(field: "bytes", text: "-5")),
@@ -111,6 +121,9 @@ struct WorkloadProtocolTests {
         ("restored images=1 stores=2 model=3 seconds=-1 cpu=0 refault=0", .malformedField(reply: "restored", field: "seconds", text: "-1")),
         ("restored images=1 stores=2 model=3 seconds=inf cpu=0 refault=0", .malformedField(reply: "restored", field: "seconds", text: "inf")),
         ("restored images=1 stores=2 model=3 seconds=1", .missingField(reply: "restored", field: "cpu")),
+        ("ramped crossed=1 before=1 started=1 ended=1 chunks=1 bytes=1", .missingField(reply: "ramped", field: "usage")),
+        ("ramped crossed=-1 before=1 started=1 ended=1 chunks=1 bytes=1 usage=1", .malformedField(reply: "ramped", field: "crossed", text: "-1")),
+        ("ramped crossed=1 before=1 started=1 ended=1 chunks=1 bytes=1 usage=1 line=5", .unknownField(reply: "ramped", field: "line")),
     ]
 
     @Test("a malformed or unknown reply is a typed error, never a trap or a default", arguments: badReplies)
@@ -140,6 +153,12 @@ struct WorkloadProtocolTests {
         #expect(state.checksum == 0xa && state.launchChecksum == 0xb && !state.restoredFromDisk && state.bytes == 16 && state.activations == 1)
         #expect(try WorkloadRequest.restored.reply(WorkloadReply.restored(WorkloadRebuild(images: 2)).line) == WorkloadRebuild(images: 2))
         try WorkloadRequest.grow(bytesPerSecond: 1, totalBytes: 2).reply("growing")
+        #expect(WorkloadRequest.ramp(chunkBytes: 65536, lineBytes: 9, moreBytes: 8, limitBytes: 7).line == "ramp 65536 9 8 7")
+        let ramp = try WorkloadRequest.ramp(chunkBytes: 1, lineBytes: 2, moreBytes: 3, limitBytes: 4).reply("ramped crossed=2.5 before=2 started=1 ended=3 chunks=5 bytes=20480 usage=4096")
+        #expect(ramp == WorkloadRamp(crossedAt: 2.5, beforeAt: 2, startedAt: 1, endedAt: 3, chunks: 5, bytes: 20480, usageBytes: 4096))
+        #expect(throws: WorkloadProtocolError.unexpectedReply(command: "ramp", reply: "growing")) {
+            try WorkloadRequest.ramp(chunkBytes: 1, lineBytes: 2, moreBytes: 3, limitBytes: 4).reply("growing")
+        }
         // Another command's reply, or the app's refusal, is an error that names the command.
         #expect(throws: WorkloadProtocolError.unexpectedReply(command: "verify", reply: "dirty 4096")) {
             try WorkloadRequest.verify(activations: 1).reply("dirty 4096")

@@ -27,7 +27,34 @@ struct Measure: AsyncParsableCommand {
     @Option(name: .customLong("latency-rounds"), help: "Rounds of the decision-latency measurement.") var latencyRounds = 20
     @Option(name: .customLong("memory-rounds"), help: "Rounds per size of the memory-back measurement.") var memoryRounds = 15
     @Flag(name: .customLong("render-only"), help: "Re-render the Markdown and SVG from the JSON.") var renderOnly = false
-    @Option(help: "Measure only this part (ranker, memory, latency, spike) and print it; no report is written.") var only: String?
+    @Option(help: "Measure only this part (ranker, memory, latency, spike, end-to-end) and print it; no report is written.") var only: String?
+    @Option(help: "The sections to measure, comma-separated (ranker, memory, latency, spike, end-to-end; default all): the others are kept from the jetsam.json in --output, and the report says so.") var sections: String?
+    @Flag(help: "A smoke run CI can afford: few rounds everywhere; the end-to-end section with 30 apps, one seed and 6 rounds per condition.") var quick = false
+    @Option(name: .customLong("end-to-end-rounds"), help: "Rounds per condition and seed of the end-to-end section (default 30; 6 with --quick).") var endToEndRounds: Int?
+    @Option(name: .customLong("end-to-end-seeds"), help: "Seeds of the end-to-end section, comma-separated (default 1,2,3; 1 with --quick).") var endToEndSeeds: String?
+    @Option(help: "Also write jetsam's episode reports of the end-to-end section into this directory (one subdirectory per seed and condition).") var episodes: String?
+
+    static let allSections = ["ranker", "memory", "latency", "spike", "end-to-end"]
+
+    func validate() throws {
+        for s in chosenSections where !Self.allSections.contains(s) {
+            throw ValidationError("--sections takes \(Self.allSections.joined(separator: ", ")) (got '\(s)')")
+        }
+        if let endToEndRounds, endToEndRounds < 1 { throw ValidationError("--end-to-end-rounds must be at least 1") }
+        if let endToEndSeeds, endToEndSeeds.split(separator: ",").contains(where: { UInt64($0) == nil }) || endToEndSeeds.isEmpty {
+            throw ValidationError("--end-to-end-seeds takes seeds (unsigned integers) separated by commas")
+        }
+    }
+
+    var chosenSections: [String] { sections.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } } ?? Self.allSections }
+
+    /// The end-to-end section's plan, as the options make it.
+    var endToEndPlan: EndToEndPlan {
+        var plan = quick ? EndToEndPlan.quick() : EndToEndPlan.full()
+        if let endToEndRounds { plan.roundsPerCondition = endToEndRounds }
+        if let endToEndSeeds { plan.seeds = endToEndSeeds.split(separator: ",").compactMap { UInt64($0) } }
+        return plan
+    }
 
     func run() async throws {
         // Ctrl-C (or SIGTERM) cancels the measurement; every section then kills what it started
@@ -57,6 +84,7 @@ struct Measure: AsyncParsableCommand {
             case "ranker": print(String(decoding: try encoder.encode(try rankerTimings()), as: UTF8.self))
             case "memory": print(String(decoding: try encoder.encode(try memoryBack(sizesMB: [64, 256, 1024], rounds: memoryRounds, build: build)), as: UTF8.self))
             case "latency": print(String(decoding: try encoder.encode(try await decisionLatency(apps: 100, rounds: latencyRounds, build: build, data: data)), as: UTF8.self))
+            case "end-to-end": print(String(decoding: try encoder.encode(try await endToEndLatency(plan: endToEndPlan, quick: quick, build: build, data: data, episodes: episodes)), as: UTF8.self))
             case "spike":
                 var runs = [try await runJetsam(Spike(), round: 1, build: build, data: data)]
                 for peer in Peer.allCases { runs.append(try await runPeer(peer, Spike(), round: 1, build: build, data: data, benchBinary: (ProcFS.ownExecutablePath() ?? CommandLine.arguments[0]))) }
@@ -64,36 +92,90 @@ struct Measure: AsyncParsableCommand {
                     r.series = []
                     print(String(decoding: try encoder.encode(r), as: UTF8.self))
                 }
-            default: throw BenchError("--only takes ranker, memory, latency or spike")
+            default: throw BenchError("--only takes ranker, memory, latency, spike or end-to-end")
             }
             return
         }
-        log(tool, "the ranker alone")
-        let ranker = try rankerTimings()
-        try Task.checkCancellation()
-        log(tool, "memory back after SIGKILL, with and without process_mrelease")
-        let back = try memoryBack(sizesMB: [64, 256, 1024], rounds: memoryRounds, build: build)
-        try Task.checkCancellation()
-        log(tool, "decision latency with 100 apps")
-        let latency = try await decisionLatency(apps: 100, rounds: latencyRounds, build: build, data: data)
-        let spike = Spike()
-        var runs: [SpikeRun] = []
-        let me = (ProcFS.ownExecutablePath() ?? CommandLine.arguments[0])
-        for round in 1...rounds {
-            try Task.checkCancellation()
-            log(tool, "spike round \(round): jetsam")
-            var roundRuns = [try await runJetsam(spike, round: round, build: build, data: data)]
-            for peer in Peer.allCases {
-                log(tool, "spike round \(round): \(peer.rawValue)")
-                roundRuns.append(try await runPeer(peer, spike, round: round, build: build, data: data, benchBinary: me))
-            }
-            // The plot shows round 1: later rounds keep their figures, not their series.
-            if round > 1 { for i in roundRuns.indices { roundRuns[i].series = [] } }
-            runs += roundRuns
+        let sections = chosenSections
+        // The sections not measured now come from the report this one replaces.
+        var previous: JetsamReport?
+        if sections.count < Self.allSections.count, ProcFS.isFile("\(output)/jetsam.json") {
+            previous = try readReport(JetsamReport.self, from: output, named: "jetsam")
         }
-        let report = JetsamReport(
-            machine: "Linux \(kernelRelease()), \(onlineCPUs) CPUs", command: "make bench (cd Benchmarks && swift run -c release jetsam-bench --build ../.build/release --output ../Reports)",
-            latency: latency, ranker: ranker, memoryBack: back, spike: spike, runs: runs)
+        let command = quick
+            ? "cd Benchmarks && swift run -c release jetsam-bench --quick --build ../.build/release --output DIR"
+            : "make bench (cd Benchmarks && swift run -c release jetsam-bench --build ../.build/release --output ../Reports)"
+        var report = JetsamReport(machine: "Linux \(kernelRelease()), \(onlineCPUs) CPUs", command: previous?.command ?? command)
+        if sections.contains("end-to-end") {
+            log(tool, "end to end: from the allocation that crosses the critical line to SIGKILL and memory back, kernel events against polling")
+            report.endToEnd = try await endToEndLatency(plan: endToEndPlan, quick: quick, build: build, data: data, episodes: episodes)
+        } else {
+            report.endToEnd = previous?.endToEnd
+        }
+        try Task.checkCancellation()
+        if sections.contains("ranker") {
+            log(tool, "the ranker alone")
+            report.ranker = try rankerTimings()
+        } else {
+            report.ranker = previous?.ranker
+        }
+        try Task.checkCancellation()
+        if sections.contains("memory") {
+            log(tool, "memory back after SIGKILL, with and without process_mrelease")
+            report.memoryBack = try memoryBack(sizesMB: [64, 256, 1024], rounds: quick ? 3 : memoryRounds, build: build)
+        } else {
+            report.memoryBack = previous?.memoryBack
+        }
+        try Task.checkCancellation()
+        if sections.contains("latency") {
+            log(tool, "decision latency with 100 apps")
+            report.latency = try await decisionLatency(apps: 100, rounds: quick ? 5 : latencyRounds, build: build, data: data)
+        } else {
+            report.latency = previous?.latency
+        }
+        if sections.contains("spike") {
+            let spike = Spike()
+            var runs: [SpikeRun] = []
+            let me = (ProcFS.ownExecutablePath() ?? CommandLine.arguments[0])
+            for round in 1...(quick ? 1 : rounds) {
+                try Task.checkCancellation()
+                log(tool, "spike round \(round): jetsam")
+                var roundRuns = [try await runJetsam(spike, round: round, build: build, data: data)]
+                for peer in Peer.allCases {
+                    log(tool, "spike round \(round): \(peer.rawValue)")
+                    roundRuns.append(try await runPeer(peer, spike, round: round, build: build, data: data, benchBinary: me))
+                }
+                // The plot shows round 1: later rounds keep their figures, not their series.
+                if round > 1 { for i in roundRuns.indices { roundRuns[i].series = [] } }
+                runs += roundRuns
+            }
+            report.spike = spike
+            report.runs = runs
+        } else {
+            report.spike = previous?.spike
+            report.runs = previous?.runs
+        }
+        if let previous {
+            let names = ["end-to-end": "end to end", "latency": "decision latency", "ranker": "the ranker alone", "memory": "memory back after a kill", "spike": "the same spike under every killer"]
+            let kept = Self.allSections.filter { !sections.contains($0) }.filter { s in
+                switch s {
+                case "end-to-end": previous.endToEnd != nil
+                case "latency": previous.latency != nil
+                case "ranker": previous.ranker != nil
+                case "memory": previous.memoryBack != nil
+                default: previous.spike != nil
+                }
+            }
+            if let earlier = previous.kept, !earlier.isEmpty {
+                // The report replaced kept these sections from a run before it: that run's words
+                // and machine still say where they come from.
+                report.kept = earlier
+                if let r = previous.machine.range(of: " (kept sections: ") { report.machine += String(previous.machine[r.lowerBound...]) }
+            } else if !kept.isEmpty {
+                report.kept = ["\(kept.compactMap { names[$0] }.joined(separator: ", ")): not measured by the run that wrote this report (`--sections \(sections.joined(separator: ","))`, on \(report.machine)); their figures are those of the jetsam.json it replaced (\(previous.machine), `\(previous.command)`)"]
+                report.machine = previous.machine == report.machine ? report.machine : "\(report.machine) (kept sections: \(previous.machine))"
+            }
+        }
         try writeReport(report, to: output, named: "jetsam", tool: tool)
     }
 }

@@ -7,11 +7,11 @@ import LinuxSystem
 import Pressure
 import WorkloadProtocol
 
-/// The first element of `stream`, or nil after `timeout` seconds.
-func first<Element: Sendable>(of stream: AsyncStream<Element>, within timeout: Double) async -> Element? {
+/// The first element of `stream` that `accepts`, or nil after `timeout` seconds.
+func first<Element: Sendable>(of stream: AsyncStream<Element>, within timeout: Double, where accepts: @escaping @Sendable (Element) -> Bool = { _ in true }) async -> Element? {
     await withTaskGroup(of: Element?.self) { group in
         group.addTask {
-            for await e in stream { return e }
+            for await e in stream where accepts(e) { return e }
             return nil
         }
         group.addTask {
