@@ -78,14 +78,16 @@ final class Daemon {
     let command: [String]
 
     /// Starts `mempressure supervise --dir SCRATCH/run [--budget B] FLAGS` (`waitUntilAnswering`
-    /// then waits for its admin socket).
-    init(settings: DaemonSettings, build: String, budget: String?, scratch: CheckedDirectory) throws {
+    /// then waits for its admin socket), with `MALLOC_CONF=mallocConf` in its environment if given
+    /// (through env(1), which execs it: the same PID).
+    init(settings: DaemonSettings, build: String, budget: String?, mallocConf: String?, scratch: CheckedDirectory) throws {
         self.settings = settings
         self.scratch = scratch
         runtimeDirectory = "\(scratch.path)/run"
         var argv = ["\(build)/mempressure", "supervise", "--dir", runtimeDirectory]
         if let budget { argv += ["--budget", budget] }
         argv += settings.flags
+        if let mallocConf { argv = ["/usr/bin/env", "MALLOC_CONF=\(mallocConf)"] + argv }
         command = argv
         process = try ChildProcess(name: "mempressure supervise (\(settings.name))", tool: "soak-bench", argv: argv, logPath: "\(scratch.path)/supervise.log")
     }

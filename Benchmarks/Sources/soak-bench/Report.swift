@@ -36,6 +36,9 @@ struct MemoryJudgement: Codable, Sendable {
     var judgedSamples: Int
     /// Least-squares slopes over the last third, bytes per 1,000 cycles.
     var anonPer1000: Double
+    /// The RssAnon slope over the middle third, bytes per 1,000 cycles (nil with too few samples):
+    /// beside the last third's, whether a slope that remains is slowing down.
+    var anonPer1000MiddleThird: Double?
     var residentPer1000: Double
     /// What the RssAnon slope adds over the last third.
     var anonGrowthBytes: Double
@@ -119,6 +122,7 @@ struct ConfigurationVerdict: Codable, Sendable {
         let logAt = samples.first { $0.logEvents >= run.settings.logBound }?.cycle
         let from = last.cycle * 2 / 3
         let third = samples.filter { $0.cycle >= from }
+        let middle = fit(samples.filter { $0.cycle >= last.cycle / 3 && $0.cycle < from }.map { (Double($0.cycle), Double($0.outside.residentAnonBytes)) })
         guard let first = third.first,
               let anon = fit(third.map { (Double($0.cycle), Double($0.outside.residentAnonBytes)) }),
               let resident = fit(third.map { (Double($0.cycle), Double($0.outside.residentBytes)) })
@@ -129,7 +133,7 @@ struct ConfigurationVerdict: Codable, Sendable {
         let reached = appsAt.map { $0 <= from } == true && logAt.map { $0 <= from } == true
         var j = MemoryJudgement(
             appsBoundReachedAt: appsAt, logBoundReachedAt: logAt, judgedFrom: first.cycle, judgedSamples: third.count,
-            anonPer1000: anon.slope * 1000, residentPer1000: resident.slope * 1000, anonGrowthBytes: anon.slope * span,
+            anonPer1000: anon.slope * 1000, anonPer1000MiddleThird: middle.map { $0.slope * 1000 }, residentPer1000: resident.slope * 1000, anonGrowthBytes: anon.slope * span,
             peakGrowthBytes: Int64(last.outside.peakResidentBytes) - Int64(first.outside.peakResidentBytes),
             noiseBytes: noise, toleranceBytes: tolerance, boundsReached: reached, flat: anon.slope * span < tolerance)
         if logAt == nil, let appsAt {
@@ -152,6 +156,8 @@ struct SoakReport: RenderedReport, Sendable {
     var loadAverageAtStart: String
     var loadAverageAtEnd: String
     var budget: String?
+    /// The daemon's MALLOC_CONF (nil: jemalloc's defaults).
+    var mallocConf: String?
     var schedule: Schedule
     var runs: [ConfigurationRun]
     var notes: [String]
@@ -222,7 +228,7 @@ struct SoakReport: RenderedReport, Sendable {
             } else {
                 var text = "its bounds were not all reached within the run (records from cycle \(m.appsBoundReachedAt.map(String.init) ?? "never"), log limit \(m.logBoundReachedAt.map { "from cycle \($0)" } ?? "never")), so its memory is not judged flat: RssAnon \(mbSigned(m.anonPer1000)) per 1,000 cycles over the last third"
                 if let perEvent = m.bytesPerLogEvent, let projected = m.projectedAnonAtLogLimit {
-                    text += "; it follows the log as it fills (\(ByteFormat.fixed(perEvent, 0)) bytes of RssAnon per event once the records were at their bound, \(ByteFormat.fixed(projected / 1048576, 0)) MiB projected at its limit of \(run.settings.logBound) events: an upper estimate, as each reading also holds the pages the allocator keeps of the previous sample's `log` answer)"
+                    text += "; it follows the log as it fills (\(ByteFormat.fixed(perEvent, 0)) bytes of RssAnon per event once the records were at their bound, \(ByteFormat.fixed(projected / 1048576, 0)) MiB projected at its limit of \(run.settings.logBound) events\(mallocConf == nil ? ": an upper estimate, as each reading also holds the pages the allocator keeps of the previous sample's `log` answer" : ""))"
                 }
                 parts.append(text)
             }
@@ -253,6 +259,14 @@ struct SoakReport: RenderedReport, Sendable {
         return md
     }
 
+    /// What makes the heap's resident size wander, with the daemon's allocator settings.
+    var allocatorNote: String {
+        guard let mallocConf else {
+            return "jemalloc returns freed pages to the kernel on a 10 s decay, so the heap's resident size wanders with what the last seconds allocated"
+        }
+        return "the daemon ran with `MALLOC_CONF=\(mallocConf)`, so jemalloc returns freed pages at once and RssAnon follows the live heap; what remains is fragmentation, and the daemon's own 1 s sampling of its apps"
+    }
+
     func memorySection() -> String {
         var md = "## Memory\n\n![VmRSS and app records against cycles, every configuration](soak.svg)\n\n"
         md += """
@@ -260,15 +274,16 @@ struct SoakReport: RenderedReport, Sendable {
             were reached: the least-squares slope of RssAnon (the daemon's heap: VmRSS less its mapped files) over \
             those samples, times the cycles they span, must stay below max(\(ByteFormat.fixed(MemoryJudgement.floorBytes / 1048576, 0)) MiB, \
             3 × the allocator's noise). The noise is measured in the same run: the standard deviation of RssAnon \
-            around that line (jemalloc returns freed pages to the kernel on a 10 s decay, so the heap's resident \
-            size wanders with what the last seconds allocated). \(ByteFormat.fixed(MemoryJudgement.floorBytes / 1048576, 0)) MiB \
+            around that line (\(allocatorNote)). \(ByteFormat.fixed(MemoryJudgement.floorBytes / 1048576, 0)) MiB \
             over a third of the run is the floor: a daemon that keeps less than that per \
             \(schedule.cycles / 3) cycles (\(ByteFormat.fixed(MemoryJudgement.floorBytes / Double(max(1, schedule.cycles / 3)), 0)) bytes a cycle) is \
-            below what this run can tell from noise, and says so rather than claiming it leaks nothing.
+            below what this run can tell from noise, and says so rather than claiming it leaks nothing. Beside the last \
+            third's slope, the middle third's: a slope that remains but falls from one third to the next is slowing \
+            down, one that keeps its pace is not.
 
 
             """
-        md += "| configuration | records bound reached | log limit reached | judged from | RssAnon /1,000 cycles | VmRSS /1,000 cycles | RssAnon over the last third | VmHWM over the last third | noise (σ) | tolerance | verdict |\n"
+        md += "| configuration | records bound reached | log limit reached | judged from | RssAnon /1,000 cycles (middle third) | VmRSS /1,000 cycles | RssAnon over the last third | VmHWM over the last third | noise (σ) | tolerance | verdict |\n"
         md += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n"
         for (run, v) in zip(runs, verdicts) {
             guard let m = v.memory else {
@@ -278,7 +293,7 @@ struct SoakReport: RenderedReport, Sendable {
             let verdict = m.boundsReached ? (m.flat ? "flat" : "**grows**") : "not judged (bounds not reached)"
             let cells: [String] = [
                 run.settings.name, m.appsBoundReachedAt.map { "cycle \($0)" } ?? "never", m.logBoundReachedAt.map { "cycle \($0)" } ?? "never",
-                "cycle \(m.judgedFrom) (\(m.judgedSamples) samples)", mbSigned(m.anonPer1000), mbSigned(m.residentPer1000), mbSigned(m.anonGrowthBytes),
+                "cycle \(m.judgedFrom) (\(m.judgedSamples) samples)", mbSigned(m.anonPer1000) + (m.anonPer1000MiddleThird.map { " (\(mbSigned($0)))" } ?? ""), mbSigned(m.residentPer1000), mbSigned(m.anonGrowthBytes),
                 mbSigned(Double(m.peakGrowthBytes)), ByteFormat.fixed(m.noiseBytes / 1048576, 2) + " MiB", ByteFormat.fixed(m.toleranceBytes / 1048576, 1) + " MiB", verdict,
             ]
             md += "| \(cells.joined(separator: " | ")) |\n"

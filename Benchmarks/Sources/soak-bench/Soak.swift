@@ -112,6 +112,7 @@ final class Soak {
     let schedule: Schedule
     let build: String
     let budget: String?
+    let mallocConf: String?
     let killSwitch: KillSwitch
     let progress: Progress
     let settleTimeout = 10.0
@@ -120,11 +121,12 @@ final class Soak {
     private(set) var daemon: Daemon?
     private var scratch: CheckedDirectory?
 
-    init(settings: DaemonSettings, schedule: Schedule, build: String, budget: String?, killSwitch: KillSwitch, progress: Progress) {
+    init(settings: DaemonSettings, schedule: Schedule, build: String, budget: String?, mallocConf: String?, killSwitch: KillSwitch, progress: Progress) {
         self.settings = settings
         self.schedule = schedule
         self.build = build
         self.budget = budget
+        self.mallocConf = mallocConf
         self.killSwitch = killSwitch
         self.progress = progress
     }
@@ -135,7 +137,7 @@ final class Soak {
         self.scratch = scratch
         let data = try scratch.subdirectory("workload").path
         progress.doing("\(settings.name): starting the daemon")
-        let daemon = try Daemon(settings: settings, build: build, budget: budget, scratch: scratch)
+        let daemon = try Daemon(settings: settings, build: build, budget: budget, mallocConf: mallocConf, scratch: scratch)
         self.daemon = daemon
         // Ctrl-C: SIGTERM to the daemon at once (the command in flight fails); the cleanup
         // then waits for it to exit, SIGKILL after the grace.

@@ -33,6 +33,7 @@ struct SoakBench: AsyncParsableCommand {
     @Option(name: .customLong("forget-every"), help: "Every Nth app is forgotten explicitly after it was terminated.") var forgetEvery = 7
     @Option(help: "The configurations, comma-separated: defaults (no flags), records (--log-limit 20000: the default 1,000 records, a log limit reached within the run), tight (--max-apps 100 --log-limit 5000).") var configurations = "defaults,records,tight"
     @Option(help: "The daemon's --budget when run as root (every app a cgroup); 'none' for no budget.") var budget = "512m"
+    @Option(name: .customLong("malloc-conf"), help: "The daemon's MALLOC_CONF (jemalloc): by default freed pages go back to the kernel at once, so that RssAnon follows the live heap rather than what the allocator keeps for 10 s; 'none' for jemalloc's defaults.") var mallocConf = "dirty_decay_ms:0,muzzy_decay_ms:0"
     @Flag(help: "A smoke run: 500 cycles per configuration, a sample every 50 (make bench-quick writes it to a temporary directory).") var quick = false
     @Flag(name: .customLong("render-only"), help: "Re-render soak.md and the plot from the soak.json in --output.") var renderOnly = false
 
@@ -74,6 +75,7 @@ struct SoakBench: AsyncParsableCommand {
             cycles: cycles ?? (quick ? 500 : 10_000), sampleEvery: sampleEvery ?? (quick ? 50 : 250),
             workloadEvery: workloadEvery, outputEvery: outputEvery, forgetEvery: forgetEvery)
         let budget = getuid() == 0 && budget != "none" ? budget : nil
+        let mallocConf = self.mallocConf == "none" ? nil : self.mallocConf
         let all = try settings()
         // The guardian of a daemon that had to be killed is orphaned: it comes to the benchmark,
         // which reaps it, not to PID 1.
@@ -87,7 +89,7 @@ struct SoakBench: AsyncParsableCommand {
             let progress = Progress("soak-bench", total: all.count * schedule.cycles)
             var runs: [ConfigurationRun] = []
             for settings in all {
-                let soak = Soak(settings: settings, schedule: schedule, build: build, budget: budget, killSwitch: killSwitch, progress: progress)
+                let soak = Soak(settings: settings, schedule: schedule, build: build, budget: budget, mallocConf: mallocConf, killSwitch: killSwitch, progress: progress)
                 defer { soak.finish() }
                 runs.append(try await withTaskCancellationHandler {
                     try soak.run()
@@ -100,7 +102,7 @@ struct SoakBench: AsyncParsableCommand {
                 What this soak found, and what was fixed: every admin connection's idle check (a task asleep for \
                 `adminIdleTimeout`, 30 s, then closing the connection if it sent nothing) was scheduled afresh after \
                 each answer and never cancelled, so the daemon held one sleeping task per request of the last 30 s — \
-                about 17,000 at this soak's pace. Measured before the fix (tight, 5,000 cycles, a sample every 500, the heap profiler on): \
+                about 17,000 at this soak's pace. Measured before the fix (tight, 5,000 cycles, a sample every 500, jemalloc's default decay and its heap profiler on): \
                 RssAnon 16.1 MiB at cycle 1,000, when both bounds were reached, then 20.5, 25.0, 28.3, 29.2, 29.0, \
                 29.6, 30.7 and 33.6 MiB at cycle 5,000; jemalloc's heap profile (`MALLOC_CONF=prof:true`) put 14 of the \
                 27.8 MB live under `Supervisor.scheduleIdleCheck` (the tasks, their first slab, their dispatch timers). \
@@ -115,7 +117,7 @@ struct SoakBench: AsyncParsableCommand {
             }
             return SoakReport(
                 command: command, quick: quick, totalSeconds: monotonicSeconds() - started, machine: machineLine(), loadAverageAtStart: loadAtStart,
-                loadAverageAtEnd: Machine.loadAverage(), budget: budget, schedule: schedule, runs: runs, notes: notes)
+                loadAverageAtEnd: Machine.loadAverage(), budget: budget, mallocConf: mallocConf, schedule: schedule, runs: runs, notes: notes)
         }, interrupted: "interrupted: the daemon was stopped (SIGTERM through its pidfd, SIGKILL after 30 s), its cgroups checked and its scratch directory removed")
         try writeReport(report, to: output, named: "soak", tool: "soak-bench")
         let failures = report.failures
