@@ -233,7 +233,7 @@ let package = Package(
         .target(
             name: "TestSupport",
             dependencies: [
-                "VMTracker", "LinuxSystem", "MemHogClient",
+                "VMTracker", "LinuxSystem", "MemHogClient", "AppLifecycle", "LifecycleProtocol", "Pressure", "PressureValues",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],

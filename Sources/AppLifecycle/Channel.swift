@@ -4,6 +4,26 @@ import LinuxSystem
 
 // MARK: The control channel: who may speak for an app, and what it says
 
+/// The open control channels: which app each connection (its descriptor) speaks for. A
+/// connection is an app's once the process the supervisor launched for it connected; an app has
+/// one at a time (`AppRecord.connection`).
+struct ControlChannels {
+    private var appByFD: [Int32: String] = [:]
+
+    /// The app the connection speaks for (nil: none, or not yet).
+    func app(on fd: Int32) -> String? { appByFD[fd] }
+
+    /// The connection speaks for `app` from now on.
+    mutating func open(_ fd: Int32, for app: String) { appByFD[fd] = app }
+
+    /// The connection is closed: the app it spoke for, if any.
+    mutating func close(_ fd: Int32) -> String? { appByFD.removeValue(forKey: fd) }
+
+    var descriptors: Dictionary<Int32, String>.Keys { appByFD.keys }
+    var count: Int { appByFD.count }
+    var isEmpty: Bool { appByFD.isEmpty }
+}
+
 extension Supervisor {
     func handleChannel(_ event: SocketEvent) {
         switch event {
@@ -12,7 +32,7 @@ extension Supervisor {
         case .lines(let fd, let lines):
             for line in lines { handleLine(fd, line) }
         case .closed(let fd, let reason):
-            if let name = connections.removeValue(forKey: fd), let a = records[name], a.connection == fd {
+            if let name = channels.close(fd), let a = records[name], a.connection == fd {
                 a.connection = nil
                 a.hello = false
                 if reason != nil {
@@ -51,12 +71,12 @@ extension Supervisor {
         }
         a.connection = fd
         a.hello = false
-        connections[fd] = name
+        channels.open(fd, for: name)
         socket.startReading(fd)
     }
 
     private func handleLine(_ fd: Int32, _ line: String) {
-        guard let name = connections[fd], let a = records[name], a.connection == fd else { return }
+        guard let name = channels.app(on: fd), let a = records[name], a.connection == fd else { return }
         let message: AppMessage
         do throws(ProtocolError) {
             message = try AppMessage.parse(Substring(line))
@@ -117,7 +137,7 @@ extension Supervisor {
     /// app keeps running, without callbacks.
     func dropConnection(_ fd: Int32, reason: ChannelFailure) {
         ControlSocket.disconnect(fd)
-        if let name = connections[fd], let a = records[name], a.connection == fd {
+        if let name = channels.app(on: fd), let a = records[name], a.connection == fd {
             a.connection = nil
             a.hello = false
             a.channelFailures += 1

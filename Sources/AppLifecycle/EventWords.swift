@@ -130,7 +130,10 @@ struct EventWords {
         if let s = d.droppingPrefix("it did not connect within ").flatMap({ $0.droppingSuffix(" s: supervised without callbacks") }).flatMap(Double.init) {
             return .noCallbacks(.didNotConnect(seconds: s))
         }
-        if let n = d.droppingSuffix(" connection(s) not closed 1 s after shutdown").flatMap(Int.init) { return .connectionsNotClosed(count: n) }
+        // Older logs say 1 s (the wait before it was 10).
+        for seconds in [Int(SupervisorFault.connectionCloseTimeout), 1] {
+            if let n = d.droppingSuffix(" connection(s) not closed \(seconds) s after shutdown").flatMap(Int.init) { return .connectionsNotClosed(count: n) }
+        }
         if let what = d.droppingPrefix("could not send ").flatMap({ $0.droppingSuffix(": the app is not reading its control channel") }) { return .notReading(what: what) }
         if let rest = d.droppingPrefix("admin connection refused: ") {
             let (limit, refused) = rest.splitOnce(" open already (")

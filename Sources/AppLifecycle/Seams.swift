@@ -3,58 +3,13 @@ import LifecycleProtocol
 import Pressure
 import PressureValues
 import LinuxSystem
+import Synchronization
 import SystemPackage
 import VMTracker
 
-/// What runs beside the supervisor's core and decides: memory warnings on pressure, jetsam.
-/// Started with the supervisor, cancelled (and awaited) first thing at its shutdown.
-public protocol SupervisorPolicy: Sendable {
-    /// Whether the supervisor must watch memory pressure for it (`pressureEvents()`).
-    var watchesPressure: Bool { get }
-    /// Runs until cancelled.
-    func run(_ supervisor: Supervisor) async
-}
+// MARK: The device policies see (`SupervisedDevice`)
 
-/// Memory warnings to every running app whenever pressure reaches warning (`--warn-on-pressure`).
-public struct WarnOnPressure: SupervisorPolicy {
-    public init() {}
-    public var watchesPressure: Bool { true }
-    public func run(_ supervisor: Supervisor) async {
-        for await e in supervisor.pressureEvents() where e.level >= .warning {
-            await supervisor.warn(.all)
-        }
-    }
-}
-
-/// What a kill did, at once (the exit comes later: `waitForExit`).
-public struct KillReceipt: Sendable, Hashable {
-    public var app: String
-    public var pid: Int32
-    /// Monotonic seconds when SIGKILL was sent.
-    public var signalledAt: Double
-    /// Whether process_mrelease freed its memory at once (false: the kernel lacks it, or the
-    /// process was already gone; its memory comes back as it exits).
-    public var memoryReleased: Bool
-    /// Other processes of the app (helpers, children) the SIGKILL reached with it.
-    public var othersKilled: Int = 0
-}
-
-/// What a page-out (freeze-dry) did.
-public struct PageOutResult: Sendable, Hashable {
-    /// Address space advised (the anonymous regions' sizes).
-    public var advisedBytes: UInt64
-    /// Its swapped pages before and after (smaps_rollup `Swap`), and resident before and after.
-    public var swappedBefore: UInt64
-    public var swappedAfter: UInt64
-    public var residentBefore: UInt64
-    public var residentAfter: UInt64
-    /// Bytes written out to swap by this page-out.
-    public var writtenBytes: UInt64 { swappedAfter &- min(swappedBefore, swappedAfter) }
-}
-
-// MARK: The seams policies use
-
-extension Supervisor {
+extension Supervisor: SupervisedDevice {
     /// Every app as policies see it, in registration order: cheap (no timeline is copied).
     public func apps() -> [AppView] {
         order.compactMap { records[$0].map(view) }
@@ -205,6 +160,44 @@ extension Supervisor {
 
     /// The device's memory cgroup (nil without a budget).
     public nonisolated var deviceMemoryCgroup: String? { cgroups?.memoryGroup }
+
+    /// The pressure monitor's configuration (the device's cgroup set where there is a budget),
+    /// else the configured one, else the default.
+    public nonisolated var pressureConfiguration: PressureConfiguration {
+        pressureMonitor?.configuration ?? configuration.pressure ?? PressureConfiguration()
+    }
+
+    /// The device cgroup's working set against its budget (without a budget, the machine's
+    /// MemAvailable against MemTotal): `MemoryStatusReader`, read on the caller's thread.
+    public nonisolated func memoryStatus() throws(MemoryStatusError) -> MemoryStatus {
+        try memoryReader.read()
+    }
+
+    /// SwapTotal of the machine (`Swap.totalBytes`).
+    public nonisolated func swapTotalBytes() -> Result<UInt64, SystemCallError> {
+        Swap.totalBytes(procRoot: pressureConfiguration.procRoot)
+    }
+
+    /// Holds the kernel's OOM killer of the device's memory cgroup (`KernelOOMHold`, cgroup v1):
+    /// the cgroup held, or why not (`.noCgroup` without a budget). Held until
+    /// `setKernelOOMKillerHeld(false)`; the guardian releases it if the supervisor dies.
+    public nonisolated func holdKernelOOMKiller() -> Result<String, KernelOOMHold.Unavailable> {
+        let result = KernelOOMHold.engage(cgroup: deviceMemoryCgroup)
+        if case .success(let hold) = result { oomHold.withLock { $0 = hold } }
+        return result.map { _ in deviceMemoryCgroup ?? "" }
+    }
+
+    /// Holds the kernel's OOM killer again, or lets it act; nothing before it was held.
+    public nonisolated func setKernelOOMKillerHeld(_ held: Bool) -> SystemCallError? {
+        oomHold.withLock { $0 }?.set(disabled: held)
+    }
+
+    /// Whether a task of the device waits at its limit (`under_oom`); false before the killer
+    /// was held (nothing waits then: the kernel kills).
+    public nonisolated func isUnderOOM() throws(KernelOOMHold.ReadFailure) -> Bool {
+        guard let hold = oomHold.withLock({ $0 }) else { return false }
+        return try hold.isUnderOOM()
+    }
 
     /// Sends the app an app-defined command (the model app's `allocate N`, `release N`) and
     /// returns its answer.

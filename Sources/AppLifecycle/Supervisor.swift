@@ -3,6 +3,7 @@ import LifecycleProtocol
 import Pressure
 import PressureValues
 import RegionTags
+import Synchronization
 import LinuxSystem
 
 /// Supervises real app processes through the iOS lifecycle: the mechanism core.
@@ -12,16 +13,20 @@ import LinuxSystem
 /// app at a time), suspends and resumes them, times their background tasks, accounts their
 /// resource use per state and samples their footprint. It decides nothing about memory: the
 /// policies in `SupervisorConfiguration.policies` do (memory warnings on pressure, jetsam),
-/// through its seams — `apps()`, `kill(_:pid:reason:)`, `pressureEvents()`, `warn`, `record`.
+/// through the device they are given (`SupervisedDevice`, which the supervisor is) — `apps()`,
+/// `kill(_:pid:reason:expectedState:)`, `pressureEvents()`, `warn`, `memoryStatus()`, `record`.
 ///
-/// Where each part lives: public types in SupervisorTypes.swift and Errors.swift; the app
+/// This file is the core: its state, its start, its loops, its apps and the events it handles.
+/// Where the other parts live: public types in SupervisorTypes.swift and Errors.swift; the app
 /// record in AppRecord.swift; commands in Commands.swift (steps from LifecycleMachine.swift);
-/// every teardown (terminate, kill, abort, an overrun) in Teardown.swift; the control channel in
-/// Channel.swift; waiting and the per-app lock in Waiting.swift; accounting and sampling in
-/// Accounting.swift; suspension in Suspension.swift; background tasks in BackgroundTasks.swift;
-/// warnings and notifications in Messaging.swift; the seams for policies in Seams.swift; the
-/// admin socket in Admin.swift; the metrics it emits through swift-metrics (`SupervisorMetrics`)
-/// in Metrics.swift.
+/// every teardown (terminate, kill, abort, an overrun) in Teardown.swift; shutdown in
+/// Shutdown.swift; the log in SupervisorLog.swift; the control channels (`ControlChannels`) in
+/// Channel.swift; waiting in Waiting.swift and the per-app lock (`AppLocks`) in AppLocks.swift;
+/// accounting and sampling in Accounting.swift; suspension in Suspension.swift; background tasks
+/// in BackgroundTasks.swift; warnings and notifications in Messaging.swift; the device policies
+/// see in SupervisedDevice.swift and Seams.swift; the admin socket's protocol and client in
+/// Admin.swift, its serving (`AdminConnections`) in AdminServer.swift; the metrics it emits
+/// through swift-metrics (`SupervisorMetrics`) in Metrics.swift.
 ///
 /// A background task still running `backgroundTaskLimit` seconds after the app entered the
 /// background is first expired (its handler runs `expirationWarning` seconds before the limit),
@@ -52,7 +57,7 @@ public actor Supervisor {
     public nonisolated let recovered: [String]
     /// What its shutdown could not clean up (processes still running, cgroups it could not
     /// remove, connections that did not close), one line each; empty after a clean shutdown.
-    public private(set) var leftovers: [String] = []
+    public internal(set) var leftovers: [String] = []
     /// The supervisor's own inbox: socket events, exits, pressure changes, timers. Unbounded on
     /// purpose: an exit or a closed connection must never be dropped (an app would stay
     /// "running" forever), and what arrives is bounded by what the supervisor itself started
@@ -60,22 +65,26 @@ public actor Supervisor {
     let events: AsyncStream<Event>.Continuation
     /// The pressure monitor (when pressure is watched): policies subscribe to it directly.
     nonisolated let pressureMonitor: PressureMonitor?
+    /// The device's memory: its cgroup's working set against its budget, or the machine's.
+    nonisolated let memoryReader: MemoryStatusReader
+    /// The kernel's OOM killer of the device cgroup, once a policy held it.
+    let oomHold = Mutex<KernelOOMHold?>(nil)
     var loopTasks: [Task<Void, Never>] = []
     var policyTasks: [Task<Void, Never>] = []
     var records: [String: AppRecord] = [:]
     var order: [String] = []
-    var connections: [Int32: String] = [:]  // fd -> app
+    /// The apps' control channels: which app each connection speaks for.
+    var channels = ControlChannels()
     var logEvents: BoundedLog<SupervisorEvent>
     let logSubscribers = Subscribers<SupervisorEvent>()
     let sampleSubscribers = Subscribers<AppView>()
     var waiters: [Waiter] = []
     var nextWaiter = 0
-    var lockedApps: Set<String> = []
-    var lockQueues: [String: [CheckedContinuation<Void, Never>]] = [:]
+    /// Each app's command lock: one command per app at a time, the others waiting in order.
+    var locks = AppLocks()
     var nextCommandID = 0
-    /// Admin connections: their requests are answered one at a time, in order, and the
-    /// descriptor is closed only after the last answer was written.
-    var adminConnections: [Int32: AdminConnection] = [:]
+    /// The admin socket's connections.
+    var adminConnections = AdminConnections()
     var drainWaiters: [CheckedContinuation<Void, Never>] = []
     /// Where the supervisor is in its life: commands start only while it is running.
     var phase = Phase.running
@@ -83,26 +92,6 @@ public actor Supervisor {
     var shutdownTask: Task<Void, Never>?
     /// The metrics it emits (`SupervisorMetrics`), through the factory current when it was made.
     let metrics = SupervisorMetricsRecorder()
-
-    /// The serial number of the last admin connection accepted (a descriptor is reused, a
-    /// connection's number is not).
-    var nextAdminConnection = 0
-    /// Admin connections refused because `maximumAdminConnections` were open.
-    var refusedAdminConnections = 0
-
-    struct AdminConnection {
-        var id: Int
-        /// Complete requests received so far (for the idle timeout).
-        var activity = 0
-        var pending: [String] = []
-        var busy = false
-        var closed = false
-        /// The pending idle check (a task asleep for `adminIdleTimeout`): one per connection,
-        /// cancelled when the next is scheduled or the connection goes, so that what the
-        /// checks hold is bounded by the open connections, not by the requests of the last
-        /// `adminIdleTimeout` seconds.
-        var idleCheck: Task<Void, Never>?
-    }
 
     enum Phase {
         /// Commands start.
@@ -233,6 +222,7 @@ public actor Supervisor {
         } else {
             pressureMonitor = nil
         }
+        memoryReader = MemoryStatusReader(cgroup: cgroups?.memoryGroup, procRoot: configuration.pressure?.procRoot ?? "/proc")
         let monitor = pressureMonitor
         for line in recovered { logEvents.append(SupervisorEvent(t: 0, .recovered(line))) }
         Task { await self.startLoops(stream, adminStream, monitor) }
@@ -293,7 +283,7 @@ public actor Supervisor {
         }
         guard phase == .running else { return }
         for policy in configuration.policies {
-            policyTasks.append(Task { await policy.run(self) })
+            policyTasks.append(Task { await policy.run(self as any SupervisedDevice) })
         }
     }
 
@@ -313,44 +303,6 @@ public actor Supervisor {
     /// Whether shutdown (or an abort) has begun: no command starts any more.
     var isStopping: Bool { phase != .running }
 
-    // MARK: Log
-
-    /// The log, oldest first (at most `logLimit` events: the newest).
-    public var log: [SupervisorEvent] { logEvents.all }
-
-    /// How many of the oldest events the bounded log has let go.
-    public var droppedLogEvents: Int { logEvents.dropped }
-
-    /// Every log event from now on (with `replaying`, the log so far first), until shutdown;
-    /// after it, a finished stream. A consumer that falls more than `logLimit` events behind
-    /// loses the oldest of them (the stream keeps the newest); one that stops reading (its
-    /// stream dropped, its task cancelled) is forgotten.
-    public func logStream(replaying: Bool = false) -> AsyncStream<SupervisorEvent> {
-        let (stream, continuation) = AsyncStream<SupervisorEvent>.makeStream(bufferingPolicy: .bufferingNewest(configuration.logLimit))
-        if replaying { for e in logEvents.all { continuation.yield(e) } }
-        if phase == .closed {
-            continuation.finish()
-        } else {
-            logSubscribers.add(continuation)
-        }
-        return stream
-    }
-
-    /// How many consumers read the log and the samples now.
-    nonisolated package var streamConsumers: (log: Int, samples: Int) { (logSubscribers.count, sampleSubscribers.count) }
-
-    /// Appends an event to the log (policies record their decisions here, beside the core's).
-    public func record(_ e: SupervisorEvent) {
-        metrics.observe(e)
-        logEvents.append(e)
-        logSubscribers.yield(e)
-    }
-
-    /// Records what happened to the app (stamped now, with its current PID).
-    func record(_ payload: SupervisorEvent.Payload, _ a: AppRecord? = nil) {
-        record(SupervisorEvent(t: now(), app: a?.name, pid: a?.pid, payload))
-    }
-
     // MARK: Apps
 
     public func register(_ spec: AppSpec) throws(SupervisorError) {
@@ -363,7 +315,7 @@ public actor Supervisor {
         guard records[spec.name] == nil else { throw .alreadyRegistered(spec.name) }
         if records.count >= configuration.maximumApps {
             // Bounded: the app not running that has been idle longest makes room.
-            let idle = records.values.filter { $0.state == .notRunning && !lockedApps.contains($0.name) }
+            let idle = records.values.filter { $0.state == .notRunning && !locks.isHeld($0.name) }
             guard let oldest = idle.min(by: { ($0.stateSince, $0.name) < ($1.stateSince, $1.name) }) else {
                 throw .tooManyApps(limit: configuration.maximumApps)
             }
@@ -395,7 +347,7 @@ public actor Supervisor {
     /// accounting, its timeline and its metrics go; its name can be registered anew.
     public func forget(_ name: String) throws(SupervisorError) {
         let a = try app(name)
-        guard a.state == .notRunning, a.process == nil, !lockedApps.contains(name) else {
+        guard a.state == .notRunning, a.process == nil, !locks.isHeld(name) else {
             throw .wrongState(app: name, state: a.state, operation: .forget)
         }
         forgetRecord(name)
@@ -405,7 +357,7 @@ public actor Supervisor {
     private func forgetRecord(_ name: String) {
         records[name] = nil
         order.removeAll { $0 == name }
-        lockQueues[name] = nil
+        locks.forget(name)
         metrics.forget(name)
         // Waiters on a forgotten app would never be resumed by its events: they end now.
         var i = 0
@@ -526,110 +478,5 @@ public actor Supervisor {
         } catch {
             record(SupervisorEvent(t: now(), .error(.runRecord(path: "\(lock.directory)/\(RuntimeLock.fileName)", cause: "\(error)"))))
         }
-    }
-
-    // MARK: Shutdown
-
-    /// Ends everything at once, for an interrupted run (Ctrl-C): the policies stop, every app is
-    /// killed through its pidfd (no callbacks, no waiting behind a command), then the cleanup
-    /// of `shutdown()`. No command starts once it has begun.
-    public func abort() async {
-        if phase == .running { phase = .stopping }
-        for t in policyTasks { t.cancel() }
-        for name in order {
-            guard let a = records[name], var t = teardown(of: a, as: .expected(nil)) else { continue }
-            do {
-                try await carryOut(Teardown.abort, on: a, &t)
-            } catch {
-                record(.error(.abort(cause: "\(error)")), a)
-            }
-        }
-        for name in order where records[name]?.process != nil {
-            _ = await waitFor(name, timeout: 5) { !$0.alive }
-        }
-        await shutdown()
-    }
-
-    /// Stops the policies, terminates every app, closes every connection, removes the cgroups,
-    /// the sockets and the runtime directory. No command starts once it has begun (one that
-    /// waited for its app's lock is refused when it gets it): they fail with `.shuttingDown`.
-    public func shutdown() async {
-        // Once: a second caller (an abort racing the end of a run) waits for the first.
-        if let running = shutdownTask {
-            await running.value
-            return
-        }
-        let task = Task { await self.shutdownOnce() }
-        shutdownTask = task
-        await task.value
-    }
-
-    private func shutdownOnce() async {
-        if phase == .running { phase = .stopping }
-        for t in policyTasks { t.cancel() }
-        for t in policyTasks { await t.value }
-        policyTasks.removeAll()
-        for name in order {
-            do {
-                try await run(.terminate, name, byShutdown: true)
-            } catch {
-                record(SupervisorEvent(t: now(), app: name, .error(.shutdown(cause: "\(error)"))))
-                leftovers.append("\(name): \(error)")
-            }
-        }
-        phase = .closed
-        metrics.close(at: now())
-        pressureMonitor?.stop()
-        for t in loopTasks { t.cancel() }
-        socket.close()
-        admin?.close()
-        // Each connection's reader sees the shutdown and reports it closed; its descriptor is
-        // closed then (an admin one after its last answer). Wait for that, briefly.
-        for fd in connections.keys { ControlSocket.disconnect(fd) }
-        for fd in adminConnections.keys { ControlSocket.disconnect(fd) }
-        await waitForConnectionsClosed(timeout: 1)
-        if !connections.isEmpty || !adminConnections.isEmpty {
-            let fault = SupervisorFault.connectionsNotClosed(count: connections.count + adminConnections.count)
-            record(SupervisorEvent(t: now(), .error(fault)))
-            leftovers.append(fault.description)
-        }
-        adminEvents.finish()
-        for failure in cgroups?.removeAll() ?? [] {
-            record(SupervisorEvent(t: now(), .error(.cgroupRemoval(cause: "\(failure)"))))
-            leftovers.append("\(failure)")
-        }
-        if let failure = guardian.failure {
-            leftovers.append(failure)
-        }
-        if let ending = guardian.dismiss() { leftovers.append(ending) }
-        logSubscribers.finishAll()
-        sampleSubscribers.finishAll()
-        events.finish()
-        // The apps' output files (removed as each run ended; any left now), then the lock, then
-        // the directory.
-        output.stop()
-        lock.release()
-        rmdir(runtimeDirectory)
-    }
-
-    private func waitForConnectionsClosed(timeout: Double) async {
-        guard !connections.isEmpty || !adminConnections.isEmpty else { return }
-        await withCheckedContinuation { continuation in
-            drainWaiters.append(continuation)
-            Task { [weak self] in
-                do { try await Task.sleep(for: Seconds.duration(timeout)) } catch { return }
-                await self?.resumeDrainWaiters()
-            }
-        }
-    }
-
-    func connectionClosed() {
-        if connections.isEmpty && adminConnections.isEmpty { resumeDrainWaiters() }
-    }
-
-    private func resumeDrainWaiters() {
-        let w = drainWaiters
-        drainWaiters = []
-        for c in w { c.resume() }
     }
 }

@@ -165,7 +165,7 @@ extension SupervisorFault: CustomStringConvertible {
         case .othersRunOn(let cause): "\(cause): they run on, outside the supervisor's control"
         case .runRecord(let path, let cause): "cannot update \(path): \(cause)"
         case .abort(let cause): "abort: \(cause)"
-        case .connectionsNotClosed(let count): "\(count) connection(s) not closed 1 s after shutdown"
+        case .connectionsNotClosed(let count): "\(count) connection(s) not closed \(Int(SupervisorFault.connectionCloseTimeout)) s after shutdown"
         case .adminAnswerThread(let cause): "admin connection dropped: cannot start a thread to answer on: \(cause)"
         case .adminConnectionsFull(let limit, let refused): "admin connection refused: \(limit) open already (\(refused) refused so far)"
         }

@@ -5,6 +5,10 @@ import LinuxSystem
 /// what it was acting on, and the failure's own words where it came from below (`cause`: a
 /// cgroup's, a system call's or a launch's error, as it describes itself).
 public enum SupervisorFault: Sendable, Hashable {
+    /// How long a shutdown waits for the connections it closed to be reported closed by their
+    /// readers (each is quick; a very busy machine can take seconds).
+    public static let connectionCloseTimeout: Double = 10
+
     /// Stopping the app (SIGSTOP to its processes, or its freezer group) failed.
     case suspend(cause: String)
     /// Letting it run again (SIGCONT) failed.
@@ -42,7 +46,7 @@ public enum SupervisorFault: Sendable, Hashable {
     case abort(cause: String)
     /// The shutdown could not terminate an app.
     case shutdown(cause: String)
-    /// Connections still open a second after the shutdown closed them.
+    /// Connections still open `connectionCloseTimeout` seconds after the shutdown closed them.
     case connectionsNotClosed(count: Int)
     /// An admin connection was dropped: no thread could be had to answer on it.
     case adminAnswerThread(cause: String)

@@ -184,6 +184,16 @@ public struct FootprintSample: Sendable, Hashable, Codable {
     public var dirtyBytes: UInt64
     public var purgeableBytes: UInt64
     public var swappedBytes: UInt64
+
+    public init(t: Double, state: LifecycleState, footprintBytes: UInt64, residentBytes: UInt64, dirtyBytes: UInt64, purgeableBytes: UInt64, swappedBytes: UInt64) {
+        self.t = t
+        self.state = state
+        self.footprintBytes = footprintBytes
+        self.residentBytes = residentBytes
+        self.dirtyBytes = dirtyBytes
+        self.purgeableBytes = purgeableBytes
+        self.swappedBytes = swappedBytes
+    }
 }
 
 /// An app's accounting: per state (keyed by state name), and its footprint timeline.
@@ -232,6 +242,33 @@ public struct AppView: Sendable, Hashable {
     /// The lifecycle callbacks delivered to the app and not yet acknowledged: an app in
     /// didEnterBackground is saving its state.
     public var callbacksInProgress: Set<LifecycleCallback>
+
+    /// A view of an app (a device other than the supervisor makes them: TestSupport's fake).
+    public init(
+        name: String, pid: Int32?, generation: Int, state: LifecycleState, secondsInState: Double, secondsSinceBackgrounded: Double? = nil,
+        secondsSinceActive: Double? = nil, secondsSinceLaunch: Double? = nil, activations: Int = 0, launches: Int = 1,
+        latest: FootprintSample? = nil, sampleAgeSeconds: Double? = nil, lifetimeMaxFootprintBytes: UInt64 = 0, launchToReadySeconds: [Double] = [],
+        isClient: Bool = true, backgroundStay: Int = 0, isDying: Bool = false, callbacksInProgress: Set<LifecycleCallback> = []
+    ) {
+        self.name = name
+        self.pid = pid
+        self.generation = generation
+        self.state = state
+        self.secondsInState = secondsInState
+        self.secondsSinceBackgrounded = secondsSinceBackgrounded
+        self.secondsSinceActive = secondsSinceActive
+        self.secondsSinceLaunch = secondsSinceLaunch
+        self.activations = activations
+        self.launches = launches
+        self.latest = latest
+        self.sampleAgeSeconds = sampleAgeSeconds
+        self.lifetimeMaxFootprintBytes = lifetimeMaxFootprintBytes
+        self.launchToReadySeconds = launchToReadySeconds
+        self.isClient = isClient
+        self.backgroundStay = backgroundStay
+        self.isDying = isDying
+        self.callbacksInProgress = callbacksInProgress
+    }
 }
 
 /// Why the supervisor killed an app without notice (as XNU's JetsamEvent reasons name them;
@@ -245,10 +282,13 @@ public enum KillReason: String, Sendable, Hashable, Codable, CaseIterable, Custo
     public var description: String { rawValue }
 }
 
+/// Which apps a memory warning or notification goes to.
+public enum AppTarget: Sendable, Hashable {
+    case all
+    case app(String)
+}
+
 extension Supervisor {
-    /// Which apps a memory warning or notification goes to.
-    public enum Target: Sendable, Hashable {
-        case all
-        case app(String)
-    }
+    /// Which apps a memory warning or notification goes to (`AppTarget`).
+    public typealias Target = AppTarget
 }

@@ -57,36 +57,7 @@ extension Supervisor {
     /// What the app's waiters test: its record's fields, and how many commands wait for its lock.
     private func condition(of a: AppRecord) -> AppCondition {
         var c = a.condition
-        c.queuedCommands = lockQueues[a.name]?.count ?? 0
+        c.queuedCommands = locks.queued(a.name)
         return c
-    }
-
-    /// Takes the app's command lock, waiting (in order) behind the command that holds it.
-    func lock(_ name: String) async {
-        guard lockedApps.contains(name) else {
-            lockedApps.insert(name)
-            return
-        }
-        await withCheckedContinuation {
-            lockQueues[name, default: []].append($0)
-            checkWaiters(name)
-        }
-    }
-
-    /// Waits until at least `count` commands wait for the app's lock (behind the one holding
-    /// it); false after `timeout` seconds. For tests that must know a command is queued.
-    package func waitForQueuedCommands(_ name: String, count: Int, timeout: Double) async -> Bool {
-        await waitFor(name, timeout: timeout) { $0.queuedCommands >= count }
-    }
-
-    /// Hands the lock to the next waiting command, or frees it.
-    func unlock(_ name: String) {
-        if var queue = lockQueues[name], !queue.isEmpty {
-            let next = queue.removeFirst()
-            lockQueues[name] = queue.isEmpty ? nil : queue
-            next.resume()
-        } else {
-            lockedApps.remove(name)
-        }
     }
 }

@@ -47,6 +47,13 @@ public struct PressureWake: Sendable, Hashable {
     public var events: [String]
     /// The merged level after the sources read.
     public var level: PressureLevel
+
+    public init(time: Double, wakeup: PressureWakeup, events: [String], level: PressureLevel) {
+        self.time = time
+        self.wakeup = wakeup
+        self.events = events
+        self.level = level
+    }
 }
 
 /// Where pressure can be read, whether this machine offers it, how the monitor hears of it and

@@ -129,11 +129,17 @@ struct ScenarioInterruptionTests {
             steps: [.activate("A"), .activate("B"), .background("B", waitForSuspension: true), .wait(seconds: 600), .terminate("A")])
         let (events, continuation) = AsyncStream<SupervisorEvent>.makeStream()
         let run = Task {
-            try await scenario.run(executableDirectory: buildDirectory) { continuation.yield($0) }
+            defer { continuation.finish() }
+            return try await scenario.run(executableDirectory: buildDirectory) { continuation.yield($0) }
         }
-        // Wait for the real event: B suspended (the scenario is then in its long wait).
-        let suspended = await first(of: events, within: 60) { $0.app == "B" && $0.kind == .state && $0.to == .suspended }
-        try #require(suspended != nil, "B never suspended")
+        // Wait for the real event: B suspended (the scenario is then in its long wait). A
+        // scenario that ends before (it failed) ends the stream: said with what it returned.
+        let suspended = await first(of: events, within: 300) { $0.app == "B" && $0.kind == .state && $0.to == .suspended }
+        if suspended == nil {
+            run.cancel()
+            Issue.record("B never suspended; the scenario: \(await run.result)")
+            return
+        }
         run.cancel()
         let log = try await run.value
         #expect(log.errors.contains { $0.hasPrefix("interrupted") }, "\(log.errors)")

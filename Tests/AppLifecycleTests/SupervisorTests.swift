@@ -17,6 +17,13 @@ func configuration(_ change: (inout SupervisorConfiguration) -> Void = { _ in })
     var c = SupervisorConfiguration()
     c.executableDirectory = buildDirectory
     c.sampleInterval = 0
+    // Room for a machine much busier than a device: a debug build of the model app, started
+    // beside the rest of the suite and two CPU-bound processes (`make test-stress`), can take
+    // more than the defaults (10, 30 and 5 s) to connect, launch or answer. A test of a timeout
+    // sets its own.
+    c.connectTimeout = 60
+    c.launchTimeout = 120
+    c.callbackTimeout = 30
     change(&c)
     return c
 }

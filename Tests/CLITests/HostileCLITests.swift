@@ -16,7 +16,7 @@ struct HostileCLITests {
         let runtime = "\(dir.path)/rt"
         // The supervisor runs with 32 descriptors: a few connections exhaust them (EMFILE).
         _ = try await Subprocess.run(
-            .path("/bin/sh"), arguments: ["-c", #"ulimit -n 32 && exec "$0" supervise --dir "$1""#, buildDirectory + "/mempressure", runtime],
+            .path("/bin/sh"), arguments: ["-c", #"ulimit -n 32 && exec "$0" supervise --dir "$1" 2>"$2""#, buildDirectory + "/mempressure", runtime, "\(dir.path)/stderr"],
             input: .none, output: .sequence, error: .discarded
         ) { execution in
             var lines = execution.standardOutput.strings().makeAsyncIterator()
@@ -41,7 +41,7 @@ struct HostileCLITests {
             }
             #expect(held.0 > 32, "more connections were made than the supervisor has descriptors: \(held)")
             let apps = try await runMempressure(["apps", "--dir", runtime, "--json", "--timeout", "60"])
-            #expect(apps.status == 0, "\(apps.standardError)")
+            #expect(apps.status == 0, "\(apps.standardError); the supervisor's standard error: \(String(decoding: (try? ProcFS.readBytes("\(dir.path)/stderr")) ?? [], as: UTF8.self))")
             #expect(apps.standardOutput == "[]\n" || apps.standardOutput.hasPrefix("["), "\(apps.standardOutput)")
             try execution.send(signal: .terminate)
             while let _ = try await lines.next() {}
@@ -76,7 +76,7 @@ struct HostileCLITests {
         let device = (budget ? #""budgetBytes": 268435456, "# : "") + (freezer ? #""suspendWith": "freezer", "# : "")
         let scenarios = [
             ("badname", #"{\#(device)"apps": [{"name": "..", "command": ["/bin/true"]}], "steps": [{"launch": ".."}]}"#, "app name \"..\" is not valid"),
-            ("missing", #"{\#(device)"apps": [{"name": "M", "command": ["/nonexistent/program"]}, {"name": "S", "command": ["/bin/sleep", "600"], "client": false}], "steps": [{"launch": "S"}, {"launch": "M"}]}"#, "cannot launch /nonexistent/program: no such file"),
+            ("missing", #"{\#(device)"apps": [{"name": "M", "command": ["/nonexistent/program"]}, {"name": "S", "command": ["/bin/sleep", "31995"], "client": false}], "steps": [{"launch": "S"}, {"launch": "M"}]}"#, "cannot launch /nonexistent/program: no such file"),
         ]
         for (label, text, message) in scenarios {
             try writeText(text, to: "\(dir.path)/\(label).json")
@@ -106,8 +106,9 @@ struct HostileCLITests {
                 }
                 let argv = cmdline.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
                 let alive = try ChildSignals.isAlive(p)
-                let ours = argv == ["/bin/sleep", "600"] && alive
-                #expect(!ours, "\(label): a sleep 600 of the run is still running (pid \(p))")
+                // A duration no other test uses (tests run side by side).
+                let ours = argv == ["/bin/sleep", "31995"] && alive
+                #expect(!ours, "\(label): the run's sleep 31995 is still running (pid \(p))")
             }
         }
     }

@@ -154,7 +154,8 @@ private func blockingExchange(port: Int, _ request: [UInt8], halfClose: Bool) ->
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
-    var timeout = timeval(tv_sec: 30, tv_usec: 0)
+    // A scrape of the whole machine from a debug build on a very busy machine can take tens of seconds.
+    var timeout = timeval(tv_sec: 120, tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)

@@ -23,12 +23,15 @@ private let prometheusInstalled = installed("prometheus") && installed("promtool
             let exporter = try ExporterProcess(["--log-level", "debug"])
             defer { exporter.stop() }
             let port = try freePort()
+            // A scrape reads every process of the machine: on a busy machine (a debug build,
+            // both CPUs taken) it can take seconds, and a timed-out scrape is `up 0`: Prometheus'
+            // own default timeout, 10 s, is given.
             try writeText(
                 """
                 global:
-                  scrape_interval: 1s
-                  scrape_timeout: 1s
-                  evaluation_interval: 1s
+                  scrape_interval: 10s
+                  scrape_timeout: 10s
+                  evaluation_interval: 10s
                 scrape_configs:
                   - job_name: mempressure
                     static_configs:

@@ -30,6 +30,10 @@ func supervisor(budgetMB: Int, _ jetsam: JetsamConfiguration, callbackTimeout: D
     var c = SupervisorConfiguration()
     c.pressure = pressure
     if let callbackTimeout { c.callbackTimeout = callbackTimeout }
+    // A busy machine (the suite beside two CPU-bound processes) can start a debug build of the
+    // model app more slowly than the defaults allow.
+    c.connectTimeout = 60
+    c.launchTimeout = 120
     c.executableDirectory = buildDirectory
     c.budgetBytes = budgetMB << 20
     c.backgroundTaskLimit = 600

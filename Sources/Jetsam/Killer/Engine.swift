@@ -11,9 +11,9 @@ import Synchronization
 actor JetsamEngine {
     let configuration: JetsamConfiguration
     let policy: JetsamPolicy
-    let supervisor: Supervisor
+    /// The device it decides for: everything it reads and does goes through it.
+    let device: any SupervisedDevice
     unowned let killer: JetsamKiller
-    let reader: MemoryStatusReader
     /// The thresholds the one judgement of memory holds readings against (the supervisor's
     /// pressure configuration: the monitor's, so that its events and this agree).
     let pressureConfiguration: PressureConfiguration
@@ -34,9 +34,9 @@ actor JetsamEngine {
     /// and not killed in their stead, until they leave it.
     var frozen: Set<StayKey> = []
     var saidNoSwap = false
-    /// The kernel's OOM killer held for this device (cgroup v1), and whether it is let act
+    /// Whether the device's kernel OOM killer is held (cgroup v1), and whether it is let act
     /// now (jetsam had nothing left to kill).
-    var kernelHold: KernelOOMHold?
+    var holdsKernelOOMKiller = false
     var kernelHoldReleased = false
     /// A task of the device is waiting at the limit (the hold's `under_oom`): as critical as
     /// pressure gets, whatever the level says.
@@ -86,12 +86,11 @@ actor JetsamEngine {
         var hasReading: Bool
     }
 
-    init(configuration: JetsamConfiguration, supervisor: Supervisor, killer: JetsamKiller, pressure: PressureConfiguration) {
+    init(configuration: JetsamConfiguration, device: any SupervisedDevice, killer: JetsamKiller, pressure: PressureConfiguration) {
         self.configuration = configuration
         policy = configuration.rankingPolicy
-        self.supervisor = supervisor
+        self.device = device
         self.killer = killer
-        reader = MemoryStatusReader(cgroup: supervisor.deviceMemoryCgroup, procRoot: pressure.procRoot)
         pressureConfiguration = pressure
     }
 
@@ -136,10 +135,10 @@ actor JetsamEngine {
     /// Holds the kernel's OOM killer of the device cgroup (see `KernelOOMHold`), or says why not.
     func holdKernelOOMKiller() async {
         guard configuration.holdKernelOOMKiller else { return }
-        switch KernelOOMHold.engage(cgroup: reader.cgroup) {
-        case .success(let hold):
-            kernelHold = hold
-            await record(.note(.kernelOOMKillerHeld(cgroup: reader.cgroup ?? "?")))
+        switch await device.holdKernelOOMKiller() {
+        case .success(let cgroup):
+            holdsKernelOOMKiller = true
+            await record(.note(.kernelOOMKillerHeld(cgroup: cgroup)))
         case .failure(.noCgroup):
             return  // the whole machine: nothing to hold, nothing to say
         case .failure(let why):
@@ -178,7 +177,7 @@ actor JetsamEngine {
 
     /// Records what jetsam did or says in the supervisor's log.
     func record(_ r: PolicyRecord, app: String? = nil, pid: Int32? = nil) async {
-        await supervisor.record(SupervisorEvent(t: await supervisor.now(), app: app, pid: pid, .policy(r)))
+        await device.record(SupervisorEvent(t: await device.now(), app: app, pid: pid, .policy(r)))
     }
 }
 

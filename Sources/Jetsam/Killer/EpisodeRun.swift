@@ -25,7 +25,7 @@ extension JetsamEngine {
             // Nothing to do: enough is free (pressure from page cache alone, say).
             guard status.availableBytes < target else { return }
         }
-        let logNow = await supervisor.now()
+        let logNow = await device.now()
         let eventT = logNow - (monotonicSeconds() - trigger.time)
         let apps = await snapshots().map(\.snapshot)
         episodeCount += 1
@@ -39,9 +39,9 @@ extension JetsamEngine {
                       residentBytes: $0.residentBytes, lifetimeMaxFootprintBytes: max($0.lifetimeMaxFootprintBytes, $0.footprintBytes),
                       secondsInState: $0.secondsInState, isProtected: $0.isProtected)
             },
-            timeline: [], victims: [], freezes: [], decisions: [], kernelOOMKillsBefore: await supervisor.kernelOOMKills(),
+            timeline: [], victims: [], freezes: [], decisions: [], kernelOOMKillsBefore: await device.kernelOOMKills(),
             kernelOOMKillsAfter: nil, outcome: .stillShort)
-        ep.memoryOutsideAppsBytes = await supervisor.memoryOutsideApps()
+        ep.memoryOutsideAppsBytes = await device.memoryOutsideApps()
         ep.timeline.append(await entry(.measure, bytes: status.availableBytes, "\(Format.bytes(status.availableBytes)) available of \(Format.bytes(status.budgetBytes)); target \(Format.bytes(target)) (\(status.source))"))
         if let forced { ep.timeline.append(await entry(.note, forced)) }
 
@@ -51,8 +51,8 @@ extension JetsamEngine {
             // The warnings go out while the grace runs, and their acknowledgements are not waited
             // for: an app that cannot answer yet (inside another callback, or stalled at the
             // limit) holds up neither the grace nor a critical turn.
-            let warned = await supervisor.warn(.all, waitForAcknowledgements: false)
-            let views = await supervisor.apps()
+            let warned = await device.warn(.all, waitForAcknowledgements: false)
+            let views = await device.apps()
             for name in warned { ep.timeline.append(await entry(.warning, app: name, pid: views.first { $0.name == name }?.pid, "memory warning sent")) }
             for v in views where v.state == .suspended { ep.timeline.append(await entry(.warning, app: v.name, pid: v.pid, "not sent: suspended")) }
             let graceStarted = monotonicSeconds()
@@ -65,7 +65,7 @@ extension JetsamEngine {
 
         // 2. Freeze-dry the small suspended apps (as they are now, after the grace).
         if configuration.freezeDryBelowBytes > 0, !Task.isCancelled {
-            switch Swap.totalBytes() {
+            switch await device.swapTotalBytes() {
             case .failure(let error):
                 ep.timeline.append(await entry(.note, "cannot tell whether there is swap (\(error)): no freeze-dry in this episode"))
             case .success(0):
@@ -79,7 +79,7 @@ extension JetsamEngine {
                 for (v, a) in await snapshots() where a.state == .suspended && !a.isProtected && a.footprintBytes > 0
                     && a.footprintBytes < configuration.freezeDryBelowBytes && !Task.isCancelled {
                     do {
-                        let r = try await supervisor.pageOut(a.name, pid: a.pid, expectedState: .suspended)
+                        let r = try await device.pageOut(a.name, pid: a.pid, expectedState: .suspended)
                         frozen.insert(Self.stay(v))
                         froze = true
                         ep.freezes.append(.init(name: a.name, pid: a.pid, footprintBytes: a.footprintBytes, bytes: r.writtenBytes, residentBefore: r.residentBefore, residentAfter: r.residentAfter))
@@ -121,7 +121,7 @@ extension JetsamEngine {
                 ep.decisions.append(.init(input: input, victim: nil, note: decision.explanation))
                 outcome = .nothingLeftToKill(shortByBytes: target - min(target, status.availableBytes), explanation: decision.explanation)
                 ep.timeline.append(await entry(.note, outcome?.description ?? ""))
-                if let released = releaseKernelHold() { ep.timeline.append(await entry(.note, released)) }
+                if let released = await releaseKernelHold() { ep.timeline.append(await entry(.note, released)) }
                 break
             }
             let v = victim.snapshot
@@ -197,12 +197,12 @@ extension JetsamEngine {
 
     /// A monotonic time (a KillReceipt's `signalledAt`) on the supervisor's log clock.
     func logTime(ofMonotonic t: Double) async -> Double {
-        await supervisor.now() - (monotonicSeconds() - t)
+        await device.now() - (monotonicSeconds() - t)
     }
 
     /// A timeline entry, stamped with the supervisor's log clock.
     func entry(_ kind: JetsamEpisode.EntryKind, app: String? = nil, pid: Int32? = nil, bytes: UInt64? = nil, _ detail: String) async -> JetsamEpisode.Entry {
-        JetsamEpisode.Entry(t: await supervisor.now(), kind: kind, app: app, pid: pid, bytes: bytes, detail: detail)
+        JetsamEpisode.Entry(t: await device.now(), kind: kind, app: app, pid: pid, bytes: bytes, detail: detail)
     }
 
     func close(_ ep: inout JetsamEpisode, _ status: MemoryStatus) async {
@@ -210,12 +210,12 @@ extension JetsamEngine {
         if !lastEpisodeRecovered, !Task.isCancelled {
             // Still short, whatever stopped it: no new episode until something changes.
             let levelNow = level
-            let stuck = (apps: Self.signature(await supervisor.apps()), severity: severity(status))
+            let stuck = (apps: Self.signature(await device.apps()), severity: severity(status))
             if level == levelNow { stuckWith = stuck }  // a change of level meanwhile clears it
         }
-        ep.end = await supervisor.now()
+        ep.end = await device.now()
         ep.memoryAfter = status
-        ep.kernelOOMKillsAfter = await supervisor.kernelOOMKills()
+        ep.kernelOOMKillsAfter = await device.kernelOOMKills()
         ep.markNeeded()
         await keep(ep)
     }

@@ -73,16 +73,16 @@ public final class JetsamKiller: SupervisorPolicy {
         for s in subscribers { s.yield(episode) }
     }
 
-    public func run(_ supervisor: Supervisor) async {
-        let pressure = await supervisor.configuration.pressure ?? PressureConfiguration()
-        let engine = JetsamEngine(configuration: configuration, supervisor: supervisor, killer: self, pressure: pressure)
-        let samples = await supervisor.samples()
-        let events = supervisor.pressureEvents()
-        let wakes = supervisor.pressureWakes()
-        await engine.sayHowWoken(await supervisor.pressureSources, pollInterval: pressure.pollInterval)
+    public func run(_ device: any SupervisedDevice) async {
+        let pressure = device.pressureConfiguration
+        let engine = JetsamEngine(configuration: configuration, device: device, killer: self, pressure: pressure)
+        let samples = await device.samples()
+        let events = device.pressureEvents()
+        let wakes = device.pressureWakes()
+        await engine.sayHowWoken(await device.pressureSources, pollInterval: pressure.pollInterval)
         // Events are changes of level: a device already under pressure when the killer starts
         // would never send one. Start from the level now.
-        if let level = supervisor.pressureLevel, level >= .warning {
+        if let level = device.pressureLevel, level >= .warning {
             await engine.pressure(EpisodeTrigger(level: level, source: .jetsam, detail: "pressure was \(level) when jetsam started", time: monotonicSeconds(), wakeup: .poll))
         }
         await engine.holdKernelOOMKiller()

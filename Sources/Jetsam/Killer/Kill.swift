@@ -28,10 +28,10 @@ extension JetsamEngine {
     /// larger of the two, as others' growth only hides some. `before` is what was free when the
     /// decision was made: not measured again here, the SIGKILL would wait for it.
     func killAndMeasure(_ name: String, pid: Int32, state: LifecycleState, reason: KillReason, before: MemoryStatus, what: String) async throws(SupervisorError) -> KillOutcome {
-        let receipt = try await supervisor.kill(name, pid: pid, reason: reason, expectedState: state)
+        let receipt = try await device.kill(name, pid: pid, reason: reason, expectedState: state)
         let killedAt = await logTime(ofMonotonic: receipt.signalledAt)
         let atOnce = await measure()
-        let exited = await supervisor.waitForExit(name, pid: pid, timeout: configuration.cooldownSeconds)
+        let exited = await device.waitForExit(name, pid: pid, timeout: configuration.cooldownSeconds)
         let final = await measure()
         var reclaimed: UInt64 = 0
         for case .measured(let m) in [atOnce, final] {

@@ -25,7 +25,7 @@ extension JetsamEngine {
         }
         // The streamed reading may be behind: decide on a fresh one.
         let checkedAt = monotonicSeconds()
-        guard let v = await supervisor.refreshSample(streamed.name), let pid = v.pid, !v.isDying, v.generation == streamed.generation,
+        guard let v = await device.refreshSample(streamed.name), let pid = v.pid, !v.isDying, v.generation == streamed.generation,
             let latest = v.latest, let (bytes, limitBytes, which) = over(v)
         else { return }
         // Inside didEnterBackground the app is saving its state: not now (the sample taken as it
@@ -34,12 +34,12 @@ extension JetsamEngine {
         if limit.soft == true {
             guard softWarned.insert(run).inserted else { return }
             await record(.softLimitWarning(LimitRecord(limit: which, footprintBytes: bytes, limitBytes: limitBytes)), app: v.name, pid: pid)
-            await supervisor.warn(.app(v.name))
+            _ = await device.warn(.app(v.name), waitForAcknowledgements: true)
             return
         }
         // A failed reading is said (once) by `measure`: not killed on partial data.
         guard case .measured(let before) = await measure() else { return }
-        let oomBefore = await supervisor.kernelOOMKills()
+        let oomBefore = await device.kernelOOMKills()
         let explanation = "footprint \(Format.bytes(bytes)) over its \(which.rawValue) limit \(Format.bytes(limitBytes)) (state \(v.state.rawValue))"
         let k: KillOutcome
         do {
@@ -66,9 +66,9 @@ extension JetsamEngine {
                 footprintBytes: bytes, purgeableBytes: latest.purgeableBytes, secondsFromEvent: k.receipt.signalledAt - checkedAt,
                 secondsFromLatestEvent: k.receipt.signalledAt - checkedAt,
                 reclaimedBytes: k.reclaimed, memoryReleased: k.receipt.memoryReleased, exited: k.exited, needed: true, explanation: explanation)],
-            freezes: [], decisions: [], kernelOOMKillsBefore: oomBefore, kernelOOMKillsAfter: await supervisor.kernelOOMKills(),
+            freezes: [], decisions: [], kernelOOMKillsBefore: oomBefore, kernelOOMKillsAfter: await device.kernelOOMKills(),
             outcome: .overLimit(which))
-        ep.end = await supervisor.now()
+        ep.end = await device.now()
         await keep(ep)
     }
 }

@@ -18,7 +18,7 @@ extension JetsamEngine {
     /// works again), never guessed around.
     func measure() async -> Measurement {
         do {
-            let status = try reader.read()
+            let status = try await device.memoryStatus()
             await readingWorks(.memory)
             return .measured(status)
         } catch {
@@ -36,9 +36,9 @@ extension JetsamEngine {
     /// being taken down, are left out; a frozen-dry app still in the stay it was frozen in is
     /// protected.
     func snapshots() async -> [(view: AppView, snapshot: JetsamAppSnapshot)] {
-        var views = await supervisor.apps()
+        var views = await device.apps()
         for (i, v) in views.enumerated() where v.pid != nil && !v.isDying && (v.latest == nil || (v.sampleAgeSeconds ?? .infinity) > policy.maxSampleAgeSeconds * 0.75) {
-            if let fresh = await supervisor.refreshSample(v.name) { views[i] = fresh }
+            if let fresh = await device.refreshSample(v.name) { views[i] = fresh }
         }
         // Forget freeze-drys of stays that are over.
         frozen = frozen.filter { key in views.contains { $0.name == key.name && Self.stay($0) == key } }

@@ -19,13 +19,13 @@ extension JetsamEngine {
     func look(_ wake: PressureWake) async {
         guard watching else { return }
         let t = wake.time
-        if kernelHold != nil {
+        if holdsKernelOOMKiller {
             let was = underOOM
             let read = await refreshUnderOOM()
             if underOOM && !was { endGraces(critical: (t, "a task waits at the device's limit (under_oom)")) }
-            if read, kernelHoldReleased, !underOOM, let hold = kernelHold {
+            if read, kernelHoldReleased, !underOOM {
                 // Out of OOM again: hold the kernel's killer again.
-                kernelHoldReleased = hold.set(disabled: true) != nil
+                kernelHoldReleased = await device.setKernelOOMKillerHeld(true) != nil
             }
             if underOOM, !kernelHoldReleased, episodeTask == nil {
                 if await isStuck(.critical) { return }
@@ -56,7 +56,7 @@ extension JetsamEngine {
     /// nothing a new one could do differently. Once something changed, it is forgotten.
     func isStuck(_ severity: PressureLevel) async -> Bool {
         guard let stuck = stuckWith else { return false }
-        if stuck.severity == severity, Self.signature(await supervisor.apps()) == stuck.apps { return true }
+        if stuck.severity == severity, Self.signature(await device.apps()) == stuck.apps { return true }
         stuckWith = nil
         return false
     }
@@ -65,9 +65,9 @@ extension JetsamEngine {
     /// stays (and the failure is said once). Whether the reading worked.
     @discardableResult
     func refreshUnderOOM() async -> Bool {
-        guard let hold = kernelHold else { return false }
+        guard holdsKernelOOMKiller else { return false }
         do {
-            underOOM = try hold.isUnderOOM()
+            underOOM = try await device.isUnderOOM()
             await readingWorks(.underOOM)
             return true
         } catch {
@@ -86,9 +86,9 @@ extension JetsamEngine {
     }
 
     /// Lets the kernel's OOM killer act (jetsam has nothing left to kill and a task waits).
-    func releaseKernelHold() -> String? {
-        guard let hold = kernelHold, underOOM, !kernelHoldReleased else { return nil }
-        if let error = hold.set(disabled: false) { return "cannot let the kernel's OOM killer act (\(error)): the waiting task waits on" }
+    func releaseKernelHold() async -> String? {
+        guard holdsKernelOOMKiller, underOOM, !kernelHoldReleased else { return nil }
+        if let error = await device.setKernelOOMKillerHeld(false) { return "cannot let the kernel's OOM killer act (\(error)): the waiting task waits on" }
         kernelHoldReleased = true
         return "nothing left to kill while a task waits at the limit: the kernel's OOM killer is let act"
     }
@@ -100,8 +100,8 @@ extension JetsamEngine {
         episodeTask?.cancel()
         endGraces()
         await episodeTask?.value
-        if let hold = kernelHold { _ = hold.set(disabled: false) }
-        kernelHold = nil
+        if holdsKernelOOMKiller { _ = await device.setKernelOOMKillerHeld(false) }
+        holdsKernelOOMKiller = false
     }
 
     /// Starts an episode, unless one is under way: one at a time.

@@ -1,0 +1,243 @@
+import ArgumentParser
+import FoundationEssentials
+import Glibc
+import LinuxSystem
+import Pressure
+import PressureValues
+import RegionTags
+import VMTracker
+
+struct Top: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Every app on the machine by footprint, with dirty, purgeable and swapped memory.",
+        discussion: """
+            Reads /proc/PID/smaps_rollup of every process (the kernel's totals, cheaper than full \
+            smaps). A process that exits or cannot be read is skipped with a note. By default a \
+            process joins its parent's app when it runs the same program (a server and its \
+            workers), and every process in a supervised app's cgroup (/mempressure-PID-RANDOM/APP) \
+            is that app, named APP, whatever its parent (a note under the table names them); \
+            --group-by process shows every process, --group-by cgroup every cgroup. \
+            Above the table: the machine's memory and swap (/proc/meminfo) and memory PSI \
+            (/proc/pressure/memory). USS = Private_Clean + Private_Dirty + Private_Hugetlb; THP = \
+            AnonHugePages + ShmemPmdMapped + FilePmdMapped; SwapPss, THP and Locked show as n/a \
+            (absent in JSON, empty in CSV) where the kernel does not print them. With --interval \
+            the table is redrawn in place on a terminal until SIGINT or SIGTERM (status 0); \
+            otherwise successive tables are printed, each under its header (with --json or --csv \
+            one document per line: JSON Lines).
+
+            --group-by cgroup names each cgroup by what its path says: the systemd unit, the \
+            Kubernetes pod UID and container ID, the Docker, Podman, containerd or CRI-O \
+            container ID (IDs only: names need the kubelet's or the runtime's API), a supervised \
+            app by its name (the Unit column says whose supervisor). Beside the \
+            sum over its processes it shows the cgroup's own usage, limit and OOM kills. A \
+            process's cgroup is its memory controller's on cgroup v1, including on a machine that \
+            mounts both v1 and v2 (where the v1 memory controller holds the limits), and the \
+            unified hierarchy's on v2.
+
+            --format openmetrics prints the exporter's metrics once (as `mempressure export` \
+            serves them), for node_exporter's textfile collector: write them to a file ending in \
+            .prom in its --collector.textfile.directory, through a temporary file and a rename.
+            """
+    )
+
+    @OptionGroup var format: FormatOptions
+    @OptionGroup var source: SourceOptions
+
+    @Option(name: .customLong("group-by"), help: "app, process or cgroup.")
+    var grouping: AppGrouping = .app
+
+    @Option(name: .long, help: "Sort by: \(TopSortKey.allCases.map(\.rawValue).joined(separator: ", ")) (sizes largest first, name and pid ascending).")
+    var sort: TopSortKey = .footprint
+
+    @Option(name: .long, help: "Show only the first N (in --sort order).")
+    var limit: Int?
+
+    @Option(name: .long, help: "Only apps whose name matches this shell pattern (fnmatch: *, ?, [...]).")
+    var match: String?
+
+    @Option(name: .long, help: "Only processes whose real UID is this user's (a user name or a UID).")
+    var user: String?
+
+    @Flag(name: .long, help: "Byte counts as exact integers in the text table (for sort and awk).")
+    var bytes = false
+
+    @Option(name: .long, help: "Refresh every S seconds: in place on a terminal, else one table (or JSON line) after another.")
+    var interval: Double?
+
+    @Option(name: .long, help: "With --interval: stop after N refreshes.")
+    var count: Int?
+
+    @Flag(name: .long, help: "Read full smaps of every process instead of smaps_rollup.")
+    var full = false
+
+    @Option(name: .customLong("format"), help: "openmetrics: print the exporter's metrics once (for node_exporter's textfile collector).")
+    var outputFormat: TopFormat?
+
+    func validate() throws {
+        if let limit, limit <= 0 { throw ValidationError("--limit must be positive") }
+        if let interval { try checkSeconds(interval, "--interval") }
+        if let count {
+            if count <= 0 { throw ValidationError("--count must be positive") }
+            if interval == nil { throw ValidationError("--count counts the refreshes of --interval: give --interval too") }
+        }
+        if bytes && (format.json || format.csv) { throw ValidationError("--bytes is for the text table: --json and --csv always print bytes") }
+        if outputFormat != nil && (format.json || format.csv || interval != nil) { throw ValidationError("--format openmetrics prints the exposition once: not with --json, --csv or --interval") }
+        // The exposition is every app, as a scrape of `mempressure export` gives it: the table's
+        // filters and sizes have no meaning there, and silently ignoring them would mislead.
+        if outputFormat != nil && (match != nil || user != nil || limit != nil || bytes || full) {
+            throw ValidationError("--format openmetrics exposes every app, as `mempressure export` does: not with --match, --user, --limit, --bytes or --full")
+        }
+    }
+
+    func run() async throws {
+        do {
+            if outputFormat == .openmetrics { return try printExposition(grouping: grouping, source: source) }
+            let uid = try user.map(userID)
+            let snapshot = TopSnapshot(
+                snapshotter: source.snapshotter, procRoot: source.procRoot, cgroupRoot: source.cgroupRoot,
+                options: SnapshotOptions(detail: full ? .regions : .rollup, status: uid != nil, cgroup: grouping != .process),
+                grouping: grouping, limit: limit, sort: sort, filter: TopFilter(namePattern: match, uid: uid))
+            guard let interval else {
+                let report = try snapshot.take()
+                if format.json {
+                    output(try encodeJSON(report))
+                } else if format.csv {
+                    output(report.renderCSV())
+                } else {
+                    output(report.renderText(exactBytes: bytes))
+                }
+                return
+            }
+            try await refresh(snapshot, every: interval)
+        } catch {
+            throw fail(error)
+        }
+    }
+
+    /// The --interval loop. SIGINT and SIGTERM (through `Interrupts`) cancel it between two
+    /// refreshes; it then restores the terminal and ends with status 0, as `supervise` does.
+    func refresh(_ snapshot: TopSnapshot, every interval: Double) async throws {
+        let live = isatty(1) == 1 && !format.json && !format.csv
+        let (json, csv, bytes, count) = (format.json, format.csv, self.bytes, self.count)
+        let work = Task {
+            let screen = live ? LiveScreen() : nil
+            defer { screen?.restore() }
+            var shown = 0
+            while !Task.isCancelled {
+                let started = monotonicSeconds()
+                let report = try snapshot.take()
+                if json {
+                    output(try encodeJSONLine(report))
+                } else if csv {
+                    output((shown > 0 ? "\n" : "") + report.renderCSV())
+                } else if let screen {
+                    screen.draw(report.renderText(exactBytes: bytes))
+                } else {
+                    output((shown > 0 ? "\n" : "") + report.renderText(exactBytes: bytes))
+                }
+                shown += 1
+                if let count, shown >= count { break }
+                let remaining = interval - (monotonicSeconds() - started)
+                if remaining > 0 {
+                    do {
+                        try await Task.sleep(for: Seconds.duration(remaining))
+                    } catch {
+                        guard error is CancellationError else { throw error }
+                        break  // interrupted while waiting: the normal end of a live view
+                    }
+                }
+            }
+        }
+        try await Interrupts.handling({ _ in work.cancel() }) { try await work.value }
+    }
+}
+
+/// What one refresh of `top` reads and how it forms the report.
+struct TopSnapshot: Sendable {
+    var snapshotter: Snapshotter
+    var procRoot: String
+    var cgroupRoot: String
+    var options: SnapshotOptions
+    var grouping: AppGrouping
+    var limit: Int?
+    var sort: TopSortKey
+    var filter: TopFilter
+
+    func take() throws -> TopReport {
+        let machine = try snapshotter.machine(options: options)
+        var report = TopReport(
+            machine, grouping: grouping, limit: limit, sort: sort, filter: filter, memory: MachineMemory.read(procRoot: procRoot))
+        if grouping == .cgroup { report.readCgroupMemory(cgroupRoot: cgroupRoot) }
+        return report
+    }
+}
+
+/// The terminal while `top --interval` redraws it: the alternate screen with the cursor
+/// hidden, as top(1) and watch(1) use it; `restore` gives the user back their screen.
+final class LiveScreen: Sendable {
+    init() { Self.writeControl("\u{1b}[?1049h\u{1b}[?25l") }
+
+    /// Draws `text` from the top left, clearing what the previous draw left, cut to the
+    /// terminal's height (the last line then says how many were left out) and width (a line
+    /// that wrapped would push the table down and scroll the screen).
+    func draw(_ text: String) {
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        if lines.last?.isEmpty == true { lines.removeLast() }
+        var size = winsize()
+        let known = ioctl(1, UInt(TIOCGWINSZ), &size) == 0
+        if known, size.ws_row > 1, lines.count > Int(size.ws_row) {
+            let keep = Int(size.ws_row) - 1
+            let hidden = lines.count - keep
+            lines = Array(lines.prefix(keep)) + ["... \(hidden) more lines (a taller terminal, or --limit)"]
+        }
+        if known, size.ws_col > 0 {
+            // Counted in scalars of the printable text, one column each (a wide character in a
+            // process name may still wrap; the table is cut well short of that in practice).
+            let columns = Int(size.ws_col)
+            lines = lines.map { printableText($0, keepingLineBreaks: false) }.map { line in
+                line.unicodeScalars.count > columns ? String(String.UnicodeScalarView(line.unicodeScalars.prefix(columns))) : line
+            }
+        }
+        Self.writeControl("\u{1b}[H")
+        for (i, line) in lines.enumerated() {
+            output(line)
+            Self.writeControl(i == lines.count - 1 ? "\u{1b}[K" : "\u{1b}[K\n")
+        }
+        Self.writeControl("\u{1b}[J")
+    }
+
+    func restore() { Self.writeControl("\u{1b}[?25h\u{1b}[?1049l") }
+
+    /// Terminal control sequences, written as they are (`output` would make them printable).
+    private static func writeControl(_ sequence: String) {
+        var text = sequence
+        text.withUTF8 { buf in
+            do {
+                try LinuxSystem.writeAll(1, UnsafeRawBufferPointer(buf))
+            } catch {
+                // The terminal is gone: nothing left to draw on or restore.
+            }
+        }
+    }
+}
+
+/// The UID `--user` names: a number as it is, or a name from the user database (getpwnam_r).
+func userID(_ text: String) throws -> UInt32 {
+    if let uid = UInt32(text) { return uid }
+    var size = 16 * 1024
+    while true {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: size)
+        let status = getpwnam_r(text, &entry, &buffer, buffer.count, &result)
+        if status == ERANGE && size < 1 << 20 {
+            size *= 4
+            continue
+        }
+        guard status == 0 else {
+            throw CLIError("--user \(text): the user database could not be read (\(String(cString: strerror(status))))")
+        }
+        guard result != nil else { throw CLIError("--user \(text): no such user (give a user name or a numeric UID)") }
+        return entry.pw_uid
+    }
+}
