@@ -62,6 +62,9 @@ struct MemoryJudgement: Codable, Sendable {
 }
 
 struct ConfigurationVerdict: Codable, Sendable {
+    /// How many idle pool threads the last third may hold above the earlier high.
+    static let poolSlack = 2
+
     var leaks: [String]
     var impossible: [String]
     var leftBehind: [String]
@@ -93,13 +96,15 @@ struct ConfigurationVerdict: Codable, Sendable {
             impossible.append("cycle \(b.cycle): VmHWM went down")
         }
         // The idle pool workers are bounded by libdispatch, not brought back by the daemon: they
-        // must reach no new high in the last third of the run (a leak keeps making new ones).
+        // may rise by at most `poolSlack` above their earlier high in the last third of the run (the
+        // pool adds a worker when its workers block, more of them on a busy machine; a leak keeps
+        // making new ones, hundreds over a third of the run).
         if let last = run.samples.last {
             let from = last.cycle * 2 / 3
             let before = ([run.baseline] + run.samples.filter { $0.cycle < from }).map(\.outside.parkedThreads).max() ?? 0
             if let late = run.samples.filter({ $0.cycle >= from }).max(by: { $0.outside.parkedThreads < $1.outside.parkedThreads }),
-               late.outside.parkedThreads > before {
-                leaks.append("cycle \(late.cycle): \(late.outside.parkedThreads) idle pool threads, a new high in the last third (at most \(before) before)")
+               late.outside.parkedThreads > before + Self.poolSlack {
+                leaks.append("cycle \(late.cycle): \(late.outside.parkedThreads) idle pool threads in the last third, more than \(Self.poolSlack) above the \(before) before")
             }
         }
         self.leaks = leaks
@@ -195,7 +200,8 @@ struct SoakReport: RenderedReport, Sendable {
             unchanged for a second. One that does not come back is a leak and fails the run. Threads parked in \
             futex(2) are libdispatch's idle workers (the Swift concurrency pool): the pool adds one when its workers \
             block and retires it after 5 s without work, which the daemon's 1 s sampling loop never leaves it, so \
-            they are counted apart and must only make no new high in the last third of the run. Then VmRSS, VmHWM and RssAnon, the app \
+            they are counted apart and may rise by at most \(ConfigurationVerdict.poolSlack) above their earlier high in the last third of the run \
+            (a leak keeps adding them). Then VmRSS, VmHWM and RssAnon, the app \
             records (`apps`) and the events the log holds (`log`). Time per cycle is the client's time in its admin \
             calls (launch, activate, terminate, forget), p50 / p90 / p99 over the window.
 
@@ -218,7 +224,7 @@ struct SoakReport: RenderedReport, Sendable {
     func verdictLine(_ run: ConfigurationRun, _ v: ConfigurationVerdict) -> String {
         var parts: [String] = []
         parts.append(v.leaks.isEmpty
-            ? "descriptors, threads, runtime-directory entries, cgroups and children back to the baseline after every window (idle pool threads: no new high in the last third)"
+            ? "descriptors, threads, runtime-directory entries, cgroups and children back to the baseline after every window (idle pool threads: at most \(ConfigurationVerdict.poolSlack) above their earlier high in the last third)"
             : "**LEAK**: " + v.leaks.joined(separator: "; "))
         if let m = v.memory {
             if m.boundsReached {

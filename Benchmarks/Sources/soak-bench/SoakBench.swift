@@ -40,7 +40,7 @@ struct SoakBench: AsyncParsableCommand {
     /// Measured once, beside the report (the 10,000 cycles of records leave a slope that is slowing down).
     static let longerRecordsRun = """
         Does the slope the records run keeps over its last third stop? The same run three times longer \
-        (`soak-bench --configurations records --cycles 30000 --sample-every 1000`, 6.4 minutes, load average 14.9 at the start and 9.2 at the end): \
+        (`soak-bench --configurations records --cycles 30000 --sample-every 1000` at 5757ec2, before the supervisor's admin connections, locks and log moved into types of their own, 6.4 minutes, load average 14.9 at the start and 9.2 at the end): \
         RssAnon 10.8 MiB at cycle 1,000, 19.0 at 5,000 (both bounds reached), 20.8 at 10,000, 21.9 at 16,000, 22.4 at \
         19,000 and between 22.36 and 22.48 MiB in every sample from there to cycle 30,000 (+0.05 MiB over the last \
         third, noise 0.03 MiB): flat, at about 1.6 MiB above what it held at cycle 10,000; 18 descriptors and 3 \
@@ -117,7 +117,7 @@ struct SoakBench: AsyncParsableCommand {
                 29.6, 30.7 and 33.6 MiB at cycle 5,000; jemalloc's heap profile (`MALLOC_CONF=prof:true`) put 14 of the \
                 27.8 MB live under `Supervisor.scheduleIdleCheck` (the tasks, their first slab, their dispatch timers). \
                 Now a connection holds one check, replaced by the next and cancelled when the connection goes \
-                (Sources/AppLifecycle/Admin.swift); the heap profile of a 10,000-cycle tight run after the fix holds \
+                (Sources/AppLifecycle/AdminServer.swift); the heap profile of a 10,000-cycle tight run after the fix holds \
                 7.4 to 8.5 MB live in every dump from the fifth to the last (16, one per 512 MiB allocated), but for \
                 one transient 12.0 MB.
                 """,
