@@ -118,20 +118,22 @@ bench: bench-deps
 	cd Benchmarks && $(SWIFT) run -c release resume-bench --build ../.build/release --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release switching-bench --build ../.build/release --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release export-bench --build ../.build/release --output ../Reports
+	cd Benchmarks && $(SWIFT) run -c release soak-bench --build ../.build/release --output ../Reports
 
 # The same suites in a few minutes (fewer rounds, smaller sizes): a smoke run CI could afford.
 # They print their reports; the files go to a temporary directory, removed at the end, so that
 # Reports/ keeps the full runs.
 bench-quick: bench-deps
 	$(SWIFT) build -c release
-	cd Benchmarks && $(SWIFT) build -c release --product resume-bench && $(SWIFT) build -c release --product redis-bench && $(SWIFT) build -c release --product pg-bench && $(SWIFT) build -c release --product switching-bench && $(SWIFT) build -c release --product export-bench && $(SWIFT) build -c release --product jetsam-bench
+	cd Benchmarks && $(SWIFT) build -c release --product resume-bench && $(SWIFT) build -c release --product redis-bench && $(SWIFT) build -c release --product pg-bench && $(SWIFT) build -c release --product switching-bench && $(SWIFT) build -c release --product export-bench && $(SWIFT) build -c release --product jetsam-bench && $(SWIFT) build -c release --product soak-bench
 	@out=$$(mktemp -d /tmp/mempressure-bench-quick.XXXXXX); trap 'rm -rf "$$out"' EXIT; \
 	cd Benchmarks && .build/release/resume-bench --quick --build ../.build/release --output "$$out" && \
 	.build/release/redis-bench --quick --output "$$out" && \
 	.build/release/pg-bench --quick --output "$$out" && \
 	.build/release/switching-bench --quick --build ../.build/release --output "$$out" && \
 	.build/release/export-bench --quick --build ../.build/release --output "$$out" && \
-	.build/release/jetsam-bench --quick --sections end-to-end --build ../.build/release --output "$$out"
+	.build/release/jetsam-bench --quick --sections end-to-end --build ../.build/release --output "$$out" && \
+	.build/release/soak-bench --quick --build ../.build/release --output "$$out"
 
 # The micro-benchmarks (package-benchmark, in Benchmarks/Benchmarks/): wall clock, throughput and
 # mallocs of the hot paths. MICRO_ARGS is the plugin's command and options, a plain run by default:
@@ -155,6 +157,7 @@ reports: bench-deps
 	cd Benchmarks && $(SWIFT) run -c release resume-bench --render-only --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release switching-bench --render-only --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release export-bench --render-only --output ../Reports
+	cd Benchmarks && $(SWIFT) run -c release soak-bench --render-only --output ../Reports
 
 # Recaptures the golden /proc fixtures from real processes (then review and commit them).
 fixtures:

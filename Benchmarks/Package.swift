@@ -158,6 +158,18 @@ let package = Package(
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // The supervisor daemon over thousands of launch/terminate cycles: bounded or not.
+        .executableTarget(
+            name: "soak-bench",
+            dependencies: [
+                "BenchSupport",
+                .product(name: "AppLifecycle", package: "MemoryPressure"),
+                .product(name: "LifecycleProtocol", package: "MemoryPressure"),
+                .product(name: "LinuxSystem", package: "MemoryPressure"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         // The allocation counters' layout, shared with the LD_PRELOAD shim export-bench compiles
         // (Benchmarks/scripts/alloc-counter.c).
         .target(name: "CAllocCounter"),
