@@ -314,7 +314,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CachePoliciesTests",
-            dependencies: ["CachePolicies"],
+            dependencies: ["CachePolicies", "TestSupport"],
             swiftSettings: strict
         ),
         .testTarget(

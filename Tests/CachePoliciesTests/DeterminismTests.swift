@@ -1,7 +1,8 @@
 import CachePolicies
 import Testing
+import TestSupport
 
-@Suite("deterministic policies")
+@Suite("deterministic policies") @CPUBound
 struct DeterminismTests {
     /// Every request of `trace` through a new policy of `kind`: the keys evicted, in order.
     static func evictions<Key: Hashable & Sendable>(_ kind: PolicyKind, capacity: Int, _ requests: [(Key, Int)]) -> (evicted: [Key], hits: Int) {

@@ -1,10 +1,11 @@
 import CachePolicies
 import Testing
+import TestSupport
 
-@Suite("miss-ratio curves")
+@Suite("miss-ratio curves") @CPUBound
 struct MissRatioCurveTests {
     /// Traces of different shapes: skewed, flat, with scans, and tiny with repeats.
-    static let traces: [Trace] = [
+    nonisolated static let traces: [Trace] = [
         TraceGenerator.zipf(objects: 5_000, alpha: 1.0, requests: 60_000, seed: 1),
         TraceGenerator.zipf(objects: 2_000, alpha: 0.3, requests: 40_000, seed: 2),
         TraceGenerator.scanMixed(objects: 3_000, alpha: 0.8, requests: 50_000, scanEvery: 2_000, scanLength: 700, seed: 3),

@@ -1,7 +1,8 @@
 import CachePolicies
 import Testing
+import TestSupport
 
-@Suite("cache policies")
+@Suite("cache policies") @CPUBound
 struct PolicyTests {
     /// Random operations against every policy, checked against the invariants every policy owes.
     @Test("capacity is never exceeded and residency matches what the policy reported", arguments: PolicyKind.allCases)
@@ -177,7 +178,7 @@ struct PolicyTests {
     }
 }
 
-@Suite("trace files")
+@Suite("trace files") @CPUBound
 struct TraceReaderTests {
     @Test("key,size lines; an optional header; CRLF; empty lines")
     func parse() throws {

@@ -1,6 +1,7 @@
 import CachePolicies
 import Glibc
 import Testing
+import TestSupport
 
 /// A directory of its own under /tmp for the files a test writes, removed with everything in it.
 /// (CachePoliciesTests depend on CachePolicies alone, so not on TestSupport's TemporaryDirectory.)
@@ -67,7 +68,7 @@ func oracleRecord(time: UInt32, id: UInt64, size: UInt32, next: Int64) -> [UInt8
     return out
 }
 
-@Suite("streamed trace files")
+@Suite("streamed trace files") @CPUBound
 struct StreamingTraceTests {
     @Test("CSV read back from a file, split across chunks of every size, gives the ids and sizes of the in-memory parse", arguments: [1, 3, 7, 64, 1 << 20])
     func csv(chunkSize: Int) throws {

@@ -1,7 +1,8 @@
 import CachePolicies
 import Testing
+import TestSupport
 
-@Suite("app-switching traces")
+@Suite("app-switching traces") @CPUBound
 struct SwitchTraceTests {
     let apps = (1...10).map { "App\($0)" }
 
@@ -71,7 +72,7 @@ struct SwitchTraceTests {
     }
 }
 
-@Suite("switch trace files")
+@Suite("switch trace files") @CPUBound
 struct SwitchTraceReaderTests {
     @Test("app lines; a header; CRLF, comments, empty lines and spaces")
     func apps() throws {

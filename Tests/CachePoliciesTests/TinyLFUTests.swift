@@ -1,7 +1,8 @@
 import CachePolicies
 import Testing
+import TestSupport
 
-@Suite("W-TinyLFU: adaptive window and size-aware admission")
+@Suite("W-TinyLFU: adaptive window and size-aware admission") @CPUBound
 struct TinyLFUTests {
     /// Requests of a workload that rewards recency: half the requests are for a new key, half
     /// for one of the last 150 new keys, uniformly. No key stays popular, so frequency earns
