@@ -2,6 +2,7 @@ import CMemoryPressure
 import Glibc
 import SystemPackage
 import LinuxSystem
+import Pressure
 
 /// How a process ended.
 public enum ExitStatus: Sendable, Hashable, Codable, CustomStringConvertible {
@@ -152,6 +153,10 @@ final class AppProcess: Sendable {
         /// Other processes of the app signalled.
         var others: Int
         var failure: CgroupError?
+        /// The app's footprint read from its memory cgroup just before the SIGKILL (anonymous
+        /// memory and swap: what only its processes held; nil without one, or if it could not be
+        /// read): given back once its processes are gone.
+        var chargedBytes: UInt64? = nil
     }
 
     /// SIGKILL to every process of the app: the main one first, through its pidfd, then every
@@ -159,9 +164,18 @@ final class AppProcess: Sendable {
     /// `releaseMemory`, process_mrelease frees their memory at once. Nil if the main process had
     /// already exited. A frozen or stopped app's processes die once let run (`letRun`).
     func killApp(releaseMemory: Bool) -> Kill? {
+        var charged: UInt64?
+        if case .cgroup(let group) = members, let memory = group.memory {
+            var buffer = ReadBuffer(capacity: 8192)
+            do {
+                charged = try CgroupMemory(directory: memory.path).readApp(&buffer).footprintBytes
+            } catch {
+                charged = nil  // gone or unreadable: the kill's gain is measured from the device instead
+            }
+        }
         let at = monotonicSeconds()
         guard signal(SIGKILL) else { return nil }
-        var kill = Kill(signalledAt: at, memoryReleased: false, others: 0, failure: nil)
+        var kill = Kill(signalledAt: at, memoryReleased: false, others: 0, failure: nil, chargedBytes: charged)
         switch members {
         case .cgroup(let group):
             do {

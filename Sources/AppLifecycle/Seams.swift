@@ -68,7 +68,7 @@ extension Supervisor: SupervisedDevice {
             throw .staleTarget(app: name, expectedPID: pid, currentPID: nil)  // it had exited already
         }
         metrics.killed(name, reason: reason)
-        return KillReceipt(app: name, pid: pid, signalledAt: signalledAt, memoryReleased: t.memoryReleased, othersKilled: t.othersKilled)
+        return KillReceipt(app: name, pid: pid, signalledAt: signalledAt, memoryReleased: t.memoryReleased, othersKilled: t.othersKilled, chargedBytes: t.chargedBytes)
     }
 
     /// The processes of the app now — its main process and every other one it started (its
@@ -144,14 +144,9 @@ extension Supervisor: SupervisedDevice {
     /// to the device itself). Nil without a device memory cgroup, or when it cannot be read.
     public func memoryOutsideApps() -> UInt64? {
         guard let device = cgroups?.memory else { return nil }
-        func usage(_ group: CgroupDirectory) throws(CgroupError) -> UInt64 {
-            let bytes = try group.read(group.isV2 ? "memory.current" : "memory.usage_in_bytes")
-            guard let value = ByteScanner.singleNumber(bytes) else { throw .read(path: group.path, .invalidArgument) }
-            return value
-        }
         do {
-            var outside = try usage(device)
-            for app in device.children() { outside &-= min(outside, try usage(app)) }
+            var outside = try device.memoryUsage()
+            for app in device.children() { outside &-= min(outside, try app.memoryUsage()) }
             return outside
         } catch {
             return nil  // gone (shutting down): nothing to say

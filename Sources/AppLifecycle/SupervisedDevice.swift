@@ -121,13 +121,17 @@ public struct KillReceipt: Sendable, Hashable {
     public var memoryReleased: Bool
     /// Other processes of the app (helpers, children) the SIGKILL reached with it.
     public var othersKilled: Int = 0
+    /// The app's footprint, read from its memory cgroup just before the SIGKILL: what the kill
+    /// gives back once the app's processes are gone (nil without an app cgroup).
+    public var chargedBytes: UInt64?
 
-    public init(app: String, pid: Int32, signalledAt: Double, memoryReleased: Bool, othersKilled: Int = 0) {
+    public init(app: String, pid: Int32, signalledAt: Double, memoryReleased: Bool, othersKilled: Int = 0, chargedBytes: UInt64? = nil) {
         self.app = app
         self.pid = pid
         self.signalledAt = signalledAt
         self.memoryReleased = memoryReleased
         self.othersKilled = othersKilled
+        self.chargedBytes = chargedBytes
     }
 }
 

@@ -30,6 +30,8 @@ struct TeardownRun {
     var memoryReleased = false
     /// Other processes of the app its SIGKILL reached.
     var othersKilled = 0
+    /// The app's footprint from its cgroup at the SIGKILL (`AppProcess.Kill.chargedBytes`).
+    var chargedBytes: UInt64?
 
     init(process: AppProcess, generation: Int, exit: TeardownExit) {
         self.process = process
@@ -72,6 +74,7 @@ extension Supervisor {
                 if t.signalledAt == nil { t.signalledAt = kill.signalledAt }
                 t.memoryReleased = kill.memoryReleased
                 t.othersKilled += kill.others
+                t.chargedBytes = kill.chargedBytes
                 a.othersKilled = max(a.othersKilled, kill.others)
                 if let failure = kill.failure { record(.error(.kill(cause: "\(failure)")), a) }
                 mark(a, t)

@@ -103,6 +103,14 @@ public struct CgroupDirectory: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// What a memory group is charged now, in bytes: `memory.usage_in_bytes` on v1,
+    /// `memory.current` on v2 (its page cache and its children's included).
+    public func memoryUsage() throws(CgroupError) -> UInt64 {
+        let file = isV2 ? "memory.current" : "memory.usage_in_bytes"
+        guard let value = ByteScanner.singleNumber(try read(file)) else { throw .read(path: "\(path)/\(file)", .invalidArgument) }
+        return value
+    }
+
     /// The processes in the group now (`cgroup.procs`; zombies are not listed).
     public func processes() throws(CgroupError) -> [Int32] {
         let bytes = try read("cgroup.procs")

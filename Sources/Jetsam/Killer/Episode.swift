@@ -106,7 +106,9 @@ public struct JetsamEpisode: Sendable, Hashable {
         /// From the latest pressure event before the decision (a critical event that cut the
         /// grace short, say) to SIGKILL: the killer's own decision latency.
         public var secondsFromLatestEvent: Double?
-        /// Available memory before the kill and once the victim had exited: what it gave back.
+        /// What the kill gave back: the app's footprint read from its cgroup at the SIGKILL, once
+        /// the victim had exited; without an app cgroup (or before it exited), available memory gained from the
+        /// decision to its exit.
         public var reclaimedBytes: UInt64
         /// Whether process_mrelease freed its memory at once.
         public var memoryReleased: Bool

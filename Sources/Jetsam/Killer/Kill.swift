@@ -22,9 +22,10 @@ extension JetsamEngine {
         var after: MemoryStatus?
     }
 
-    /// Kills the app (SIGKILL through the supervisor) and measures what it gave back: at once
-    /// (with process_mrelease most of its memory is back when kill returns, before anything else
-    /// can grow into it) and once it has exited (what its exit freed, the cooldown at most); the
+    /// Kills the app (SIGKILL through the supervisor) and measures what it gave back: an app in a
+    /// cgroup of its own gives back its footprint read from the cgroup at the SIGKILL, once it
+    /// has exited. Otherwise, available memory gained at once (with process_mrelease most of its
+    /// memory is back when kill returns) and once it has exited (the cooldown at most); the
     /// larger of the two, as others' growth only hides some. `before` is what was free when the
     /// decision was made: not measured again here, the SIGKILL would wait for it.
     func killAndMeasure(_ name: String, pid: Int32, state: LifecycleState, reason: KillReason, before: MemoryStatus, what: String) async throws(SupervisorError) -> KillOutcome {
@@ -34,8 +35,14 @@ extension JetsamEngine {
         let exited = await device.waitForExit(name, pid: pid, timeout: configuration.cooldownSeconds)
         let final = await measure()
         var reclaimed: UInt64 = 0
-        for case .measured(let m) in [atOnce, final] {
-            reclaimed = max(reclaimed, m.availableBytes &- min(m.availableBytes, before.availableBytes))
+        if exited, let charged = receipt.chargedBytes {
+            // The app is a cgroup: its footprint read from it at the SIGKILL is what came back once
+            // its processes were gone (another app growing meanwhile does not hide it).
+            reclaimed = charged
+        } else {
+            for case .measured(let m) in [atOnce, final] {
+                reclaimed = max(reclaimed, m.availableBytes &- min(m.availableBytes, before.availableBytes))
+            }
         }
         // What is free now is the reading after the exit, only: never the earlier one instead.
         var after: MemoryStatus?
