@@ -73,7 +73,13 @@ struct AppGroupKillTests {
             // H's 200 MiB.
             let back = await within(30) { () async -> MemoryStatus? in
                 while !Task.isCancelled {
-                    guard let now = try? s.memoryStatus() else { return nil }
+                    let now: MemoryStatus
+                    do {
+                        now = try s.memoryStatus()
+                    } catch {
+                        Issue.record("the device's memory could not be read: \(error)")
+                        return nil
+                    }
                     if now.usedBytes <= 220 << 20 { return now }
                     do { try await Task.sleep(for: .milliseconds(20)) } catch { return nil }
                 }
