@@ -100,8 +100,8 @@ struct EndToEndRound: Codable, Sendable {
     var wakeEvents: [String]
     /// The episode that killed: what opened it (its trigger), whether that was the monitor's
     /// first critical wake (else an episode open since the warning went on to kill), when jetsam
-    /// last measured memory before it ranked the apps (in an episode the critical wake opened:
-    /// its opening reading of memory and of every app), when SIGKILL went to its first victim.
+    /// last measured the device's memory before it ranked the apps (in an episode the critical
+    /// wake opened: its opening reading), when SIGKILL went to its first victim.
     var triggerLevel: PressureLevel
     var triggerSource: String
     var openedByFirstCriticalWake: Bool
@@ -396,7 +396,7 @@ final class Device: Sendable {
         let signalledAt = trigger.time + first.secondsFromEvent
         // Jetsam's last look at memory before it ranked the apps and killed: the last measurement
         // on the episode's timeline before the kill (in an episode the critical line opened, the
-        // one it opened with, after reading memory and every app).
+        // one it opened with: the device's memory, read before the apps' footprints).
         let killIndex = episode.timeline.firstIndex { $0.kind == .kill } ?? episode.timeline.endIndex
         guard let looked = episode.timeline[..<killIndex].last(where: { $0.kind == .measure }) else { throw BenchFailure("\(name): the episode has no measurement before its kill") }
         let lookedAt = looked.t + logZero

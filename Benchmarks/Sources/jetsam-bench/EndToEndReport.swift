@@ -10,7 +10,7 @@ extension EndToEndResult {
         [
             ("crossing → the monitor's wake", \.crossingToWake),
             ("wake → jetsam's look at memory", \.wakeToLook),
-            ("look → SIGKILL (rank, signal)", \.lookToKill),
+            ("look → SIGKILL (the apps' readings, rank, signal)", \.lookToKill),
             ("SIGKILL → memory back", \.killToBack),
         ]
     }
@@ -46,7 +46,7 @@ extension EndToEndResult {
         md += "each a \(plan.budgetBytes >> 20) MiB device holding \(plan.apps - 1) model apps (\(plan.appDirtyMB.lowerBound)–\(plan.appDirtyMB.upperBound) MiB of dirty memory each, seeded; \(plan.backgroundRunning) running in the background, the others suspended) and the foreground app, whose ballast holds the working set at \(Int(plan.startShare * 100))% of the budget when a round begins. "
         md += "The rounds of the three are interleaved in a seeded random order.\n\n"
         md += "In a round the foreground app allocates \(plan.chunkBytes >> 10) KiB at a time, each page written, and after each chunk reads the device's `memory.usage_in_bytes` and CLOCK_MONOTONIC itself (the model app's `ramp` command): the chunk after which the usage first reached the critical line — the working set at 95% of the budget, plus the inactive file pages the round began with — is the crossing, timed at its end (the chunk took \(ms(Percentiles(rounds.map(\.crossingChunk)).p50 * 1000)) ms at the median, so the crossing is known that closely); it goes on \(plan.moreBytes >> 20) MiB past the line (the kernel checks thresholds every 128 pages charged per CPU) and stops. "
-        md += "The monitor's wake is the first at or after the chunk before the crossing whose reading judged the device critical (when its poll(2) returned); jetsam's look is its last reading of memory before it ranked the apps (in an episode the critical wake opened: its opening reading of the device and of every app); SIGKILL is the kill's own time (`KillReceipt.signalledAt`, from the episode); memory back is when a thread of the harness blocked on an eventfd the kernel signals as the device's usage crosses the line (`cgroup.event_control`) woke and read the usage below it (a 20 ms poll of its own stands in if no event comes: \(rounds.filter { $0.memoryBackBy != "event" }.count) of \(total) rounds). "
+        md += "The monitor's wake is the first at or after the chunk before the crossing whose reading judged the device critical (when its poll(2) returned); jetsam's look is its last reading of the device's memory before it ranked the apps (in an episode the critical wake opened: its opening reading, after which it takes the apps' footprints as the supervisor last read them and decides; the kernel's OOM count and the memory outside the apps, which only the report needs, are read after the SIGKILL); SIGKILL is the kill's own time (`KillReceipt.signalledAt`, from the episode); memory back is when a thread of the harness blocked on an eventfd the kernel signals as the device's usage crosses the line (`cgroup.event_control`) woke and read the usage below it (a 20 ms poll of its own stands in if no event comes: \(rounds.filter { $0.memoryBackBy != "event" }.count) of \(total) rounds). "
         md += "Jetsam runs as shipped (ios policy) except that the warning's grace is 0 and its target 5% free (the critical line): the warning at 80% then closes at once (20% is free: \"warnings sufficed\"), and the critical line opens an episode of its own that kills at once and ends with its first victim — the same path under every condition. Freeze-dry is off (no swap here). "
         md += "A round is physically impossible — and fails the run — if the SIGKILL precedes the crossing, the episode's look precedes its wake or the SIGKILL its look, or the memory is back before the SIGKILL; the kernel's OOM killer must kill no one (it killed \(rounds.reduce(0) { $0 + $1.kernelOOMKills }) times), and the foreground app never.\n\n"
 
@@ -130,14 +130,15 @@ extension EndToEndResult {
             if total > 0, let worst = Self.stages.dropLast().max(by: { a, b in slow.reduce(0) { $0 + a.of($1) } < slow.reduce(0) { $0 + b.of($1) } }) {
                 md += "In the rounds over 5 ms most of the time went to \(worst.name) (\(ByteFormat.fixed(slow.reduce(0) { $0 + worst.of($1) } / total * 100, 0))% of it)"
                 md += worst.name == Self.stages[1].name
-                    ? ": jetsam opening its episode before it decides — a fresh reading of the device's memory, a snapshot of every one of the \(plan.apps) apps, the kernel's OOM count and the memory outside the apps, each through the supervisor's actor (JetsamKiller's `episode`, whose `.measure` entry is the look). Taking those off the path to the first kill (deciding on the readings the supervisor keeps, recording the rest after the SIGKILL) is Jetsam's to change. "
+                    ? ": the time from the monitor's wake to jetsam's opening reading of the device's memory (`episode`'s `.measure` entry) — the wake travelling to jetsam through the monitor's stream and the reading, through the supervisor's actor, which may be busy (sampling the apps) or waiting for a CPU. "
                     : ". "
             }
-            let pressures = cpuPressures
-            if let high = pressures.max(), let low = pressures.min() {
-                md += "The CPU's pressure (PSI some avg10) was \(ByteFormat.fixed(low, 0))–\(ByteFormat.fixed(high, 0))% as the seeds began and ended: the share of the time some runnable thread of the machine waited for a CPU, which the monitor's, jetsam's and the supervisor's threads did too. "
-            }
             md += "Where the time goes is below."
+        }
+        // How busy the machine was: runs on a busier machine are slower, whatever the code.
+        let pressures = cpuPressures
+        if let high = pressures.max(), let low = pressures.min() {
+            md += " The CPU's pressure (PSI some avg10) was \(ByteFormat.fixed(low, 0))–\(ByteFormat.fixed(high, 0))% as the seeds began and ended: the share of the time some runnable thread of the machine waited for a CPU, which the monitor's, jetsam's and the supervisor's threads did too."
         }
         md += "\n\n"
         for c in conditions where !c.useCgroupEvents {

@@ -13,6 +13,8 @@ extension JetsamEngine {
     func episode(trigger: EpisodeTrigger, reevaluation: Bool) async {
         // A failed reading is said (once) by `measure`: no decision on partial data.
         guard case .measured(var status) = await measure() else { return }
+        // Jetsam's look at memory: the opening reading, stamped on the log's clock later.
+        let lookedAt = monotonicSeconds()
         var target = target(status)
         var forced: String?
         if trigger.source == .underOOM, status.availableBytes >= target {
@@ -25,13 +27,14 @@ extension JetsamEngine {
             // Nothing to do: enough is free (pressure from page cache alone, say).
             guard status.availableBytes < target else { return }
         }
-        let logNow = await device.now()
-        let eventT = logNow - (monotonicSeconds() - trigger.time)
-        let apps = await snapshots().map(\.snapshot)
+        // Every app as the supervisor last read it (stale readings read again): the episode's
+        // opening picture, and what its first decision ranks when nothing comes between.
+        let opening = await snapshots()
+        let apps = opening.map(\.snapshot)
         episodeCount += 1
         var ep = JetsamEpisode(
-            number: episodeCount, startedAt: Timestamp.now(), start: eventT, end: nil,
-            trigger: .init(level: trigger.level, source: trigger.source, detail: trigger.detail, t: eventT, wakeup: trigger.wakeup),
+            number: episodeCount, startedAt: Timestamp.now(), start: 0, end: nil,
+            trigger: .init(level: trigger.level, source: trigger.source, detail: trigger.detail, t: 0, wakeup: trigger.wakeup),
             policy: policy, memoryBefore: status, memoryAfter: nil, targetAvailableBytes: target,
             largestApp: apps.max { ($0.footprintBytes, $1.name) < ($1.footprintBytes, $0.name) }?.name,
             apps: apps.map {
@@ -39,11 +42,17 @@ extension JetsamEngine {
                       residentBytes: $0.residentBytes, lifetimeMaxFootprintBytes: max($0.lifetimeMaxFootprintBytes, $0.footprintBytes),
                       secondsInState: $0.secondsInState, isProtected: $0.isProtected)
             },
-            timeline: [], victims: [], freezes: [], decisions: [], kernelOOMKillsBefore: await device.kernelOOMKills(),
+            timeline: [], victims: [], freezes: [], decisions: [], kernelOOMKillsBefore: nil,
             kernelOOMKillsAfter: nil, outcome: .stillShort)
-        ep.memoryOutsideAppsBytes = await device.memoryOutsideApps()
-        ep.timeline.append(await entry(.measure, bytes: status.availableBytes, "\(Format.bytes(status.availableBytes)) available of \(Format.bytes(status.budgetBytes)); target \(Format.bytes(target)) (\(status.source))"))
-        if let forced { ep.timeline.append(await entry(.note, forced)) }
+        // What only the report needs — the log clock's times, the kernel's OOM count, the memory
+        // outside the apps (a read of every app's cgroup) — is read once the first SIGKILL has
+        // gone when the episode goes straight to kills (critical already, or a re-evaluation),
+        // before the warnings otherwise.
+        var pending = OpeningRecord(trigger: trigger.time, lookedAt: lookedAt, look: "\(Format.bytes(status.availableBytes)) available of \(Format.bytes(status.budgetBytes)); target \(Format.bytes(target)) (\(status.source))", forced: forced)
+        let warns = !reevaluation && severity(status) < .critical
+        if warns { await record(&pending, in: &ep) }
+        // The first decision ranks the opening picture unless a step in between changed the apps.
+        var prefetched: [(view: AppView, snapshot: JetsamAppSnapshot)]? = warns ? nil : opening
 
         // 1. Warnings first, unless pressure is already critical (or warnings were sent before
         //    and memory is still short).
@@ -55,6 +64,11 @@ extension JetsamEngine {
             let views = await device.apps()
             for name in warned { ep.timeline.append(await entry(.warning, app: name, pid: views.first { $0.name == name }?.pid, "memory warning sent")) }
             for v in views where v.state == .suspended { ep.timeline.append(await entry(.warning, app: v.name, pid: v.pid, "not sent: suspended")) }
+            // Running, and not reached: no client, no channel, or nothing chosen for it (the
+            // supervisor's log says which).
+            for v in views where v.state.isRunning && !warned.contains(v.name) {
+                ep.timeline.append(await entry(.warning, app: v.name, pid: v.pid, "not sent: nothing reaches it (the supervisor's log says why)"))
+            }
             let graceStarted = monotonicSeconds()
             await graceUnlessCritical(configuration.warningGraceSeconds)
             if let c = criticalNoticed, c.time >= graceStarted {
@@ -65,6 +79,7 @@ extension JetsamEngine {
 
         // 2. Freeze-dry the small suspended apps (as they are now, after the grace).
         if configuration.freezeDryBelowBytes > 0, !Task.isCancelled {
+            await record(&pending, in: &ep)
             switch await device.swapTotalBytes() {
             case .failure(let error):
                 ep.timeline.append(await entry(.note, "cannot tell whether there is swap (\(error)): no freeze-dry in this episode"))
@@ -90,7 +105,10 @@ extension JetsamEngine {
                         ep.timeline.append(await entry(.note, app: a.name, pid: a.pid, "freeze-dry failed: \(error)"))
                     }
                 }
-                if froze, await recovered(after: .freezeDry, &ep, &status) { return }
+                if froze {
+                    prefetched = nil
+                    if await recovered(after: .freezeDry, &ep, &status) { return }
+                }
             }
         }
 
@@ -102,7 +120,13 @@ extension JetsamEngine {
             // The event the decision answers: the latest before it (a critical one that cut the
             // grace short, say).
             let decidedAfter = max(trigger.time, lastEvent?.time ?? trigger.time, criticalNoticed?.time ?? trigger.time)
-            let candidates = await snapshots()
+            let candidates: [(view: AppView, snapshot: JetsamAppSnapshot)]
+            if let prefetched {
+                candidates = prefetched
+            } else {
+                candidates = await snapshots()
+            }
+            prefetched = nil
             // How short memory is now: under_oom read again (a kill moments ago may have let the
             // waiting task go), the working set as just measured.
             await refreshUnderOOM()
@@ -120,6 +144,7 @@ extension JetsamEngine {
             guard let victim = decision.victims.first else {
                 ep.decisions.append(.init(input: input, victim: nil, note: decision.explanation))
                 outcome = .nothingLeftToKill(shortByBytes: target - min(target, status.availableBytes), explanation: decision.explanation)
+                await record(&pending, in: &ep)
                 ep.timeline.append(await entry(.note, outcome?.description ?? ""))
                 if let released = await releaseKernelHold() { ep.timeline.append(await entry(.note, released)) }
                 break
@@ -131,8 +156,11 @@ extension JetsamEngine {
             let before = status
             let k: KillOutcome
             do {
-                k = try await killAndMeasure(v.name, pid: v.pid, state: v.state, reason: .vmPageShortage, before: before, what: "rank \(victim.rank) (\(victim.band))")
+                k = try await killAndMeasure(
+                    v.name, pid: v.pid, state: v.state, reason: .vmPageShortage, before: before, what: "rank \(victim.rank) (\(victim.band))",
+                    readingOpening: !pending.recorded)
             } catch {
+                await record(&pending, in: &ep)
                 // Exited, relaunched, changed state or already dying since the reading: decide
                 // again on fresh data — unless that keeps happening.
                 failedKills += 1
@@ -150,6 +178,7 @@ extension JetsamEngine {
                 continue
             }
             failedKills = 0
+            await record(&pending, in: &ep, k.opening)
             ep.decisions.append(.init(input: input, victim: v.name, note: nil))
             ep.timeline.append(k.killEntry)
             guard let now = k.after else {
@@ -167,6 +196,7 @@ extension JetsamEngine {
                 secondsFromLatestEvent: k.receipt.signalledAt - decidedAfter,
                 reclaimedBytes: k.reclaimed, memoryReleased: k.receipt.memoryReleased, exited: k.exited, needed: true, explanation: victim.explanation))
         }
+        await record(&pending, in: &ep)
         if let outcome {
             // How it stopped, on its timeline too (a shortage nobody can end says so above).
             if case .nothingLeftToKill = outcome {} else { ep.timeline.append(await entry(.note, outcome.description)) }
@@ -175,6 +205,40 @@ extension JetsamEngine {
             ep.outcome = status.availableBytes >= target ? .recovered(kills: kills) : (Task.isCancelled ? .shuttingDown : .stillShort)
         }
         await close(&ep, status)
+    }
+
+    /// What an episode's report says of its opening, recorded once (`record(_:in:_:)`).
+    struct OpeningRecord {
+        /// Monotonic seconds: the wake that opened it, and its opening reading of memory.
+        var trigger: Double
+        var lookedAt: Double
+        var look: String
+        var forced: String?
+        var recorded = false
+    }
+
+    /// The opening of the episode, on its report: the log clock's times of the trigger and of the
+    /// look, the kernel's OOM kills so far and the memory outside the apps (`readings`, read just
+    /// after the first SIGKILL, which changes neither, or now). Once; first on the timeline.
+    func record(_ o: inout OpeningRecord, in ep: inout JetsamEpisode, _ readings: OpeningReadings? = nil) async {
+        guard !o.recorded else { return }
+        o.recorded = true
+        let logNow = await device.now()
+        let monoNow = monotonicSeconds()
+        ep.start = logNow - (monoNow - o.trigger)
+        ep.trigger.t = ep.start
+        let r: OpeningReadings
+        if let readings { r = readings } else { r = await openingReadings() }
+        ep.kernelOOMKillsBefore = r.kernelOOMKills
+        ep.memoryOutsideAppsBytes = r.memoryOutsideApps
+        let lookT = logNow - (monoNow - o.lookedAt)
+        var first = [JetsamEpisode.Entry(t: lookT, kind: .measure, app: nil, pid: nil, bytes: ep.memoryBefore.availableBytes, detail: o.look)]
+        if let forced = o.forced { first.append(.init(t: lookT, kind: .note, app: nil, pid: nil, bytes: nil, detail: forced)) }
+        ep.timeline.insert(contentsOf: first, at: 0)
+    }
+
+    func openingReadings() async -> OpeningReadings {
+        OpeningReadings(kernelOOMKills: await device.kernelOOMKills(), memoryOutsideApps: await device.memoryOutsideApps())
     }
 
     /// Measures again after `step` (the warnings, freeze-dry); when enough is free, closes the

@@ -9,6 +9,12 @@ import Synchronization
 extension JetsamEngine {
     // MARK: A kill
 
+    /// The kernel's OOM kills in the device and the memory outside its apps (nil: cannot be told).
+    struct OpeningReadings {
+        var kernelOOMKills: UInt64?
+        var memoryOutsideApps: UInt64?
+    }
+
     /// What one kill did and gave back.
     struct KillOutcome {
         var receipt: KillReceipt
@@ -20,6 +26,8 @@ extension JetsamEngine {
         var reclaimed: UInt64
         /// Memory once the victim exited (or the cooldown ended); nil if it could not be read.
         var after: MemoryStatus?
+        /// Read just after the SIGKILL when asked (`readingOpening`): an episode's opening record.
+        var opening: OpeningReadings?
     }
 
     /// Kills the app (SIGKILL through the supervisor) and measures what it gave back: an app in a
@@ -28,8 +36,13 @@ extension JetsamEngine {
     /// memory is back when kill returns) and once it has exited (the cooldown at most); the
     /// larger of the two, as others' growth only hides some. `before` is what was free when the
     /// decision was made: not measured again here, the SIGKILL would wait for it.
-    func killAndMeasure(_ name: String, pid: Int32, state: LifecycleState, reason: KillReason, before: MemoryStatus, what: String) async throws(SupervisorError) -> KillOutcome {
+    /// With `readingOpening`, what the episode's opening record needs is read just after the
+    /// SIGKILL, before the wait for the exit.
+    func killAndMeasure(
+        _ name: String, pid: Int32, state: LifecycleState, reason: KillReason, before: MemoryStatus, what: String, readingOpening: Bool = false
+    ) async throws(SupervisorError) -> KillOutcome {
         let receipt = try await device.kill(name, pid: pid, reason: reason, expectedState: state)
+        let opening = readingOpening ? await openingReadings() : nil
         let killedAt = await logTime(ofMonotonic: receipt.signalledAt)
         let atOnce = await measure()
         let exited = await device.waitForExit(name, pid: pid, timeout: configuration.cooldownSeconds)
@@ -53,7 +66,7 @@ extension JetsamEngine {
         return KillOutcome(
             receipt: receipt,
             killEntry: .init(t: killedAt, kind: .kill, app: name, pid: pid, bytes: nil, detail: "\(what): SIGKILL\(receipt.memoryReleased ? ", memory released (process_mrelease)" : "")"),
-            exitEntry: exitEntry, exited: exited, reclaimed: reclaimed, after: after)
+            exitEntry: exitEntry, exited: exited, reclaimed: reclaimed, after: after, opening: opening)
     }
 
     /// The kill's event in the supervisor's log, once what it gave back is known (the log stays
