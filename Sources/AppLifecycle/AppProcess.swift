@@ -159,10 +159,16 @@ final class AppProcess: Sendable {
         var chargedBytes: UInt64? = nil
     }
 
-    /// SIGKILL to every process of the app: the main one first, through its pidfd, then every
-    /// other one (through the cgroup, each checked through a pidfd, or the process group); with
-    /// `releaseMemory`, process_mrelease frees their memory at once. Nil if the main process had
-    /// already exited. A frozen or stopped app's processes die once let run (`letRun`).
+    /// SIGKILL to every process of the app: every other one first (through the cgroup, each
+    /// checked through a pidfd; in a process group, counted first), then the main one through
+    /// its pidfd; with `releaseMemory`, process_mrelease frees their memory at once. Nil if the
+    /// main process had already exited (its other processes are then signalled all the same,
+    /// and ended again by `waitForEnd`). A frozen or stopped app's processes die once let run
+    /// (`letRun`).
+    ///
+    /// The others go first because the main process's exit can orphan the app's process group:
+    /// the kernel then sends SIGHUP and SIGCONT to every stopped process in it (a SIGSTOP-suspended
+    /// helper), which may end before a SIGKILL sent after the main one's reaches it, uncounted.
     func killApp(releaseMemory: Bool) -> Kill? {
         var charged: UInt64?
         if case .cgroup(let group) = members, let memory = group.memory {
@@ -174,18 +180,21 @@ final class AppProcess: Sendable {
             }
         }
         let at = monotonicSeconds()
-        guard signal(SIGKILL) else { return nil }
         var kill = Kill(signalledAt: at, memoryReleased: false, others: 0, failure: nil, chargedBytes: charged)
         switch members {
         case .cgroup(let group):
             do {
-                // The main process, killed above, may still be listed: not counted again.
-                kill.others = try group.members.killAll(releaseMemory: releaseMemory, rounds: 1, notCounting: [pid]).signalled
+                kill.others = try group.members.killAll(releaseMemory: releaseMemory, rounds: 1, notCounting: [pid], sparing: pid).signalled
             } catch {
                 kill.failure = error
             }
+            guard signal(SIGKILL) else { return nil }
         case .processGroup:
-            kill.others = Self.processes(inGroup: pid).count
+            // Its unreaped main process keeps the group's number from reuse (`waitForEnd` reaps
+            // it only once the group is empty).
+            let others = Self.processes(inGroup: pid).count
+            guard signal(SIGKILL) else { return nil }
+            kill.others = others
             Glibc.kill(-pid, SIGKILL)
         }
         if releaseMemory {

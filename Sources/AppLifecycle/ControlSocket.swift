@@ -85,8 +85,35 @@ final class ControlSocket: @unchecked Sendable {
                 Self.backOff()
                 continue
             }
+            // Descriptors are handed out lowest first: every one below `fd` is in use. A
+            // connection that leaves fewer than the reserve free is closed at once (its peer reads
+            // the end of the connection), and accepting pauses: the rest wait in the backlog.
+            guard Int(fd) < Self.acceptLimit() else {
+                Glibc.close(fd)
+                Self.backOff()
+                continue
+            }
             emit(.accepted(connection: fd, peer: peer))
         }
+    }
+
+    /// The lowest descriptor the accept loop does not keep: the soft RLIMIT_NOFILE (read at each
+    /// accept, as `prlimit` may change it) less a reserve that connections never take. Out of
+    /// descriptors, the process fails wherever it opens one next, and not only where it can
+    /// recover: libdispatch, under Swift's executor, opens /proc/TID/stat of its worker threads
+    /// every second while work waits for them, and traps (SIGILL) when it cannot — a supervisor
+    /// flooded with connections died so.
+    static func acceptLimit() -> Int {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < UInt(Int32.max) else { return Int(Int32.max) }
+        let soft = Int(limit.rlim_cur)
+        return soft - descriptorReserve(soft)
+    }
+
+    /// Descriptors kept free of connections, of a limit of `soft`: a sixteenth, at least 8 and
+    /// at most 256, never more than half.
+    static func descriptorReserve(_ soft: Int) -> Int {
+        min(soft / 2, max(8, min(256, soft / 16)))
     }
 
     /// Failures of accept that pass: resources that come back when connections close.

@@ -136,6 +136,7 @@ static int signal_round(const char *dir, const char *controller, const char *rel
     out->remaining = count;
     for (int i = 0; i < count; i++) {
         pid_t pid = (*pids)[i];
+        if (out->spared > 0 && pid == out->spared) continue;
         int fd = mp_pidfd_open(pid, 0);
         if (fd < 0) {
             if (errno != ESRCH && !out->failed_call) {
@@ -169,8 +170,9 @@ static int signal_round(const char *dir, const char *controller, const char *rel
 
 static void reset(struct mp_cgroup_kill *out) {
     int *seen = out->seen;
-    int seen_count = out->seen_count, seen_capacity = out->seen_capacity;
+    int seen_count = out->seen_count, seen_capacity = out->seen_capacity, spared = out->spared;
     memset(out, 0, sizeof *out);
+    out->spared = spared;
     out->seen = seen;
     out->seen_count = seen_count;
     out->seen_capacity = seen_capacity;

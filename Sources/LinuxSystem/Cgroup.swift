@@ -145,16 +145,19 @@ public struct CgroupDirectory: Sendable, Hashable, CustomStringConvertible {
     /// repeated while new processes show (a fork in flight), at most `rounds` times; on v2 the
     /// kernel's `cgroup.kill` first. A frozen group's processes die only once it is thawed.
     /// Processes in `notCounting` are signalled if listed, but not counted (one killed already).
-    public func killAll(releaseMemory: Bool = false, rounds: Int = 8, notCounting: [Int32] = []) throws(CgroupError) -> KillResult {
+    /// `sparing` is not signalled at all (with `rounds` 1: a process the caller signals itself
+    /// afterwards).
+    public func killAll(releaseMemory: Bool = false, rounds: Int = 8, notCounting: [Int32] = [], sparing: Int32? = nil) throws(CgroupError) -> KillResult {
         var seen = notCounting
-        return try killAll(releaseMemory: releaseMemory, rounds: rounds, seen: &seen)
+        return try killAll(releaseMemory: releaseMemory, rounds: rounds, seen: &seen, sparing: sparing)
     }
 
     /// `killAll`, counting each process once over several calls: `seen` holds the PIDs signalled
     /// by earlier calls (each call remembers up to 4,096 more; beyond that processes are still
     /// signalled, but a second call may count them again).
-    func killAll(releaseMemory: Bool, rounds: Int, seen: inout [Int32]) throws(CgroupError) -> KillResult {
+    func killAll(releaseMemory: Bool, rounds: Int, seen: inout [Int32], sparing: Int32? = nil) throws(CgroupError) -> KillResult {
         var out = mp_cgroup_kill()
+        out.spared = sparing ?? 0
         var buffer = seen + [Int32](repeating: 0, count: 4096)
         let rc = buffer.withUnsafeMutableBufferPointer { b in
             out.seen = b.baseAddress

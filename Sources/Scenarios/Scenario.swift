@@ -219,6 +219,7 @@ extension Scenario {
         var configuration = configuration(executableDirectory: directory)
         let killer = jetsam.map { JetsamKiller(configuration: $0) }
         killer?.attach(to: &configuration)
+        await Supervisor.prepareEventLoop()
         let supervisor = try Supervisor(configuration: configuration)
         let stream = await supervisor.logStream(replaying: true)
         let printer = Task {

@@ -12,38 +12,49 @@ let canContain = Supervisor.canContainInCgroups()
 /// reparented away from the app), while the app itself waits in `sleep` (it ignores SIGTERM too).
 let doubleForking = ["/bin/sh", "-c", "trap '' TERM; (sleep 31998 &); exec sleep 31998"]
 
-/// Waits until the app has at least `count` processes; their PIDs.
-func processes(of s: Supervisor, _ name: String, atLeast count: Int, within timeout: Double = 10) async throws -> [Int32] {
-    let found = await within(timeout) { () async -> [Int32]? in
+/// The app's processes other than its main one whose command line starts with `marker` (the
+/// long-lived helper: not a short `sleep` the app's shell forks meanwhile, nor the subshell that
+/// forks the helper, whose command line is the shell's), each watched through
+/// a pidfd (checked to be in the app's cgroup, or its process group, after the pidfd was opened);
+/// waited for until `count` of them are found.
+func helpers(of s: Supervisor, _ name: String, count: Int = 1, marker: String = "sleep 31998", within timeout: Double = 10) async throws -> [WatchedProcess] {
+    let main = try #require(try await s.pid(of: name))
+    let groups = try await s.cgroups(of: name)
+    let found = await within(timeout) { () async -> [WatchedProcess]? in
         while !Task.isCancelled {
+            let pids: [Int32]
             do {
-                let pids = try await s.processes(of: name)
-                if pids.count >= count { return pids }
+                pids = try await s.processes(of: name).filter { $0 != main }
             } catch {
                 return nil
             }
+            let watched = pids.compactMap { pid in
+                WatchedProcess(pid) { pid in
+                    let inApp: Bool
+                    if let memory = groups.first {
+                        let relative = "/" + memory.split(separator: "/").suffix(2).joined(separator: "/")
+                        inApp = cgroupLines(of: pid).contains { $0.hasSuffix(":" + relative) }
+                    } else {
+                        inApp = AppGroupTests.processGroup(of: pid) == main
+                    }
+                    return inApp && commandLine(of: pid).hasPrefix(marker)
+                }
+            }
+            if watched.count >= count { return watched }
             // No kernel event says a process joined a cgroup: look again shortly.
             do { try await Task.sleep(for: .milliseconds(5)) } catch { return nil }
         }
         return nil
     }
-    return try #require(found, "\(name) did not have \(count) processes within \(timeout) s")
+    return try #require(found, "\(name) did not have \(count) helper(s) running \(marker) within \(timeout) s")
 }
 
-/// The app's processes other than its main one, each watched through a pidfd (checked to be in
-/// the app's cgroup, or its process group, after the pidfd was opened).
-func helpers(of s: Supervisor, _ name: String, count: Int = 1) async throws -> [WatchedProcess] {
-    let main = try #require(try await s.pid(of: name))
-    let groups = try await s.cgroups(of: name)
-    let pids = try await processes(of: s, name, atLeast: count + 1).filter { $0 != main }
-    return pids.compactMap { pid in
-        WatchedProcess(pid) { pid in
-            if let memory = groups.first {
-                let relative = "/" + memory.split(separator: "/").suffix(2).joined(separator: "/")
-                return cgroupLines(of: pid).contains { $0.hasSuffix(":" + relative) }
-            }
-            return AppGroupTests.processGroup(of: pid) == main
-        }
+/// The process's command line, its arguments joined by spaces ("" once it is gone).
+func commandLine(of pid: Int32) -> String {
+    do {
+        return String(decoding: try ProcFS.readBytes("/proc/\(pid)/cmdline").map { $0 == 0 ? 0x20 : $0 }, as: UTF8.self)
+    } catch {
+        return ""
     }
 }
 

@@ -429,7 +429,7 @@ struct LifecycleCLITests {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let scenario = """
-            {"budgetBytes": 536870912, "suspendWith": "sigstop",
+            {"budgetBytes": 536870912, "suspendWith": "sigstop", "launchTimeout": 120, "callbackTimeout": 30,
              "apps": [{"name": "A", "command": ["mempressure-workload", "--state-mb", "4", "--image-cache-mb", "2", "--data-dir", "\(dir.path)/A"]}],
              "steps": [{"launch": "A"}, {"activate": "A"}, {"background": "A"}, {"wait": 0.5},
                        {"activate": "A"}, {"warn": "running"}, {"terminate": "A"}]}

@@ -29,6 +29,10 @@ struct mp_cgroup_kill {
     int *seen;
     int seen_count;
     int seen_capacity;
+    /// Optional, set by the caller: a PID not to signal even if listed (0: none), such as an
+    /// app's main process that the caller signals itself afterwards. Only meaningful with one
+    /// round: a spared process that stays listed counts as `remaining`.
+    int spared;
 };
 
 /// Sends SIGKILL to every process in the cgroup directory `dir`, never by PID number alone: each
