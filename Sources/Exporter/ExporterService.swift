@@ -13,7 +13,7 @@ public struct ExporterConfiguration: Sendable {
     /// The address to listen on (a name or a numeric IPv4 or IPv6 address).
     public var host = "127.0.0.1"
     /// The TCP port; 0 lets the kernel choose one (`onListening` says which).
-    public var port = 9464
+    public var port = ExporterConfiguration.defaultPort
     /// What a scrape reads (grouping, apps opted in for region types, roots).
     public var collector = CollectorOptions()
     /// Called once the server listens, with the address and the port it is bound to.
@@ -22,7 +22,20 @@ public struct ExporterConfiguration: Sendable {
 
     public init() {}
 
-    /// Reads `HOST:PORT` (`127.0.0.1:9464`, `localhost:9464`, `[::1]:9464`, or `:9464` for every
+    /// The port `mempressure export` listens on unless told otherwise: 29464. Prometheus' list of
+    /// default ports (its wiki's "Default port allocations") gave out 9100 to 9999 one by one
+    /// until none was left (2023), and goes on from 10000 the same way: any free-looking port
+    /// there is some exporter's, or soon will be (9464, our first choice, is OpenTelemetry's
+    /// Prometheus exporter's). 29464 is outside that list and its growth, registered to no one
+    /// with IANA and never seen open in nmap's scans (nmap-services), below the range Linux
+    /// gives out as source ports (32768–60999, where a listener can find its port taken by an
+    /// outgoing connection); it keeps the digits of the old 9464 for those who knew it.
+    public static let defaultPort = 29464
+
+    /// The default listen address, `127.0.0.1:29464`.
+    public static var defaultListen: String { "127.0.0.1:\(defaultPort)" }
+
+    /// Reads `HOST:PORT` (`127.0.0.1:29464`, `localhost:29464`, `[::1]:29464`, or `:29464` for every
     /// IPv4 address, as Prometheus' own `--web.listen-address` reads it).
     package static func parseListen(_ text: String) throws -> (host: String, port: Int) {
         guard let colon = text.lastIndex(of: ":") else {
@@ -61,9 +74,10 @@ public enum ExporterError: Error, Sendable, Hashable, CustomStringConvertible {
 
 /// The exporter's HTTP server, a swift-service-lifecycle `Service`: `GET /metrics` answers with
 /// the exposition collected at that moment (OpenMetrics or the Prometheus text format, by the
-/// Accept header), `GET /` with a page linking it, anything else 404. A collection that fails
-/// answers 500 with the reason and the server keeps serving. Graceful shutdown (through the
-/// `ServiceGroup` that runs it) stops accepting and finishes the requests in flight.
+/// Accept header; gzipped when the Accept-Encoding header takes gzip), `GET /` with a page
+/// linking it, `HEAD` of either as `GET` without the body, anything else 404. A collection that
+/// fails answers 500 with the reason and the server keeps serving. Graceful shutdown (through
+/// the `ServiceGroup` that runs it) stops accepting and finishes the requests in flight.
 public struct ExporterService: Service {
     public let configuration: ExporterConfiguration
     public let collector: Collector
@@ -80,38 +94,13 @@ public struct ExporterService: Service {
         let port = configuration.port
         try Self.checkResolvable(host)
         let router = Router()
-        let collector = self.collector
-        let scrapeQueue = DispatchQueue(label: "mempressure.exporter.scrape")
-        let logger = configuration.logger
-        router.get("/metrics") { request, _ -> Response in
-            let format = ExpositionFormat.negotiate(accept: request.headers[.accept])
-            // A scrape reads /proc for tens of milliseconds, blocking: it runs on a queue of its
-            // own rather than on one of Swift concurrency's few threads (which the server's
-            // other requests need), and scrapes arriving together (two Prometheus servers) run
-            // one after the other rather than each taking the CPUs.
-            let started = monotonicSeconds()
-            let result = await withCheckedContinuation { (done: CheckedContinuation<Result<[UInt8], CollectionError>, Never>) in
-                scrapeQueue.async { done.resume(returning: Result { () throws(CollectionError) in try collector.scrape(format: format) }) }
-            }
-            let seconds = monotonicSeconds() - started
-            do throws(CollectionError) {
-                let bytes = try result.get()
-                logger.debug("scrape served", metadata: ["format": "\(format.rawValue)", "bytes": "\(bytes.count)", "seconds": "\(seconds)"])
-                return Response(
-                    status: .ok, headers: [.contentType: format.contentType],
-                    body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
-            } catch {
-                logger.error("scrape failed: \(error.description)", metadata: ["seconds": "\(seconds)"])
-                return Response(
-                    status: .internalServerError, headers: [.contentType: "text/plain; charset=utf-8"],
-                    body: ResponseBody(byteBuffer: ByteBuffer(string: "collection failed: \(error.description)\n")))
-            }
-        }
-        router.get("/") { _, _ -> Response in
-            Response(
-                status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
-                body: ResponseBody(byteBuffer: ByteBuffer(string: Self.indexPage)))
-        }
+        let metrics = MetricsResponder(collector: collector, logger: configuration.logger)
+        router.get("/metrics") { request, _ in await metrics.respond(to: request) }
+        router.head("/metrics") { request, _ in await metrics.respond(to: request).createHeadResponse() }
+        let index = Response(
+            status: .ok, headers: [.contentType: "text/html; charset=utf-8"], body: ResponseBody(byteBuffer: ByteBuffer(string: Self.indexPage)))
+        router.get("/") { _, _ in index }
+        router.head("/") { _, _ in index.createHeadResponse() }
         let listening = ListeningFlag()
         let onListening = configuration.onListening
         let app = Application(
@@ -157,4 +146,47 @@ private final class ListeningFlag: Sendable {
     private let value = Atomic<Bool>(false)
     func set() { value.store(true, ordering: .releasing) }
     var isSet: Bool { value.load(ordering: .acquiring) }
+}
+
+/// The answer to `GET /metrics`: a scrape, in the format and encoding the request asks for.
+private struct MetricsResponder: Sendable {
+    let collector: Collector
+    let logger: Logger
+    /// A scrape reads /proc for tens of milliseconds, blocking: it runs on a queue of its own
+    /// rather than on one of Swift concurrency's few threads (which the server's other requests
+    /// need), and scrapes arriving together (two Prometheus servers) run one after the other
+    /// rather than each taking the CPUs.
+    let queue = DispatchQueue(label: "mempressure.exporter.scrape")
+
+    func respond(to request: Request) async -> Response {
+        let format = ExpositionFormat.negotiate(accept: request.headers[.accept])
+        let gzip = Gzip.accepted(by: request.headers[.acceptEncoding])
+        let started = monotonicSeconds()
+        let collector = self.collector
+        let result = await withCheckedContinuation { (done: CheckedContinuation<Result<[UInt8], CollectionError>, Never>) in
+            queue.async { done.resume(returning: Result { () throws(CollectionError) in try collector.scrape(format: format) }) }
+        }
+        let seconds = monotonicSeconds() - started
+        do throws(CollectionError) {
+            var bytes = try result.get()
+            let plain = bytes.count
+            var headers: HTTPFields = [.contentType: format.contentType, .vary: "Accept, Accept-Encoding"]
+            if gzip {
+                do {
+                    bytes = try Gzip.compress(bytes)
+                    headers[.contentEncoding] = "gzip"
+                } catch {
+                    // zlib failed (out of memory): the same answer, not compressed.
+                    logger.error("cannot gzip the scrape: \(error)")
+                }
+            }
+            logger.debug("scrape served", metadata: ["format": "\(format.rawValue)", "bytes": "\(plain)", "sent": "\(bytes.count)", "seconds": "\(seconds)"])
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+        } catch {
+            logger.error("scrape failed: \(error.description)", metadata: ["seconds": "\(seconds)"])
+            return Response(
+                status: .internalServerError, headers: [.contentType: "text/plain; charset=utf-8"],
+                body: ResponseBody(byteBuffer: ByteBuffer(string: "collection failed: \(error.description)\n")))
+        }
+    }
 }

@@ -33,15 +33,7 @@ public enum ExpositionFormat: String, Sendable, Hashable, CaseIterable {
         guard let accept else { return .prometheus }
         var openMetrics = 0.0
         var text = 0.0
-        for range in accept.split(separator: ",") {
-            let parts = range.split(separator: ";")
-            guard let type = parts.first?.trimmingSpaces.lowercased() else { continue }
-            var quality = 1.0
-            for parameter in parts.dropFirst() {
-                let pair = parameter.split(separator: "=", maxSplits: 1)
-                guard pair.count == 2, pair[0].trimmingSpaces.lowercased() == "q" else { continue }
-                quality = Double(pair[1].trimmingSpaces).map { $0.isFinite ? min(max($0, 0), 1) : 0 } ?? 0
-            }
+        for (type, quality) in QualityList.parse(accept) {
             switch type {
             case "application/openmetrics-text": openMetrics = max(openMetrics, quality)
             case "text/plain", "text/*", "*/*": text = max(text, quality)
@@ -49,15 +41,6 @@ public enum ExpositionFormat: String, Sendable, Hashable, CaseIterable {
             }
         }
         return openMetrics > 0 && openMetrics >= text ? .openMetrics : .prometheus
-    }
-}
-
-extension Substring {
-    fileprivate var trimmingSpaces: Substring {
-        var s = self
-        while let c = s.first, c == " " || c == "\t" { s.removeFirst() }
-        while let c = s.last, c == " " || c == "\t" { s.removeLast() }
-        return s
     }
 }
 

@@ -17,12 +17,21 @@ struct Export: AsyncParsableCommand {
             Metrics are named mempressure_*, in base units (bytes, seconds), counters end in \
             _total. Process names are arbitrary bytes: in a label, bytes that are not UTF-8 are \
             written \\xNN and a backslash \\\\, so every label is UTF-8 and two names never share \
-            one. Stops on SIGINT or SIGTERM, finishing the scrapes in flight.
+            one. Apps that share their labels (the same program in the same cgroup) share a \
+            series; --pid-label adds the app's root PID, at the cost of new series at every \
+            restart. An app's counters keep what its exited processes used, as last seen, so \
+            they never go down. Also served: mempressure_build_info and the exporter's own \
+            process_* metrics; HEAD as GET without the body; gzip when the scraper accepts it. \
+            Rules, their promtool tests and a Grafana dashboard ship in the repository \
+            (Sources/Exporter/Operator). Stops on SIGINT or SIGTERM, finishing the scrapes in \
+            flight.
             """
     )
 
-    @Option(name: .long, help: "The address and port to listen on (HOST:PORT, [IPv6]:PORT, or :PORT for every IPv4 address).")
-    var listen = "127.0.0.1:9464"
+    @Option(
+        name: .long,
+        help: "The address and port to listen on (HOST:PORT, [IPv6]:PORT, or :PORT for every IPv4 address). 29464 is in no list of well-known ports, Prometheus' exporters' included.")
+    var listen = ExporterConfiguration.defaultListen
 
     @Option(
         name: .customLong("log-level"),
@@ -37,6 +46,7 @@ struct Export: AsyncParsableCommand {
         } catch {
             throw ValidationError("--listen: \(error)")
         }
+        if let retention = collection.counterRetention { try checkSeconds(retention, "--counter-retention") }
     }
 
     func run() async throws {
@@ -75,12 +85,25 @@ struct ExportCollectionOptions: ParsableArguments {
         help: "Also publish memory by region type for the apps whose name matches this shell pattern (repeatable; reads their full smaps).")
     var regionTypesFor: [String] = []
 
+    @Flag(
+        name: .customLong("pid-label"),
+        help: "Give each app's series a pid label (its root process): one series per app process tree, new series at each restart.")
+    var pidLabel = false
+
+    @Option(
+        name: .customLong("counter-retention"),
+        help: "Seconds an app with no process left keeps its counters' totals, to go on from them if it comes back (default 3600).")
+    var counterRetention: Double?
+
     @OptionGroup var source: SourceOptions
 
     var collectorOptions: CollectorOptions {
         var o = CollectorOptions()
         o.grouping = grouping
         o.regionTypePatterns = regionTypesFor
+        o.pidLabel = pidLabel
+        if let counterRetention { o.counterRetention = counterRetention }
+        o.buildInfo = BuildInfo(version: mempressureVersion)
         o.procRoot = source.procRoot
         o.cgroupRoot = source.cgroupRoot
         return o
@@ -99,6 +122,7 @@ func printExposition(grouping: AppGrouping, source: SourceOptions) throws {
     o.grouping = grouping
     o.procRoot = source.procRoot
     o.cgroupRoot = source.cgroupRoot
+    o.buildInfo = BuildInfo(version: mempressureVersion)
     let bytes = try Collector(options: o).scrape(format: .openMetrics)
     // The bytes as they are (already valid UTF-8, escaped): not through `output`'s terminal filter.
     try bytes.withUnsafeBytes { try LinuxSystem.writeAll(1, $0) }

@@ -44,26 +44,7 @@ struct SuperviseExportTests {
         defer { dir.remove() }
         let runtime = "\(dir.path)/rt"
         let data = "\(dir.path)/data"
-        let outcome = try await Subprocess.run(
-            .path(FilePath(buildDirectory + "/mempressure")), arguments: ["supervise", "--dir", runtime, "--export", "127.0.0.1:0"],
-            input: .none, output: .sequence, error: .discarded
-        ) { execution in
-            // Stopped whatever happens below (a failed #require throws): its apps go with it.
-            defer {
-                do {
-                    try execution.send(signal: .terminate)
-                } catch {
-                    // It has ended already (the SIGTERM below): nothing left to stop.
-                }
-            }
-            var lines = execution.standardOutput.strings().makeAsyncIterator()
-            var port: Int?
-            while port == nil, let line = try await lines.next() {
-                if line.hasPrefix("metrics: http://127.0.0.1:"), let p = Int(line.dropFirst("metrics: http://127.0.0.1:".count).prefix { $0 != "/" }) {
-                    port = p
-                }
-            }
-            let p = try #require(port, "the line saying where /metrics is served")
+        let outcome = try await withExportingSupervisor(runtime: runtime) { p in
             let launched = try await runMempressure(["app", "--dir", runtime, "launch", "W", "--", "mempressure-workload", "--state-mb", "1", "--image-cache-mb", "1", "--data-dir", data])
             #expect(launched.status == 0, "\(launched.standardError)")
             #expect(try await runMempressure(["app", "--dir", runtime, "activate", "W"]).standardOutput == "W: active\n")
@@ -81,11 +62,9 @@ struct SuperviseExportTests {
             #expect(response.contains(#"mempressure_supervisor_time_to_ready_seconds_count{app="W"} 1"#))
             // ...beside the machine's apps, collected at the scrape.
             #expect(response.contains("mempressure_app_footprint_bytes{"))
-            // SIGTERM: the exporter stops, the supervisor terminates its app.
-            try execution.send(signal: .terminate)
-            while try await lines.next() != nil {}
         }
-        #expect(outcome.terminationStatus == .exited(0), "\(outcome.terminationStatus)")
+        // SIGTERM (sent when the body returns): the exporter stops, the supervisor terminates its app.
+        #expect(outcome.status == .exited(0), "\(outcome.status)")
         let gone = try await runMempressure(["apps", "--dir", runtime])
         #expect(gone.status == 1, "the supervisor is gone: \(gone.standardOutput)")
     }

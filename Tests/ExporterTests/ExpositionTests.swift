@@ -94,12 +94,28 @@ import Testing
         #expect(ExpositionFormat.negotiate(accept: "garbage;;;q=zz,,") == .prometheus)
     }
 
+    @Test func gzipIsTakenAsTheHeaderSays() throws {
+        #expect(Gzip.accepted(by: "gzip"))
+        #expect(Gzip.accepted(by: "deflate, gzip;q=1.0, *;q=0.5"))
+        #expect(Gzip.accepted(by: "*"))
+        #expect(Gzip.accepted(by: "x-gzip"))
+        #expect(!Gzip.accepted(by: nil))
+        #expect(!Gzip.accepted(by: "identity"))
+        #expect(!Gzip.accepted(by: "gzip;q=0"))
+        #expect(!Gzip.accepted(by: "gzip;q=0, *"))  // named and refused: the wildcard does not bring it back
+        #expect(!Gzip.accepted(by: "gzip;q=zz"))
+        #expect(!Gzip.accepted(by: ",,;;="))
+        // An empty input is a valid gzip stream too (header and trailer).
+        let empty = try Gzip.compress([])
+        #expect(empty.starts(with: [0x1f, 0x8b]) && empty.count >= 18)
+    }
+
     @Test func listenAddresses() throws {
-        for (text, host, port) in [("127.0.0.1:9464", "127.0.0.1", 9464), ("[::1]:80", "::1", 80), (":9100", "0.0.0.0", 9100)] {
+        for (text, host, port) in [("127.0.0.1:29464", "127.0.0.1", 29464), ("[::1]:80", "::1", 80), (":9100", "0.0.0.0", 9100)] {
             let parsed = try ExporterConfiguration.parseListen(text)
             #expect(parsed.host == host && parsed.port == port)
         }
-        for bad in ["9464", "host:", "host:65536", "host:-1", "::1:80", "[]:80", "host:x"] {
+        for bad in ["29464", "host:", "host:65536", "host:-1", "::1:80", "[]:80", "host:x"] {
             #expect(throws: ExporterError.self) { try ExporterConfiguration.parseListen(bad) }
         }
     }

@@ -230,12 +230,26 @@ func installed(_ program: String) -> Bool {
 
 /// `promtool check metrics` on `exposition`: its exit status and what it printed.
 func promtoolCheck(_ exposition: [UInt8], in directory: String) async throws -> (status: Int32, output: String) {
-    let input = "\(directory)/exposition-\(UInt64.random(in: 0...UInt64.max))"
-    try writeBytes(exposition, to: input)
+    let (status, output) = try await filter(exposition, through: "promtool check metrics", in: directory)
+    return (status, String(decoding: output, as: UTF8.self))
+}
+
+/// `bytes` through `gzip -dc`.
+func gunzip(_ bytes: [UInt8], in directory: String) async throws -> [UInt8] {
+    let (status, output) = try await filter(bytes, through: "gzip -dc", in: directory)
+    guard status == 0 else { throw TestFailure("gzip -dc: exit status \(status): \(String(decoding: output, as: UTF8.self))") }
+    return output
+}
+
+/// `bytes` as the standard input of the shell command `command` (through a file in `directory`):
+/// its exit status (-1 if a signal ended it) and what it wrote on its standard output and error.
+private func filter(_ bytes: [UInt8], through command: String, in directory: String) async throws -> (status: Int32, output: [UInt8]) {
+    let input = "\(directory)/input-\(UInt64.random(in: 0...UInt64.max))"
+    try writeBytes(bytes, to: input)
     defer { _ = unlinkFile(input) }
-    let log = input + ".log"
-    defer { _ = unlinkFile(log) }
-    let child = try Child("/bin/sh", ["-c", "exec promtool check metrics < \"$0\"", input], logFile: log)
+    let output = input + ".out"
+    defer { _ = unlinkFile(output) }
+    let child = try Child("/bin/sh", ["-c", "exec \(command) < \"$0\"", input], logFile: output)
     let pid = child.pid
     let status = await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
         TestThread.detached {
@@ -244,9 +258,7 @@ func promtoolCheck(_ exposition: [UInt8], in directory: String) async throws -> 
             continuation.resume(returning: status)
         }
     }
-    let output = String(decoding: try ProcFS.readBytes(log), as: UTF8.self)
-    let exit = (status & 0x7f) == 0 ? (status >> 8) & 0xff : -1
-    return (exit, output)
+    return ((status & 0x7f) == 0 ? (status >> 8) & 0xff : -1, try ProcFS.readBytes(output))
 }
 
 /// A running `mempressure export` on a port of its own choosing, with the port it printed.

@@ -20,7 +20,7 @@ private let prometheusInstalled = installed("prometheus") && installed("promtool
         try await Hog.with(["--dirty", "24m"]) { hog in
             let before = try await vmFootprint(hog.pid)
             // At debug level the exporter logs a line per scrape it serves: the real event.
-            let exporter = try ExporterProcess(["--log-level", "debug"])
+            let exporter = try ExporterProcess(["--log-level", "debug", "--pid-label"])
             defer { exporter.stop() }
             let port = try freePort()
             // A scrape reads every process of the machine: on a busy machine (a debug build,
@@ -124,7 +124,7 @@ private let prometheusInstalled = installed("prometheus") && installed("promtool
         if comm.last == 0x0a { comm.removeLast() }
         try #require(comm == name, "the child's comm is \(comm), not the hostile name")
 
-        let exporter = try ExporterProcess()
+        let exporter = try ExporterProcess(["--pid-label"])
         defer { exporter.stop() }
         let scrape = try await get(port: exporter.port, "/metrics")
         #expect(scrape.status == 200)
@@ -149,10 +149,10 @@ private let prometheusInstalled = installed("prometheus") && installed("promtool
         #expect(inUse.standardError.hasPrefix("mempressure: cannot listen on 127.0.0.1:\(exporter.port): "))
         #expect(inUse.standardError.contains("in use"))
         #expect(inUse.standardError.split(separator: "\n").count == 1)
-        let unknown = try await runMempressure(["export", "--listen", "no-such-host.invalid:9464"])
+        let unknown = try await runMempressure(["export", "--listen", "no-such-host.invalid:29464"])
         #expect(unknown.status == 1)
         #expect(unknown.standardError.hasPrefix("mempressure: cannot listen on 'no-such-host.invalid': "))
-        let bad = try await runMempressure(["export", "--listen", "9464"])
+        let bad = try await runMempressure(["export", "--listen", "29464"])
         #expect(bad.status != 0)
         #expect(bad.standardError.contains("expected HOST:PORT"))
         // Graceful shutdown: SIGTERM ends it with status 0.

@@ -47,7 +47,7 @@ private func withExporter<R: Sendable>(
         let registry = PrometheusCollectorRegistry()
         registry.makeCounter(descriptor: MetricNameDescriptor(metricName: "test_widgets", unitName: "", helpText: "Widgets \"made\" here."), labels: [("kind", "round")]).increment(by: Int64(3))
         let log = InMemoryLogHandler()
-        try await withExporter(registry: registry, log: log) { port in
+        try await withExporter({ $0.collector.pidLabel = true }, registry: registry, log: log) { port in
             let text = try await get(port: port, "/metrics")
             #expect(text.status == 200)
             #expect(text.header("content-type") == "text/plain; version=0.0.4; charset=utf-8")
@@ -71,6 +71,74 @@ private func withExporter<R: Sendable>(
             let served = log.entries.filter { $0.level == .debug && $0.message.description == "scrape served" }
             #expect(served.map { $0.metadata["format"]?.description } == ["prometheus", "openmetrics"])
             #expect(served.map { $0.metadata["bytes"]?.description } == ["\(text.body.count)", "\(om.body.count)"])
+        }
+    }
+
+    @Test func noPIDLabelByDefaultAndTheExportersOwnFamilies() async throws {
+        try await withExporter { port in
+            let text = try await get(port: port, "/metrics").text
+            #expect(!text.contains("pid=\""))
+            // Our own process is an app of this machine, without its PID.
+            #expect(samples(of: "mempressure_app_footprint_bytes", in: text).contains { $0.labels.contains("cgroup=") })
+            let build = samples(of: "mempressure_build_info", in: text)
+            #expect(build.count == 1 && build.first?.value == "1")
+            #expect(build.first?.labels.hasPrefix("version=\"unknown\",swift_version=\"6.") == true, "\(build)")
+            // The exporter's own process (this one): the standard names, with figures /proc agrees with.
+            for name in ["process_cpu_seconds_total", "process_resident_memory_bytes", "process_virtual_memory_bytes", "process_open_fds", "process_max_fds", "process_start_time_seconds"] {
+                let values = samples(of: name, in: text)
+                #expect(values.count == 1 && values[0].labels.isEmpty, "\(name): \(values)")
+                #expect((Double(values.first?.value ?? "") ?? 0) > 0, "\(name): \(values)")
+            }
+            var limit = rlimit()
+            getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+            #expect(samples(of: "process_max_fds", in: text).first?.value == "\(limit.rlim_cur)")
+            let started = Double(samples(of: "process_start_time_seconds", in: text).first?.value ?? "") ?? 0
+            let now = Double(time(nil))
+            #expect(started <= now + 1 && started > now - 86400 * 30, "started at \(started), now \(now)")
+        }
+    }
+
+    @Test func headAnswersAsGetWithoutTheBodyAndGzipIsGivenToWhoAsks() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let log = InMemoryLogHandler()
+        try await withExporter(log: log) { port in
+            for path in ["/metrics", "/"] {
+                let request = "HEAD \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+                let raw = try #require(await exchange(port: port, Array(request.utf8)), "no answer to HEAD \(path)")
+                let head = try parseResponse(raw)
+                #expect(head.status == 200, "HEAD \(path)")
+                #expect(head.body.isEmpty, "HEAD \(path) has a body of \(head.body.count) bytes")
+                let get = try await get(port: port, path)
+                #expect(head.header("content-type") == get.header("content-type"))
+                // The length of what a GET would have sent: the page's, or the scrape's the HEAD
+                // made (the machine changes between two scrapes: the log says what each served).
+                let length = try #require(Int(head.header("content-length") ?? ""), "HEAD \(path): no Content-Length")
+                if path == "/" {
+                    #expect(length == get.body.count)
+                } else {
+                    let served = log.entries.filter { $0.message.description == "scrape served" }.compactMap { $0.metadata["bytes"]?.description }
+                    #expect(served == ["\(length)", "\(get.body.count)"])
+                }
+            }
+
+            let request = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n"
+            let zipped = try parseResponse(try #require(await exchange(port: port, Array(request.utf8))))
+            #expect(zipped.status == 200)
+            #expect(zipped.header("content-encoding") == "gzip")
+            #expect(zipped.header("vary")?.contains("Accept-Encoding") == true)
+            #expect(zipped.body.starts(with: [0x1f, 0x8b]))
+            // gzip itself reads it back to the exposition.
+            let unzipped = String(decoding: try await gunzip(zipped.body, in: dir.path), as: UTF8.self)
+            #expect(unzipped.hasPrefix("# HELP mempressure_memory_total_bytes "))
+            #expect(unzipped.contains("\n# TYPE mempressure_app_footprint_bytes gauge\n"))
+            #expect(zipped.body.count * 3 < unzipped.utf8.count, "gzipped \(zipped.body.count) bytes of \(unzipped.utf8.count)")
+            // Without the header, or refusing gzip: plain text.
+            let plain = try await get(port: port, "/metrics")
+            #expect(plain.header("content-encoding") == nil)
+            let refused = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept-Encoding: gzip;q=0, identity\r\nConnection: close\r\n\r\n"
+            let identity = try parseResponse(try #require(await exchange(port: port, Array(refused.utf8))))
+            #expect(identity.header("content-encoding") == nil && identity.text.hasPrefix("# HELP "))
         }
     }
 
@@ -147,6 +215,7 @@ private func withExporter<R: Sendable>(
         options.procRoot = proc
         options.cgroupRoot = dir.path + "/no-cgroups"
         options.grouping = .process
+        options.pidLabel = true
         let text = String(decoding: try Collector(options: options).scrape(format: .prometheus), as: UTF8.self)
         #expect(text.contains("mempressure_memory_total_bytes 1024000\n"))
         #expect(text.contains("mempressure_memory_pressure_stall_seconds_total{kind=\"some\"} 2.5\n"))
