@@ -7,10 +7,11 @@
 #   make fuzz   builds the libFuzzer targets (Tests/Fuzz) and runs each for FUZZ_SECONDS (60)
 #   make docs   builds the libraries' DocC documentation into .build/docs and lists DocC's warnings
 #   make man    writes the man page of mempressure to .build/man/mempressure.1
+#   make c-client  builds the lifecycle protocol's C client and writes its pkg-config file
 
 SWIFT ?= swift
-# Debian packages the build and the tests need (pkg-config finds jemalloc and libunwind).
-APT_PACKAGES := libjemalloc-dev libunwind-dev pkg-config util-linux
+# Debian packages the build and the tests need (pkg-config finds jemalloc, libunwind and zlib).
+APT_PACKAGES := libjemalloc-dev libunwind-dev zlib1g-dev pkg-config util-linux
 # The benchmarks also compare against smem and pmap (procps), and jetsam against earlyoom and
 # nohang (which the benchmark starts itself, each inside a PID namespace of its own); redis-bench
 # measures redis-server (which it starts itself, as its own child); pg-bench measures PostgreSQL
@@ -21,14 +22,18 @@ APT_PACKAGES := libjemalloc-dev libunwind-dev pkg-config util-linux
 # starts itself on loopback ports of its own; their services are never started).
 # libCacheSim's Python package, for purgeable-bench's miss-ratio comparison (from PyPI).
 LIBCACHESIM_VERSION := 0.3.5
-# The exporter's tests start a real Prometheus server and check expositions with promtool, both
-# from Debian's `prometheus` package (installed without starting its service: see test-deps).
-TEST_APT_PACKAGES := prometheus
+# The exporter's tests start a real Prometheus server, check expositions with promtool and run
+# the shipped rules' unit tests (`promtool test rules`, Sources/Exporter/Operator), all from
+# Debian's `prometheus` package (installed without starting its service: see test-deps).
+# The clients' tests build the C example with gcc through the C client's pkg-config file, run
+# the Python client and its example with python3, and install it with pip into a virtual
+# environment (python3-venv brings pip; the client needs nothing else).
+TEST_APT_PACKAGES := prometheus gcc python3 python3-venv
 BENCH_APT_PACKAGES := smem procps earlyoom nohang util-linux gnuplot-nox redis-server postgresql postgresql-contrib libpq-dev prometheus-node-exporter prometheus-process-exporter
 
 export PATH := /opt/swift/usr/bin:$(PATH)
 
-.PHONY: deps test-deps test-packages bench-deps bench-packages build demo test test-stress fuzz bench bench-quick bench-micro reports fixtures docs man clean
+.PHONY: deps test-deps test-packages bench-deps bench-packages build demo test test-stress fuzz bench bench-quick bench-micro reports fixtures docs man c-client clean
 
 define install_missing
 	@if command -v dpkg >/dev/null 2>&1; then \
@@ -168,7 +173,7 @@ fixtures:
 # one combined archive, .build/docs/MemoryPressure.doccarchive (a static site: serve the folder and
 # open /documentation/vmtracker, ...). DocC's own warnings (broken symbol links, undocumented
 # parameters) are listed at the end with their count; SwiftPM's warnings about packages are not.
-DOC_TARGETS := VMTracker Purgeable CachePolicies MappedFiles Pressure AppLifecycle Jetsam
+DOC_TARGETS := VMTracker Purgeable CachePolicies MappedFiles Pressure LifecycleProtocol AppLifecycle Jetsam
 docs: deps
 	@mkdir -p .build/docs
 	@log=.build/docs/docc.log; \
@@ -188,6 +193,17 @@ man: deps
 	@mkdir -p .build/man
 	sed 's/^$$/.Pp/' .build/plugins/GenerateManual/outputs/mempressure/mempressure.1 > .build/man/mempressure.1
 	@echo "man page: .build/man/mempressure.1"
+
+# The lifecycle protocol's C client: the static library .build/release/libmempressure-client.a,
+# its header in Sources/MemPressureClientC/include, and .build/pkgconfig/mempressure-client.pc
+# (from mempressure-client.pc.in) pointing at both. Then, for a C app:
+#   PKG_CONFIG_PATH=.build/pkgconfig cc app.c $$(pkg-config --cflags --libs --static mempressure-client)
+c-client: deps
+	$(SWIFT) build -c release --product mempressure-client
+	@mkdir -p .build/pkgconfig
+	sed -e 's|@includedir@|$(CURDIR)/Sources/MemPressureClientC/include|' -e 's|@libdir@|$(CURDIR)/.build/release|' \
+	  Sources/MemPressureClientC/mempressure-client.pc.in > .build/pkgconfig/mempressure-client.pc
+	@echo "pkg-config file: .build/pkgconfig/mempressure-client.pc (PKG_CONFIG_PATH=$(CURDIR)/.build/pkgconfig)"
 
 clean:
 	rm -rf .build Benchmarks/.build Benchmarks/.build-micro Tests/Fuzz/.build

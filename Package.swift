@@ -29,6 +29,10 @@ let package = Package(
         .library(name: "Pressure", targets: ["Pressure"]),
         .library(name: "LifecycleProtocol", targets: ["LifecycleProtocol"]),
         .library(name: "SupervisedApp", targets: ["SupervisedApp"]),
+        // The lifecycle protocol's C client: libmempressure-client.a, its header in
+        // Sources/MemPressureClientC/include, its pkg-config file from mempressure-client.pc.in.
+        .library(name: "mempressure-client", type: .static, targets: ["MemPressureClientC"]),
+        .executable(name: "mempressure-example-c", targets: ["mempressure-example-c"]),
         .library(name: "WorkloadProtocol", targets: ["WorkloadProtocol"]),
         .library(name: "AppLifecycle", targets: ["AppLifecycle"]),
         .library(name: "Jetsam", targets: ["Jetsam"]),
@@ -63,6 +67,12 @@ let package = Package(
             name: "CUnwind",
             pkgConfig: "libunwind",
             providers: [.apt(["libunwind-dev"])]
+        ),
+        // zlib, for the exporter's gzip-encoded answers.
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
         ),
         // What Swift cannot import: function-like macros, syscalls glibc does not wrap.
         .target(name: "CMemoryPressure"),
@@ -109,6 +119,10 @@ let package = Package(
             dependencies: ["LifecycleProtocol", "Backtrace", "CMemoryPressure", "LinuxSystem"],
             swiftSettings: strict
         ),
+        // The lifecycle protocol's client in C (a header and a static library, for apps in C
+        // and anything that links C), and the example app in C that frees a cache on a warning.
+        .target(name: "MemPressureClientC", exclude: ["mempressure-client.pc.in", "tests"], linkerSettings: [.linkedLibrary("pthread")]),
+        .executableTarget(name: "mempressure-example-c", dependencies: ["MemPressureClientC"]),
         // The supervisor of app processes: the mechanism core with seams for policies.
         .target(
             name: "AppLifecycle",
@@ -127,16 +141,19 @@ let package = Package(
             swiftSettings: strict
         ),
         // The Prometheus/OpenMetrics exporter: collects at scrape time, serves /metrics over Hummingbird.
+        // Operator/ holds what ships beside it for operators (rules, their promtool tests, a
+        // Grafana dashboard): files, not sources.
         .target(
             name: "Exporter",
             dependencies: [
-                "VMTracker", "Pressure", "PressureValues", "LinuxSystem",
+                "VMTracker", "Pressure", "PressureValues", "LinuxSystem", "CZlib",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            exclude: ["Operator"],
             swiftSettings: strict
         ),
         // Scripted experiments: a device, its apps, the steps; run under a supervisor of their own.
@@ -299,11 +316,23 @@ let package = Package(
             name: "ExporterTests",
             dependencies: [
                 "Exporter", "Pressure", "PressureValues", "VMTracker", "LinuxSystem", "TestSupport", "MemHogClient", "MemHog", "mempressure",
+                "mempressure-exec", "WorkloadApp", "CZlib",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            swiftSettings: strict
+        ),
+        // The lifecycle protocol's clients (Swift, C, Python): the golden transcripts replayed
+        // against each, the C and Python example apps under a real supervisor, the C client
+        // built through its pkg-config file and the Python client installed with pip.
+        .testTarget(
+            name: "ClientTests",
+            dependencies: [
+                "SupervisedApp", "LifecycleProtocol", "AppLifecycle", "VMTracker", "LinuxSystem", "TestSupport",
+                "mempressure-example-c", "mempressure-exec", "mempressure-guard",
             ],
             swiftSettings: strict
         ),

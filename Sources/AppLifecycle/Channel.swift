@@ -176,10 +176,8 @@ extension Supervisor {
 
     /// Sends a callback and waits for its ack (clients only; other programs get none).
     func deliver(_ callback: LifecycleCallback, to a: AppRecord) async {
-        let timeout = callback == .didFinishLaunching ? configuration.launchTimeout : configuration.callbackTimeout
         let generation = a.generation
-        let before = a.acks[callback] ?? 0
-        guard send(.callback(callback), to: a, what: callback.rawValue) else {
+        guard let pending = sendCallback(callback, to: a) else {
             // A client whose channel is gone has usually just died (its end of the socket closes
             // as it exits, a moment before the supervisor reaps it): wait for that exit, so that
             // the command fails as "exited" instead of carrying on (marking a dead app active).
@@ -189,18 +187,41 @@ extension Supervisor {
             }
             return
         }
+        await awaitAcknowledgement(pending, from: a)
+    }
+
+    /// A callback written to an app's channel, its ack not yet come.
+    struct PendingCallback: Sendable {
+        var callback: LifecycleCallback
+        var generation: Int
+        var acksBefore: Int
+        var channelFailures: Int
+        var timeout: Double
+    }
+
+    /// Writes the callback to the app's channel; nil when it has none (or it failed: see `send`).
+    func sendCallback(_ callback: LifecycleCallback, to a: AppRecord) -> PendingCallback? {
+        let timeout = callback == .didFinishLaunching ? configuration.launchTimeout : configuration.callbackTimeout
+        let pending = PendingCallback(
+            callback: callback, generation: a.generation, acksBefore: a.acks[callback] ?? 0, channelFailures: a.channelFailures, timeout: timeout)
+        guard send(.callback(callback), to: a, what: callback.rawValue) else { return nil }
         a.callbacksInProgress[callback, default: 0] += 1
+        return pending
+    }
+
+    /// Waits for the ack of a callback sent; records that none came (in time, or at all).
+    func awaitAcknowledgement(_ p: PendingCallback, from a: AppRecord) async {
+        let (callback, generation, before, failures) = (p.callback, p.generation, p.acksBefore, p.channelFailures)
         // A channel closed for breaking the protocol (garbage, an over-long line, a flood) ends
         // the wait at once: no ack can come on it.
-        let failures = a.channelFailures
-        let acked = await waitFor(a.name, timeout: timeout) {
+        let acked = await waitFor(a.name, timeout: p.timeout) {
             ($0.acks[callback] ?? 0) > before || !$0.alive || $0.generation != generation || $0.channelFailures > failures
         }
         if a.generation == generation, let n = a.callbacksInProgress[callback] { a.callbacksInProgress[callback] = n > 1 ? n - 1 : nil }
         if a.generation == generation, a.channelFailures > failures, (a.acks[callback] ?? 0) <= before {
             record(.error(.callbackNotAcknowledged(callback, .channelClosed)), a)
         } else if !acked {
-            record(.error(.callbackNotAcknowledged(callback, .timedOut(seconds: timeout))), a)
+            record(.error(.callbackNotAcknowledged(callback, .timedOut(seconds: p.timeout))), a)
         }
     }
 

@@ -200,7 +200,7 @@ public enum CommandError: Error, Sendable, Hashable, CustomStringConvertible {
 
 extension Command: Codable {
     private enum Key: String, CodingKey, CaseIterable {
-        case command, app, argv, client, environment, kind, value, seconds, count, timeout, state, wait, bytes
+        case command, app, argv, client, environment, memoryWarning, kind, value, seconds, count, timeout, state, wait, bytes
         case register, launch, activate, deactivate, background, terminate, relaunch, warn, notify, waitReady, waitState, allocate, release
         case forget
     }
@@ -239,7 +239,8 @@ extension Command: Codable {
             guard let argv = try c.decodeIfPresent([String].self, forKey: .argv), !argv.isEmpty else { return nil }
             return AppSpec(
                 name: try named(), command: argv, environment: try c.decodeIfPresent([String: String].self, forKey: .environment),
-                client: try c.decodeIfPresent(Bool.self, forKey: .client))
+                client: try c.decodeIfPresent(Bool.self, forKey: .client),
+                memoryWarning: try c.decodeIfPresent(MemoryWarningAction.self, forKey: .memoryWarning))
         }
         switch verb {
         case .register:
@@ -280,6 +281,7 @@ extension Command: Codable {
             try c.encode(s.command, forKey: .argv)
             try c.encodeIfPresent(s.client, forKey: .client)
             try c.encodeIfPresent(s.environment, forKey: .environment)
+            try c.encodeIfPresent(s.memoryWarning, forKey: .memoryWarning)
         case .background(_, let wait):
             if !wait { try c.encode(false, forKey: .wait) }
         case .notify(_, let kind, let value):

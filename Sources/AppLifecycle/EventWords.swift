@@ -42,7 +42,9 @@ struct EventWords {
             return Self.exitStatus(statusText).map { .crash($0, lastOutput: output) }
         case .warning:
             if d == "sent" { return .warning(.sent) }
-            if let why = d.droppingPrefix("not sent: ") { return WarningSkipReason(rawValue: why).map { .warning(.notSent($0)) } }
+            if let rest = d.droppingPrefix("sent: signal "), let sig = Int32(rest.prefix { $0 != " " }) { return .warning(.signalled(sig)) }
+            if let status = d.droppingPrefix("command ran: ") { return Self.exitStatus(status).map { .warning(.commandRan($0)) } }
+            if let why = d.droppingPrefix("not sent: ") { return WarningSkipReason(words: why).map { .warning(.notSent($0)) } }
             return softLimit(d)
         case .notification: return d == "queued: suspended" ? name.map { .notificationQueued(kind: $0) } : nil
         case .task, .expire: return task(d).map { .task($0) }
@@ -123,6 +125,7 @@ struct EventWords {
         if let c = d.droppingPrefix("resume: ") { return .resume(cause: c) }
         if let c = d.droppingPrefix("kill: ") { return .kill(cause: c) }
         if let c = d.droppingPrefix("launch: ") { return .launch(cause: c) }
+        if let c = d.droppingPrefix("memory warning command: ") { return .warningCommand(cause: c) }
         if let c = d.droppingPrefix("abort: ") { return .abort(cause: c) }
         if let c = d.droppingPrefix("admin connection dropped: cannot start a thread to answer on: ") { return .adminAnswerThread(cause: c) }
         if let c = d.droppingSuffix(": they run on, outside the supervisor's control") { return .othersRunOn(cause: c) }

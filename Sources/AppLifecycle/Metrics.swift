@@ -16,7 +16,7 @@ import LifecycleProtocol
 /// | `mempressure_supervisor_launches_total` | counter | `app` | processes started (the `launch` events) |
 /// | `mempressure_supervisor_crashes_total` | counter | `app` | unexpected exits (the `crash` events) |
 /// | `mempressure_supervisor_time_to_ready_seconds` | timer (a histogram) | `app` | launch to the first `ready` of each run |
-/// | `mempressure_supervisor_memory_warnings_total` | counter | `app` | memory warnings sent (not those withheld from a suspended app) |
+/// | `mempressure_supervisor_memory_warnings_total` | counter | `app` | memory warnings that reached the app (its callback written to its channel, its signal delivered, its command started); not those withheld from a suspended app, nor those with nothing to reach it by |
 /// | `mempressure_supervisor_freeze_drys_total` | counter | `app` | page-outs done (`Supervisor.pageOut`: freeze-dry) |
 /// | `mempressure_jetsam_kills_total` | counter | `app`, `reason` | kills with a reason (`Supervisor.kill`), by `KillReason` |
 ///

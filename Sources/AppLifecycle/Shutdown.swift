@@ -44,6 +44,17 @@ extension Supervisor {
         for t in policyTasks { t.cancel() }
         for t in policyTasks { await t.value }
         policyTasks.removeAll()
+        // A memory-warning command still running ends now (SIGKILL through its pidfd; what waits
+        // for it then ends the rest of its process group and reaps it, and the log says so).
+        let commands = warningCommands
+        for (_, command) in commands {
+            do {
+                try command.handle.signal(SIGKILL)
+            } catch {
+                // ESRCH: it has exited already; what waits for it ends its group all the same.
+            }
+        }
+        for (_, command) in commands { await command.ending.value }
         for name in order {
             do {
                 try await run(.terminate, name, byShutdown: true)

@@ -37,7 +37,8 @@ public protocol SupervisedDevice: Sendable {
     func kill(_ name: String, pid: Int32, reason: KillReason, expectedState: LifecycleState?) async throws(SupervisorError) -> KillReceipt
     /// Waits until the run with `pid` has exited; false after `timeout` seconds.
     func waitForExit(_ name: String, pid: Int32, timeout: Double) async -> Bool
-    /// Memory warnings to the running apps among `target` (never to suspended ones); the apps warned.
+    /// Memory warnings to the running apps among `target` (never to suspended ones), each as its
+    /// app chooses (`AppSpec.memoryWarning`); the apps a warning reached.
     func warn(_ target: AppTarget, waitForAcknowledgements: Bool) async -> [String]
     /// Writes the app's anonymous memory out to swap (freeze-dry), if it is still the run `pid`
     /// names, in `expectedState`.

@@ -63,7 +63,7 @@ public struct SupervisorEvent: Sendable, Hashable {
         case crash(ExitStatus, lastOutput: String?)
         /// The other processes of the app (helpers, children) were ended with it (SIGKILL).
         case othersEnded(count: Int)
-        /// A memory warning sent, or not sent and why.
+        /// What a memory warning became: sent (callback), signalled, its command run, or not sent and why.
         case warning(WarningDelivery)
         /// A system notification queued for a suspended app (delivered when it resumes).
         case notificationQueued(kind: String)
@@ -174,16 +174,54 @@ extension SupervisorEvent.Payload {
     }
 }
 
-/// A memory warning sent to an app, or not, and why.
+/// What a memory warning to an app became (`AppSpec.memoryWarning`): what reached it, or why
+/// nothing did. Only what reached the app is "sent".
 public enum WarningDelivery: Sendable, Hashable {
+    /// `callback didReceiveMemoryWarning` was written to the app's control channel (its ack,
+    /// or that none came, is an event of its own).
     case sent
+    /// The app's signal was delivered to its main process.
+    case signalled(Int32)
+    /// The app's warning command ran, and ended so.
+    case commandRan(ExitStatus)
     case notSent(WarningSkipReason)
+
+    /// Whether the warning reached the app (its callback or signal), or its command ran.
+    public var delivered: Bool {
+        if case .notSent = self { return false }
+        return true
+    }
 }
 
-/// Why a memory warning was not sent to an app.
+/// Why a memory warning reached nothing.
 public enum WarningSkipReason: String, Sendable, Hashable, Codable, CaseIterable {
     /// Suspended apps are never sent anything (memory warnings are not queued for them).
     case suspended
+    /// Nothing is chosen for the app: a program without a client and no `memoryWarning`, or
+    /// `memoryWarning: none`.
+    case noneChosen
+    /// A client without a control channel (not connected yet, or closed for breaking the protocol).
+    case noChannel
+    /// The app's main process had exited (the signal found it gone).
+    case exited
+    /// The app's warning command could not be started (the error is an event of its own).
+    case commandNotStarted
+
+    /// The words the log says it in.
+    public var words: String {
+        switch self {
+        case .suspended: "suspended"
+        case .noneChosen: "nothing chosen for this app (no client, no memoryWarning)"
+        case .noChannel: "no control channel"
+        case .exited: "the app had exited"
+        case .commandNotStarted: "its command could not be started"
+        }
+    }
+
+    public init?(words: String) {
+        guard let reason = Self.allCases.first(where: { $0.words == words }) else { return nil }
+        self = reason
+    }
 }
 
 /// What happened to one of an app's background tasks.

@@ -46,8 +46,11 @@ extension SupervisorEvent {
         case .exit(let status, let reason): status.description + (reason.map { ": jetsam, \($0.rawValue)" } ?? "")
         case .crash(let status, let output): status.description + (output.map { "; its last output: \($0)" } ?? "")
         case .othersEnded(let count): "\(count) other process(es) of the app ended with it (SIGKILL)"
+        // "sent" alone, as logs have always said it: the callback, written to the channel.
         case .warning(.sent): "sent"
-        case .warning(.notSent(let why)): "not sent: \(why.rawValue)"
+        case .warning(.signalled(let sig)): "sent: signal \(sig) (\(MemoryWarningAction.name(ofSignal: sig)))"
+        case .warning(.commandRan(let status)): "command ran: \(status)"
+        case .warning(.notSent(let why)): "not sent: \(why.words)"
         case .notificationQueued: "queued: suspended"
         case .task(let t): Self.detail(of: t)
         case .crashReport(let r):
@@ -155,6 +158,7 @@ extension SupervisorFault: CustomStringConvertible {
         case .kill(let cause): "kill: \(cause)"
         case .letRun(let cause), .watchdog(let cause), .cgroupRemoval(let cause), .shutdown(let cause), .unclassified(let cause): cause
         case .launch(let cause): "launch: \(cause)"
+        case .warningCommand(let cause): "memory warning command: \(cause)"
         case .noCallbacks(.channelFailed): "its control channel failed: supervised without callbacks"
         case .noCallbacks(.didNotConnect(let seconds)): "it did not connect within \(seconds) s: supervised without callbacks"
         case .callbackNotDelivered(let c): "\(c.rawValue) not delivered: its control channel is closed"

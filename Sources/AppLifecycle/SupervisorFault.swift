@@ -22,6 +22,8 @@ public enum SupervisorFault: Sendable, Hashable {
     /// The app could not be started (its cgroup, its output pipe, the spawn, the thread that
     /// waits for it).
     case launch(cause: String)
+    /// The app's memory-warning command could not be started, or waited for.
+    case warningCommand(cause: String)
     /// A client app that never got its control channel, supervised without callbacks from then on.
     case noCallbacks(NoChannelReason)
     /// A callback could not be sent: the app's control channel is closed.
@@ -109,6 +111,7 @@ extension SupervisorFault {
         case .kill: "kill"
         case .letRun: "letRun"
         case .launch: "launch"
+        case .warningCommand: "warningCommand"
         case .noCallbacks(.channelFailed): "channelFailed"
         case .noCallbacks(.didNotConnect): "didNotConnect"
         case .callbackNotDelivered: "callbackNotDelivered"
@@ -131,7 +134,7 @@ extension SupervisorFault {
     /// The failure from below, in its own words (nil for the cases that have none).
     public var cause: String? {
         switch self {
-        case .suspend(let c), .resume(let c), .kill(let c), .letRun(let c), .launch(let c), .command(_, let c), .watchdog(let c),
+        case .suspend(let c), .resume(let c), .kill(let c), .letRun(let c), .launch(let c), .warningCommand(let c), .command(_, let c), .watchdog(let c),
             .othersRunOn(let c), .cgroupRemoval(let c), .runRecord(_, let c), .abort(let c), .shutdown(let c), .adminAnswerThread(let c),
             .unclassified(let c):
             c

@@ -18,15 +18,22 @@ public struct AppSpec: Sendable, Hashable, Codable {
     /// Whether the program links the client library (and so connects, gets callbacks and
     /// reports ready). False for any other program: it is supervised without callbacks.
     public var client: Bool?
+    /// What a memory warning becomes for this app: nil is the callback for a client and
+    /// nothing for any other program (`effectiveMemoryWarning`).
+    public var memoryWarning: MemoryWarningAction?
 
-    public init(name: String, command: [String], environment: [String: String]? = nil, client: Bool? = nil) {
+    public init(name: String, command: [String], environment: [String: String]? = nil, client: Bool? = nil, memoryWarning: MemoryWarningAction? = nil) {
         self.name = name
         self.command = command
         self.environment = environment
         self.client = client
+        self.memoryWarning = memoryWarning
     }
 
-    private enum CodingKeys: String, CodingKey, CaseIterable { case name, command, environment, client }
+    /// What a memory warning becomes for this app.
+    public var effectiveMemoryWarning: MemoryWarningAction { memoryWarning ?? (client ?? true ? .callback : .none) }
+
+    private enum CodingKeys: String, CodingKey, CaseIterable { case name, command, environment, client, memoryWarning }
 
     /// Refuses a key it does not know (a typo such as "enviroment" would otherwise be dropped).
     public init(from decoder: any Decoder) throws {
@@ -35,7 +42,8 @@ public struct AppSpec: Sendable, Hashable, Codable {
         self.init(
             name: try c.decode(String.self, forKey: .name), command: try c.decode([String].self, forKey: .command),
             environment: try c.decodeIfPresent([String: String].self, forKey: .environment),
-            client: try c.decodeIfPresent(Bool.self, forKey: .client))
+            client: try c.decodeIfPresent(Bool.self, forKey: .client),
+            memoryWarning: try c.decodeIfPresent(MemoryWarningAction.self, forKey: .memoryWarning))
     }
 }
 
@@ -52,6 +60,12 @@ extension AppSpec {
         for (key, value) in (environment ?? [:]).sorted(by: { $0.key < $1.key }) {
             guard !key.isEmpty, !key.utf8.contains(0), !key.utf8.contains(0x3d) else { throw .invalidEnvironmentName(app: name, key) }
             if value.utf8.contains(0) { throw .nulByte(app: name, field: "environment variable \(key)") }
+        }
+        if case .command(let argv) = memoryWarning {
+            guard !argv.isEmpty, !argv[0].isEmpty else { throw .emptyCommand(app: name) }
+            for (i, argument) in argv.enumerated() where argument.utf8.contains(0) {
+                throw .nulByte(app: name, field: "memory warning command's argument \(i)")
+            }
         }
     }
 }

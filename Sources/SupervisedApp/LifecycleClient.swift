@@ -64,6 +64,13 @@ public final class LifecycleClient: Sendable {
             let app = getenv(ControlProtocol.appVariable).map({ String(cString: $0) }),
             let token = getenv(ControlProtocol.tokenVariable).map({ String(cString: $0) })
         else { return nil }
+        return start(socketPath: socketPath, appName: app, token: token, delegate: delegate)
+    }
+
+    /// Connects to the control socket at `socketPath` as `appName` with `token` (what `start`
+    /// reads from the environment; a test's fake supervisor passes them itself) and starts the
+    /// client's thread; nil if the socket cannot be reached.
+    public static func start(socketPath: String, appName app: String, token: String, delegate: any LifecycleDelegate) -> LifecycleClient? {
         let fd: Int32
         do {
             fd = try UnixSocket.connect(to: socketPath).releaseDescriptor()
@@ -129,15 +136,9 @@ public final class LifecycleClient: Sendable {
         while true {
             let n = buffer.withUnsafeMutableBytes { raw in retryOnInterrupt { read(fd, raw.baseAddress!, raw.count) } }
             if n <= 0 { return }  // the supervisor went away: the app runs on, unsupervised
-            let lines: [Substring]
-            do {
-                lines = try buffer.withUnsafeBytes { raw in try splitter.feed(UnsafeRawBufferPointer(rebasing: raw[0..<n])) }
-            } catch {
-                // A line this client cannot take (too long, not UTF-8): skip it and read on; the
-                // app keeps its channel rather than losing its callbacks.
-                splitter = LineSplitter(skippingToNextLine: true)
-                continue
-            }
+            // A line this client cannot take (too long, not UTF-8, a NUL) is skipped up to its
+            // line feed: the app keeps its channel rather than losing its callbacks.
+            let lines = buffer.withUnsafeBytes { raw in splitter.feedSkippingBadLines(UnsafeRawBufferPointer(rebasing: raw[0..<n])).lines }
             for line in lines {
                 do {
                     handle(try SupervisorMessage.parse(line))

@@ -43,8 +43,10 @@ struct Run: AsyncParsableCommand {
                 output(try encodeJSON(log))
             } else {
                 output("\n" + renderAccounting(log.apps))
-                for e in log.errors { writeStandardError("mempressure: \(e)\n") }
             }
+            // Also with --json: the log holds the errors too, but an exit status of 1 must say
+            // why where a person reads it.
+            for e in log.errors { writeStandardError("mempressure: \(e)\n") }
             if !log.errors.isEmpty { throw ExitCode(1) }
         } catch let e as ExitCode {
             throw e
@@ -227,6 +229,7 @@ extension Supervise {
     func exporter(listen: String) throws -> ExporterService {
         var configuration = ExporterConfiguration()
         (configuration.host, configuration.port) = try ExporterConfiguration.parseListen(listen)
+        configuration.collector.buildInfo = BuildInfo(version: mempressureVersion)
         var logger = Logger(label: "mempressure.supervise.export")
         logger.logLevel = .warning
         configuration.logger = logger
@@ -245,6 +248,7 @@ struct SupervisorService: Service {
     let configuration: SupervisorConfiguration
 
     func run() async throws {
+        await Supervisor.prepareEventLoop()
         let supervisor = try Supervisor(configuration: configuration)
         try await supervisor.serveAdmin()
         let stream = await supervisor.logStream()
@@ -319,6 +323,14 @@ struct AppCommand: AsyncParsableCommand {
     @Argument(help: "The app (or \"all\" for warn and notify).") var name: String?
     @Argument(parsing: .postTerminator, help: "For launch: the program and its arguments, after --.") var command: [String] = []
     @Flag(name: .customLong("no-client"), help: "The program does not link the client library.") var noClient = false
+    @Option(
+        name: .customLong("memory-warning"),
+        help: "For launch with a program: what a memory warning becomes for it: callback (the default with a client), none (the default without), or a signal to its main process (SIGUSR1, SIGRTMIN+N, ...).")
+    var memoryWarning: String?
+    @Option(
+        name: .customLong("memory-warning-command"),
+        help: "For launch with a program: a memory warning runs this command (repeat for each argument), with MEMPRESSURE_APP and MEMPRESSURE_PID set.")
+    var memoryWarningCommand: [String] = []
     @Option(help: "For notify: the kind of change.") var kind: String?
     @Option(help: "For notify: the new value.") var value: String?
     @Option(help: "For allocate and release: bytes (k, m, g suffixes).") var bytes: String?
@@ -335,6 +347,14 @@ struct AppCommand: AsyncParsableCommand {
         if let timeout { try checkSeconds(timeout, "--timeout") }
         if verb == .notify && kind == nil { throw ValidationError("notify needs --kind") }
         if (verb == .allocate || verb == .release) && bytes == nil { throw ValidationError("\(verb.rawValue) needs --bytes") }
+        if memoryWarning != nil || !memoryWarningCommand.isEmpty {
+            guard verb == .launch, !command.isEmpty else { throw ValidationError("--memory-warning and --memory-warning-command go with launch and a program (after --)") }
+            guard memoryWarning == nil || memoryWarningCommand.isEmpty else { throw ValidationError("give --memory-warning or --memory-warning-command, not both") }
+            if let memoryWarning, MemoryWarningAction(word: memoryWarning) == nil {
+                throw ValidationError("--memory-warning \(String(reflecting: memoryWarning)): give \(MemoryWarningAction.choices)")
+            }
+            if memoryWarningCommand.first?.isEmpty ?? false { throw ValidationError("--memory-warning-command needs a program") }
+        }
     }
 
     /// The command this invocation asks for.
@@ -348,7 +368,8 @@ struct AppCommand: AsyncParsableCommand {
             if !command.isEmpty {
                 var argv = command
                 argv[0] = Programs.resolve(command[0])
-                spec = AppSpec(name: named(), command: argv, client: noClient ? false : nil)
+                let action = memoryWarningCommand.isEmpty ? memoryWarning.flatMap(MemoryWarningAction.init(word:)) : .command(memoryWarningCommand)
+                spec = AppSpec(name: named(), command: argv, client: noClient ? false : nil, memoryWarning: action)
             }
             return .launch(named(), registering: spec)
         case .activate: return .activate(named())

@@ -158,7 +158,7 @@ public struct JetsamEpisode: Sendable, Hashable {
 extension JetsamEpisode {
     /// What a timeline entry records.
     public enum EntryKind: String, Sendable, Hashable, Codable, CaseIterable {
-        /// A memory warning sent, or not sent to a suspended app.
+        /// A memory warning that reached an app, or one that did not (suspended, or nothing reaches it).
         case warning
         /// A freeze-dry.
         case freeze
