@@ -7,8 +7,9 @@ import LifecycleProtocol
 import VMTracker
 
 /// A scripted experiment: a device, its apps, and the steps to put them through
-/// (`mempressure run SCENARIO.json`; the format is documented in the README). Each step is a
-/// `Command` in its step form (`{"launch": "A"}`, `{"wait": 0.5}`, ...).
+/// (`mempressure run SCENARIO.json`; the format is documented in the AppLifecycle article
+/// "Scenarios", AppLifecycle.docc/Scenarios.md). Each step is a `Command` in its step form
+/// (`{"launch": "A"}`, `{"wait": 0.5}`, ...).
 public struct Scenario: Sendable {
     /// The device's RAM budget (a memory cgroup holding every app); none if absent.
     public var budgetBytes: Int?

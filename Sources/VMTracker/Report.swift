@@ -1,6 +1,6 @@
 /// The VM Tracker report of a process or an app: the stable JSON contract of
-/// `mempressure vm --json` (see README, "JSON reports"). Fields are only ever added; a change in
-/// meaning bumps `formatVersion`.
+/// `mempressure vm --json` (see the article "JSON reports", VMTracker.docc/JSONReports.md).
+/// Fields are only ever added; a change in meaning bumps `formatVersion`.
 
 import LifecycleProtocol
 import LinuxSystem

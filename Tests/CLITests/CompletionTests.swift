@@ -3,8 +3,8 @@ import SystemPackage
 import Testing
 import TestSupport
 
-/// `mempressure --generate-completion-script bash|zsh|fish`: the scripts the README tells users to
-/// install. Each must name the subcommand tree as it is: a subcommand renamed, dropped or moved
+/// `mempressure --generate-completion-script bash|zsh|fish`: the scripts the VMTracker article
+/// "Documentation, man page and shell completions" tells users to install. Each must name the subcommand tree as it is: a subcommand renamed, dropped or moved
 /// out of its parent fails here.
 @Suite("Shell completions")
 struct CompletionTests {
