@@ -147,6 +147,7 @@ let package = Package(
             name: "Exporter",
             dependencies: [
                 "VMTracker", "Pressure", "PressureValues", "LinuxSystem", "CZlib",
+                .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Hummingbird", package: "hummingbird"),
