@@ -8,6 +8,10 @@
 #   make docs   builds the libraries' DocC documentation into .build/docs and lists DocC's warnings
 #   make man    writes the man page of mempressure to .build/man/mempressure.1
 #   make c-client  builds the lifecycle protocol's C client and writes its pkg-config file
+#   make install   installs the release binaries, man page, completions, systemd units and the C
+#                  client under PREFIX (/usr/local; DESTDIR for staging); make uninstall removes them
+#   make deb       builds the Debian package .build/deb/mempressure_VERSION_ARCH.deb
+#   make test-deb  builds it, installs it, runs it with the Swift toolchain hidden, and purges it
 
 SWIFT ?= swift
 # Debian packages the build and the tests need (pkg-config finds jemalloc, libunwind and zlib).
@@ -29,11 +33,19 @@ LIBCACHESIM_VERSION := 0.3.5
 # the Python client and its example with python3, and install it with pip into a virtual
 # environment (python3-venv brings pip; the client needs nothing else).
 TEST_APT_PACKAGES := prometheus gcc python3 python3-venv
+# make deb computes the package's dependencies with dpkg-shlibdeps (dpkg-dev).
+DEB_APT_PACKAGES := dpkg-dev
 BENCH_APT_PACKAGES := smem procps earlyoom nohang util-linux gnuplot-nox redis-server postgresql postgresql-contrib libpq-dev prometheus-node-exporter prometheus-process-exporter
 
 export PATH := /opt/swift/usr/bin:$(PATH)
 
-.PHONY: deps test-deps test-packages bench-deps bench-packages build demo test test-stress fuzz bench bench-quick bench-micro reports fixtures docs man c-client clean
+# Release builds link the Swift runtime and Foundation statically: the binaries need only libc,
+# libstdc++, jemalloc, libunwind and zlib, and run where Swift is not installed (make test-deb
+# checks it with the toolchain's directory hidden). The demo and the benchmarks run these too.
+RELEASE := -c release --static-swift-stdlib
+VERSION := $(shell sed -n 's/^let mempressureVersion = "\(.*\)"$$/\1/p' Sources/mempressure/Mempressure.swift)
+
+.PHONY: deps test-deps test-packages bench-deps bench-packages build demo test test-stress fuzz bench bench-quick bench-micro reports fixtures docs man c-client install uninstall deb test-deb clean
 
 define install_missing
 	@if command -v dpkg >/dev/null 2>&1; then \
@@ -86,7 +98,7 @@ test-packages:
 	$(call install_missing,$(TEST_APT_PACKAGES))
 
 build: deps
-	$(SWIFT) build -c release
+	$(SWIFT) build $(RELEASE)
 
 demo: build
 	.build/release/mempressure demo
@@ -113,7 +125,7 @@ fuzz: deps
 	FUZZ_SECONDS=$(FUZZ_SECONDS) SWIFT=$(SWIFT) Tests/Fuzz/fuzz.sh
 
 bench: bench-deps
-	$(SWIFT) build -c release
+	$(SWIFT) build $(RELEASE)
 	cd Benchmarks && $(SWIFT) run -c release vmtracker-bench --mempressure-build ../.build/release --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release purgeable-bench --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release mappedfiles-bench --output ../Reports
@@ -129,7 +141,7 @@ bench: bench-deps
 # They print their reports; the files go to a temporary directory, removed at the end, so that
 # Reports/ keeps the full runs.
 bench-quick: bench-deps
-	$(SWIFT) build -c release
+	$(SWIFT) build $(RELEASE)
 	cd Benchmarks && $(SWIFT) build -c release --product resume-bench && $(SWIFT) build -c release --product redis-bench && $(SWIFT) build -c release --product pg-bench && $(SWIFT) build -c release --product switching-bench && $(SWIFT) build -c release --product export-bench && $(SWIFT) build -c release --product jetsam-bench && $(SWIFT) build -c release --product soak-bench
 	@out=$$(mktemp -d /tmp/mempressure-bench-quick.XXXXXX); trap 'rm -rf "$$out"' EXIT; \
 	cd Benchmarks && .build/release/resume-bench --quick --build ../.build/release --output "$$out" && \
@@ -186,24 +198,104 @@ docs: deps
 	echo "documentation: .build/docs/MemoryPressure.doccarchive"
 
 # The man page, from the command's own definition (swift-argument-parser's generate-manual
-# plugin), every subcommand in one page: view it with `man -l .build/man/mempressure.1`. A blank
+# plugin), every subcommand in one page: view it with `man -l .build/man/mempressure.1`. The copy
+# in Sources/mempressure/Packaging is the one installed, kept in the repository so that installing
+# needs no plugin run; a test fails when it misses a subcommand or option of --help. A blank
 # line in a command's discussion becomes a paragraph break (.Pp): mdoc warns on empty lines.
 man: deps
 	$(SWIFT) package plugin generate-manual --configuration debug
 	@mkdir -p .build/man
 	sed 's/^$$/.Pp/' .build/plugins/GenerateManual/outputs/mempressure/mempressure.1 > .build/man/mempressure.1
-	@echo "man page: .build/man/mempressure.1"
+	cp .build/man/mempressure.1 $(PACKAGING)/mempressure.1
+	@echo "man page: .build/man/mempressure.1, and $(PACKAGING)/mempressure.1 (installed; commit it)"
 
 # The lifecycle protocol's C client: the static library .build/release/libmempressure-client.a,
 # its header in Sources/MemPressureClientC/include, and .build/pkgconfig/mempressure-client.pc
 # (from mempressure-client.pc.in) pointing at both. Then, for a C app:
 #   PKG_CONFIG_PATH=.build/pkgconfig cc app.c $$(pkg-config --cflags --libs --static mempressure-client)
 c-client: deps
-	$(SWIFT) build -c release --product mempressure-client
+	$(SWIFT) build $(RELEASE) --product mempressure-client
 	@mkdir -p .build/pkgconfig
 	sed -e 's|@includedir@|$(CURDIR)/Sources/MemPressureClientC/include|' -e 's|@libdir@|$(CURDIR)/.build/release|' \
 	  Sources/MemPressureClientC/mempressure-client.pc.in > .build/pkgconfig/mempressure-client.pc
 	@echo "pkg-config file: .build/pkgconfig/mempressure-client.pc (PKG_CONFIG_PATH=$(CURDIR)/.build/pkgconfig)"
+
+# Where `make install` puts things: the usual places under PREFIX, each overridable, and DESTDIR
+# in front of all of them for staging (as `make deb` does). The helpers the supervisor starts
+# (mempressure-exec, mempressure-guard) and the model app and hog the scenarios and the demo run
+# are found next to `mempressure`, so they go to BINDIR with it. The man page installed is the
+# one in Sources/mempressure/Packaging (`make man` regenerates it; a test checks it covers every
+# subcommand and option of --help). Completions are printed by the binary being installed.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+DATADIR ?= $(PREFIX)/share
+DOCDIR ?= $(DATADIR)/doc/mempressure
+BASH_COMPLETION_DIR ?= $(DATADIR)/bash-completion/completions
+ZSH_COMPLETION_DIR ?= $(DATADIR)/zsh/site-functions
+FISH_COMPLETION_DIR ?= $(DATADIR)/fish/vendor_completions.d
+SYSTEMD_UNIT_DIR ?= $(PREFIX)/lib/systemd/system
+PROGRAMS := mempressure mempressure-exec mempressure-guard mempressure-workload mempressure-hog
+UNITS := mempressure-supervise.service mempressure-export.service
+PACKAGING := Sources/mempressure/Packaging
+# Every file `make install` writes, relative to DESTDIR (what `make uninstall` removes).
+INSTALLED = $(addprefix $(BINDIR)/,$(PROGRAMS)) $(MANDIR)/man1/mempressure.1 \
+  $(BASH_COMPLETION_DIR)/mempressure $(ZSH_COMPLETION_DIR)/_mempressure $(FISH_COMPLETION_DIR)/mempressure.fish \
+  $(addprefix $(SYSTEMD_UNIT_DIR)/,$(UNITS)) \
+  $(LIBDIR)/libmempressure-client.a $(INCLUDEDIR)/mempressure_client.h $(LIBDIR)/pkgconfig/mempressure-client.pc \
+  $(DATADIR)/mempressure/operator/mempressure.rules.yml $(DATADIR)/mempressure/operator/mempressure.rules.test.yml \
+  $(DATADIR)/mempressure/operator/grafana-dashboard.json $(DOCDIR)/LICENSE
+
+install: build
+	$(SWIFT) build $(RELEASE) --product mempressure-client
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASH_COMPLETION_DIR) $(DESTDIR)$(ZSH_COMPLETION_DIR) \
+	  $(DESTDIR)$(FISH_COMPLETION_DIR) $(DESTDIR)$(SYSTEMD_UNIT_DIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) \
+	  $(DESTDIR)$(DATADIR)/mempressure/operator $(DESTDIR)$(DOCDIR)
+	for p in $(PROGRAMS); do install -m 0755 .build/release/$$p $(DESTDIR)$(BINDIR)/$$p || exit 1; done
+	install -m 0644 $(PACKAGING)/mempressure.1 $(DESTDIR)$(MANDIR)/man1/mempressure.1
+	.build/release/mempressure --generate-completion-script bash > $(DESTDIR)$(BASH_COMPLETION_DIR)/mempressure
+	.build/release/mempressure --generate-completion-script zsh > $(DESTDIR)$(ZSH_COMPLETION_DIR)/_mempressure
+	.build/release/mempressure --generate-completion-script fish > $(DESTDIR)$(FISH_COMPLETION_DIR)/mempressure.fish
+	chmod 0644 $(DESTDIR)$(BASH_COMPLETION_DIR)/mempressure $(DESTDIR)$(ZSH_COMPLETION_DIR)/_mempressure $(DESTDIR)$(FISH_COMPLETION_DIR)/mempressure.fish
+	for u in $(UNITS); do sed 's|@BINDIR@|$(BINDIR)|g' $(PACKAGING)/$$u.in > $(DESTDIR)$(SYSTEMD_UNIT_DIR)/$$u && chmod 0644 $(DESTDIR)$(SYSTEMD_UNIT_DIR)/$$u || exit 1; done
+	install -m 0644 .build/release/libmempressure-client.a $(DESTDIR)$(LIBDIR)/libmempressure-client.a
+	install -m 0644 Sources/MemPressureClientC/include/mempressure_client.h $(DESTDIR)$(INCLUDEDIR)/mempressure_client.h
+	sed -e 's|@includedir@|$(INCLUDEDIR)|' -e 's|@libdir@|$(LIBDIR)|' Sources/MemPressureClientC/mempressure-client.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/mempressure-client.pc
+	chmod 0644 $(DESTDIR)$(LIBDIR)/pkgconfig/mempressure-client.pc
+	install -m 0644 Sources/Exporter/Operator/mempressure.rules.yml Sources/Exporter/Operator/mempressure.rules.test.yml \
+	  Sources/Exporter/Operator/grafana-dashboard.json $(DESTDIR)$(DATADIR)/mempressure/operator/
+	install -m 0644 LICENSE $(DESTDIR)$(DOCDIR)/LICENSE
+	@echo "installed under $(DESTDIR)$(PREFIX)"
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	-rmdir $(DESTDIR)$(DATADIR)/mempressure/operator $(DESTDIR)$(DATADIR)/mempressure $(DESTDIR)$(DOCDIR) 2>/dev/null
+
+# The Debian package: `make install` staged with PREFIX=/usr under .build/deb/root (units in
+# /usr/lib/systemd/system, zsh completions where Debian's zsh looks), the man page compressed,
+# the license as /usr/share/doc/mempressure/copyright, and Depends computed from the libraries
+# the binaries load (each library's Debian package, found with dpkg -S).
+DEB_ROOT := .build/deb/root
+deb: build
+	$(call install_missing,$(DEB_APT_PACKAGES))
+	rm -rf $(DEB_ROOT) && mkdir -p $(DEB_ROOT)/DEBIAN
+	$(MAKE) --no-print-directory install DESTDIR=$(CURDIR)/$(DEB_ROOT) PREFIX=/usr ZSH_COMPLETION_DIR=/usr/share/zsh/vendor-completions
+	gzip -9n $(DEB_ROOT)/usr/share/man/man1/mempressure.1
+	mv $(DEB_ROOT)/usr/share/doc/mempressure/LICENSE $(DEB_ROOT)/usr/share/doc/mempressure/copyright
+	@arch=$$(dpkg --print-architecture); \
+	depends=$$(Sources/mempressure/Packaging/deb-depends.sh $(addprefix $(DEB_ROOT)/usr/bin/,$(PROGRAMS))) || exit 1; \
+	size=$$(du -sk --exclude=DEBIAN $(DEB_ROOT) | cut -f1); \
+	sed -e "s|@VERSION@|$(VERSION)|" -e "s|@ARCH@|$$arch|" -e "s|@SIZE@|$$size|" -e "s|@DEPENDS@|$$depends|" \
+	  $(PACKAGING)/control.in > $(DEB_ROOT)/DEBIAN/control; \
+	dpkg-deb --root-owner-group --build $(DEB_ROOT) .build/deb/mempressure_$(VERSION)_$$arch.deb
+	@echo "package: $$(ls .build/deb/mempressure_$(VERSION)_*.deb)"
+
+# The package as a user gets it: installed with apt (which brings its dependencies), then run with
+# the Swift toolchain's directory hidden (Tests/deb-test.sh says what it checks), then purged.
+test-deb: deb
+	Tests/deb-test.sh .build/deb/mempressure_$(VERSION)_$$(dpkg --print-architecture).deb
 
 clean:
 	rm -rf .build Benchmarks/.build Benchmarks/.build-micro Tests/Fuzz/.build

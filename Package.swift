@@ -147,6 +147,7 @@ let package = Package(
             name: "Exporter",
             dependencies: [
                 "VMTracker", "Pressure", "PressureValues", "LinuxSystem", "CZlib",
+                .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -211,6 +212,9 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            // Packaging/: what `make install` and `make deb` put beside the binaries (systemd
+            // units, the man page, the package's control file).
+            exclude: ["Packaging"],
             swiftSettings: strict
         ),
         // Joins cgroups, then execs the app: how the supervisor starts apps inside their cgroups.

@@ -165,7 +165,7 @@ public enum AdminClient {
             case .sendFailed(let p): "could not send to \(p)"
             case .noAnswer: "the supervisor closed the connection without answering"
             case .refused(_, let message): message
-            case .notAnAnswer(let e): "the supervisor's answer is not understood: \(e)"
+            case .notAnAnswer(let e): "the supervisor's answer is not understood: \(e.plainDescription)"
             case .untrustedDirectory(let r): "\(r); nothing sent"
             case .untrustedServer(let path, let uid, let pid):
                 "the server at \(path) (pid \(pid)) runs as uid \(uid), not this user (uid \(getuid())) or root: refused, nothing sent"

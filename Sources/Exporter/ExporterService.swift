@@ -5,6 +5,7 @@ import LinuxSystem
 import Logging
 import Prometheus
 import ServiceLifecycle
+import SystemPackage
 import Synchronization
 import VMTracker
 
@@ -72,6 +73,20 @@ public enum ExporterError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 }
 
+extension ExporterService {
+    /// Why the server could not start, in words: the HTTP stack's errors name its own functions
+    /// (`bind(descriptor:ptr:bytes:)`); the errno they carry (`errnoCode`, found by reflection
+    /// rather than by depending on the stack's types) says it plainly (EADDRINUSE).
+    static func reason(_ error: any Error) -> String {
+        for child in Mirror(reflecting: error).children where child.label == "errnoCode" {
+            if let code = child.value as? Int32 {
+                return "\(String(cString: strerror(code))) (\(Errno(rawValue: code).symbolicName))"
+            }
+        }
+        return "\(error)"
+    }
+}
+
 /// The exporter's HTTP server, a swift-service-lifecycle `Service`: `GET /metrics` answers with
 /// the exposition collected at that moment (OpenMetrics or the Prometheus text format, by the
 /// Accept header; gzipped when the Accept-Encoding header takes gzip), `GET /` with a page
@@ -115,7 +130,7 @@ public struct ExporterService: Service {
             try await app.run()
         } catch {
             guard !listening.isSet else { throw error }
-            throw ExporterError.cannotListen(host: host, port: port, reason: "\(error)")
+            throw ExporterError.cannotListen(host: host, port: port, reason: Self.reason(error))
         }
     }
 

@@ -1,3 +1,4 @@
+import Glibc
 import SystemPackage
 
 /// A system call that failed: which call, on what, and the errno it returned.
@@ -62,6 +63,9 @@ extension Errno {
         case .resourceTemporarilyUnavailable: "EAGAIN"
         case .notSupported: "ENOTSUP"
         case .readOnlyFileSystem: "EROFS"
+        case .addressInUse: "EADDRINUSE"
+        case .addressNotAvailable: "EADDRNOTAVAIL"
+        case .connectionRefused: "ECONNREFUSED"
         default: "errno \(rawValue)"
         }
     }
@@ -107,7 +111,10 @@ public enum ProcError: Error, Sendable, Hashable, CustomStringConvertible {
         case .kernelThread(let pid):
             "pid \(pid): kernel thread, it has no user memory to report"
         case .permissionDenied(let pid, let file):
-            "pid \(pid): \(file): permission denied (run as the process's user or as root)"
+            // Root is refused too where the kernel's ptrace check says no for other reasons.
+            geteuid() == 0
+                ? "pid \(pid): \(file): permission denied, to root as well (the process may not be dumpable, run in another user namespace, or be protected by Yama's ptrace_scope or a security module)"
+                : "pid \(pid): \(file): permission denied (run as the process's user or as root)"
         case .malformed(let pid, let file, let line, let reason):
             "\(pid.map { "pid \($0): " } ?? "")\(file): line \(line): \(reason)"
         case .systemCall(let pid, let error):

@@ -144,7 +144,7 @@ public enum ScenarioError: Error, Sendable, CustomStringConvertible {
         case .step(let n, let error): "step \(n): \(error)"
         case .stepNamesNoApp(let n, let name): "step \(n): no app named \(name)"
         case .unreadable(let e): "\(e)"
-        case .notAScenario(let path, let error): "\(path): not a scenario: \(error)"
+        case .notAScenario(let path, let error): "\(path): not a scenario: \(error.plainDescription)"
         }
     }
 }

@@ -53,6 +53,30 @@ public struct TextTable: Sendable {
         for (row, w) in zip(rows, cellWidths) { append(row, w) }
         return out
     }
+
+    /// Where each column ends in a rendered line, in scalars (two spaces between columns).
+    public func columnEnds() -> [Int] {
+        var widths = columns.map { $0.title.unicodeScalars.count }
+        for row in rows {
+            for (i, cell) in row.enumerated() where i < widths.count { widths[i] = max(widths[i], cell.unicodeScalars.count) }
+        }
+        var ends: [Int] = []
+        var end = -2
+        for w in widths {
+            end += 2 + w
+            ends.append(end)
+        }
+        return ends
+    }
+
+    /// Moves the column at `from`, with its cells, to `to`.
+    public mutating func moveColumn(from: Int, to: Int) {
+        guard from != to, columns.indices.contains(from), columns.indices.contains(to) else { return }
+        columns.insert(columns.remove(at: from), at: to)
+        for i in rows.indices where rows[i].indices.contains(from) && rows[i].count == columns.count {
+            rows[i].insert(rows[i].remove(at: from), at: to)
+        }
+    }
 }
 
 /// RFC 4180 CSV.

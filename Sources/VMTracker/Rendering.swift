@@ -234,7 +234,10 @@ public struct TopReport: Codable, Sendable, Hashable {
 
     /// The text table under its header; `exactBytes` prints byte counts as integers (for sort
     /// and awk) instead of human units. A quantity the kernel does not report shows as "n/a".
-    public func renderText(exactBytes: Bool = false) -> String {
+    ///
+    /// With `width` (a terminal's columns), a sorted column that would end beyond it moves to
+    /// just after Procs, so that what the table is sorted by stays in sight.
+    public func renderText(exactBytes: Bool = false, width: Int? = nil) -> String {
         func bytes(_ value: UInt64?) -> String {
             guard let value else { return "n/a" }
             return exactBytes ? "\(value)" : ByteFormat.human(value)
@@ -255,6 +258,11 @@ public struct TopReport: Codable, Sendable, Hashable {
                 bytes(t.ussBytes), bytes(t.swapPssBytes), bytes(t.thpBytes), bytes(t.lockedBytes),
             ])
         }
+        if let width, let sorted = Self.columnTitle(sortedBy), let index = table.columns.firstIndex(where: { $0.title == sorted }),
+            index > 3, table.columnEnds()[index] > width
+        {
+            table.moveColumn(from: index, to: 3)
+        }
         out += table.render()
         out += "total footprint \(bytes(totals.footprintBytes)), dirty \(bytes(totals.dirtyBytes)), "
         out += "purgeable \(bytes(totals.purgeableBytes)), swapped \(bytes(totals.swappedBytes)), "
@@ -262,6 +270,27 @@ public struct TopReport: Codable, Sendable, Hashable {
         if let note = Self.supervisedNote(apps) { out += "note: \(note)\n" }
         for n in notes { out += "note: \(n)\n" }
         return out
+    }
+
+    /// The title of the column a `TopSortKey` sorts by (nil for none).
+    static func columnTitle(_ sortKey: String?) -> String? {
+        switch sortKey {
+        case "pid": "PID"
+        case "name": "App"
+        case "processes": "Procs"
+        case "footprint": "Footprint"
+        case "dirty": "Dirty"
+        case "clean": "Clean"
+        case "purgeable": "Purgeable"
+        case "swapped": "Swapped"
+        case "resident": "Resident"
+        case "pss": "PSS"
+        case "uss": "USS"
+        case "swappss": "SwapPss"
+        case "thp": "THP"
+        case "locked": "Locked"
+        default: nil
+        }
     }
 
     /// The note under the `--group-by app` table naming the supervised apps among those shown

@@ -50,7 +50,7 @@ struct Simulate: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "A trace file (csv, txt or oracle-general).") var trace: String?
+    @Option(help: "A trace file (csv, txt or oracle-general).", completion: .file()) var trace: String?
     @Option(help: "The trace file's format: csv, txt or oracle-general (default: by its extension, .csv, .txt, .oracleGeneral or .oracleGeneral.bin).") var format: TraceFormat?
     @Option(help: "Generate a Zipf trace with this exponent instead of reading one.") var zipf: Double?
     @Option(help: "Objects in a generated trace.") var objects = 100_000
@@ -64,7 +64,7 @@ struct Simulate: AsyncParsableCommand {
     @Option(name: .customLong("capacity-unit"), help: "objects or bytes.") var capacityUnit: CapacityUnit = .objects
     @Option(help: "A miss-ratio curve in the same pass: lru (exact, from stack distances) or shards (sampled only).") var mrc: CurveKind?
     @Option(name: .customLong("sample-rate"), help: "SHARDS: the share of keys sampled, above 0 and at most 1 (with --mrc; default 0.01 for --mrc shards).") var sampleRate: Double?
-    @Option(help: "Draw the miss ratios by capacity into this SVG file with gnuplot.") var plot: String?
+    @Option(help: "Draw the miss ratios by capacity into this SVG file with gnuplot.", completion: .file(extensions: ["svg"])) var plot: String?
     @Flag(help: "Print JSON.") var json = false
 
     func validate() throws {

@@ -88,7 +88,7 @@ struct Watch: AsyncParsableCommand {
     @Flag(name: .long, help: "Print each timeline entry as one line of JSON as it is taken.")
     var jsonl = false
 
-    @Option(name: .long, help: "Write each snapshot as a VM report (with regions) into this directory (made 0700 if missing; one of another user, or that others may write in, is refused).")
+    @Option(name: .long, help: "Write each snapshot as a VM report (with regions) into this directory (made 0700 if missing; one of another user, or that others may write in, is refused).", completion: .directory)
     var save: String?
 
     func validate() throws {
@@ -155,8 +155,8 @@ struct Diff: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The earlier report.") var before: String
-    @Argument(help: "The later report.") var after: String
+    @Argument(help: "The earlier report.", completion: .file(extensions: ["json"])) var before: String
+    @Argument(help: "The later report.", completion: .file(extensions: ["json"])) var after: String
     @Flag(name: .long, help: "Print JSON.") var json = false
     @Option(name: .customLong("fail-on-growth"), help: "Exit 1 when the footprint grew by more than this many bytes (k, m, g).")
     var failOnGrowth: String?
@@ -218,7 +218,7 @@ struct Check: AsyncParsableCommand {
     )
 
     @OptionGroup var source: SourceOptions
-    @Argument(help: "PIDs to check (default: every process).") var pids: [Int32] = []
+    @Argument(help: "PIDs to check (default: every process).", completion: .custom(processCompletions)) var pids: [Int32] = []
 
     func run() async throws {
         let result: RollupCheck
@@ -252,17 +252,7 @@ func checkSeconds(_ value: Double, _ flag: String) throws {
 }
 
 func describe(_ error: DecodingError) -> String {
-    switch error {
-    case .dataCorrupted(let c): return c.debugDescription + path(c.codingPath)
-    case .keyNotFound(let key, let c): return "missing \"\(key.stringValue)\"" + path(c.codingPath)
-    case .typeMismatch(_, let c): return c.debugDescription + path(c.codingPath)
-    case .valueNotFound(_, let c): return c.debugDescription + path(c.codingPath)
-    @unknown default: return "\(error)"
-    }
-}
-
-private func path(_ codingPath: [any CodingKey]) -> String {
-    codingPath.isEmpty ? "" : " at " + codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+    error.plainDescription
 }
 
 /// "007": a sequence number padded to three digits, so saved files sort by name.

@@ -36,7 +36,7 @@ struct Demo: AsyncParsableCommand {
     var json = false
     @Flag(name: .customLong("vm-only"), help: "Only part 1.")
     var vmOnly = false
-    @Option(name: .customLong("report-dir"), help: "Keep jetsam's episode reports in this directory (made 0700 if missing; by default they are written to the demo's own temporary directory and removed at the end).")
+    @Option(name: .customLong("report-dir"), help: "Keep jetsam's episode reports in this directory (made 0700 if missing; by default they are written to the demo's own temporary directory and removed at the end).", completion: .directory)
     var reportDirectory: String?
 
     func run() async throws {

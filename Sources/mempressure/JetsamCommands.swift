@@ -38,7 +38,7 @@ struct JetsamCommand: AsyncParsableCommand {
         @Flag(name: .customLong("dry-run"), help: "Rank without killing (required: jetsam kills only what a supervisor launched).") var dryRun = false
         @Option(help: "ios, xnu, lmkd, largest, lru or cost.") var policy: JetsamPolicyName = .ios
         @Option(name: .customLong("high-memory"), help: "What counts as high memory: bytes (k, m, g suffixes) or a share of the budget (12.5%).") var highMemory: String?
-        @Option(help: "The PID of the foreground app.") var foreground: Int32?
+        @Option(help: "The PID of the foreground app.", completion: .custom(processCompletions)) var foreground: Int32?
         @Option(help: "Show only the first N.") var limit: Int?
         @Flag(help: "Print JSON.") var json = false
         @OptionGroup var source: SourceOptions
@@ -77,7 +77,7 @@ struct JetsamCommand: AsyncParsableCommand {
             abstract: "Render episode reports as text.",
             discussion: "FILE is an episode report (JSON), an array of them, or a scenario log (`mempressure run --json`) with its episodes."
         )
-        @Argument(help: "The file.") var file: String
+        @Argument(help: "The file.", completion: .file(extensions: ["json"])) var file: String
 
         func run() async throws {
             do {
@@ -94,7 +94,7 @@ struct JetsamCommand: AsyncParsableCommand {
             abstract: "Replay every recorded decision under other policies, side by side, with what each would have cost in relaunch time.",
             discussion: "Deterministic: the same file gives the same output in any process."
         )
-        @Argument(help: "Episode reports, or a scenario log with episodes.") var file: String
+        @Argument(help: "Episode reports, or a scenario log with episodes.", completion: .file(extensions: ["json"])) var file: String
         @Option(help: "A policy, or all.") var policy = "all"
         @Flag(help: "Print JSON.") var json = false
 

@@ -27,7 +27,7 @@ struct Run: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The scenario file.") var scenario: String
+    @Argument(help: "The scenario file.", completion: .file(extensions: ["json"])) var scenario: String
     @Flag(help: "Print the log as JSON at the end.") var json = false
 
     func run() async throws {
@@ -154,7 +154,7 @@ struct Supervise: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "Runtime directory (default: $XDG_RUNTIME_DIR/mempressure, else /run/mempressure for root, /run/user/UID/mempressure for others). Made 0700; an existing one must be a directory of this user, not a link, not writable by others.") var dir = AdminClient.defaultDirectory
+    @Option(help: "Runtime directory (default: $XDG_RUNTIME_DIR/mempressure, else /run/mempressure for root, /run/user/UID/mempressure for others). Made 0700; an existing one must be a directory of this user, not a link, not writable by others.", completion: .directory) var dir = AdminClient.defaultDirectory
     @Option(help: "The device's RAM budget in bytes (k, m, g suffixes): a memory cgroup holding every app.") var budget: String?
     @Option(help: "sigstop or freezer.") var suspend: SuspendMethod = .sigstop
     @Option(name: .customLong("background-task-limit"), help: "Seconds a background task may run.") var backgroundTaskLimit = 30.0
@@ -163,7 +163,7 @@ struct Supervise: AsyncParsableCommand {
     @Option(name: .customLong("jetsam-policy"), help: "ios, xnu, lmkd, largest, lru or cost.") var jetsamPolicy: JetsamPolicyName = .ios
     @Option(name: .customLong("high-memory"), help: "For jetsam: high memory in bytes (k, m, g) or a share of the budget (12.5%).") var highMemory: String?
     @Option(name: .customLong("protect"), help: "For jetsam: an app never killed (repeatable).") var protect: [String] = []
-    @Option(name: .customLong("jetsam-reports"), help: "For jetsam: a directory for each episode's report (episode-N.json, mode 0600; made 0700 if missing; one of another user, or that others may write in, is refused).") var jetsamReports: String?
+    @Option(name: .customLong("jetsam-reports"), help: "For jetsam: a directory for each episode's report (episode-N.json, mode 0600; made 0700 if missing; one of another user, or that others may write in, is refused).", completion: .directory) var jetsamReports: String?
     @Option(name: .customLong("max-apps"), help: "The most apps kept on record: one more forgets the app not running idle longest (default 1000).") var maxApps: Int?
     @Option(name: .customLong("log-limit"), help: "The most events the log keeps, the oldest going first (default 100000).") var logLimit: Int?
     @Option(name: .customLong("export"), help: "Also serve /metrics for Prometheus on HOST:PORT ([IPv6]:PORT, or :PORT for every IPv4 address), the supervisor's metrics included (default: off).") var export: String?
@@ -283,7 +283,7 @@ struct Apps: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "The supervisor's runtime directory.") var dir = AdminClient.defaultDirectory
+    @Option(help: "The supervisor's runtime directory.", completion: .directory) var dir = AdminClient.defaultDirectory
     @Flag(help: "Print JSON.") var json = false
     @Option(help: "Seconds to wait for the supervisor's answer (default \(Int(AdminClient.defaultQueryTimeout))).") var timeout: Double?
 
@@ -335,7 +335,7 @@ struct AppCommand: AsyncParsableCommand {
     @Option(help: "For notify: the new value.") var value: String?
     @Option(help: "For allocate and release: bytes (k, m, g suffixes).") var bytes: String?
     @Flag(name: .customLong("no-wait"), help: "For background: return once didEnterBackground was delivered.") var noWait = false
-    @Option(help: "The supervisor's runtime directory.") var dir = AdminClient.defaultDirectory
+    @Option(help: "The supervisor's runtime directory.", completion: .directory) var dir = AdminClient.defaultDirectory
     @Option(help: "Seconds to wait for the supervisor's answer (default \(Int(AdminClient.defaultCommandTimeout)): a command waits for the app's callbacks).") var timeout: Double?
 
     func validate() throws {

@@ -26,7 +26,7 @@ struct Load: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The file.") var file: String
+    @Argument(help: "The file.", completion: .file()) var file: String
     @Flag(help: "Load it both ways and compare.") var compare = false
     @Flag(inversion: .prefixedNo, help: "With --compare: write the file's dirty page-cache pages back (fdatasync) before reclaim, so that they can be dropped.")
     var flush = true

@@ -19,10 +19,109 @@ struct Mempressure: AsyncParsableCommand {
         subcommands: [VM.self, Top.self, Watch.self, Diff.self, Check.self, Cache.self, Load.self, Run.self, Supervise.self, Apps.self, AppCommand.self, JetsamCommand.self, Demo.self, Export.self]
     )
 
-    /// ArgumentParser's main, after `Interrupts.install()`.
+    /// ArgumentParser's main, after `Interrupts.install()`, with two manners it lacks: a
+    /// mistyped subcommand gets "did you mean", and a negative number after an option is read as
+    /// its value (so that `--interval -1` is told what is wrong with -1, not that a value is
+    /// missing).
     static func main() async {
         Interrupts.install()
-        await main(nil)
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        var command: any ParsableCommand
+        do {
+            command = try parseAsRoot(arguments)
+        } catch {
+            let joined = CommandLineManners.joiningNegativeValues(arguments)
+            if joined != arguments, let parsed = try? parseAsRoot(joined) {
+                command = parsed
+            } else if joined != arguments, case .failure(let second) = Result(catching: { try parseAsRoot(joined) }) {
+                exit(withError: CommandLineManners.suggesting(for: second, arguments: joined))
+            } else {
+                exit(withError: CommandLineManners.suggesting(for: error, arguments: arguments))
+            }
+        }
+        do {
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
+}
+
+/// What the command line is told when it is wrong, beyond ArgumentParser's own messages.
+enum CommandLineManners {
+    /// `--interval -1` as `--interval=-1`: a long option followed by a negative number takes it as
+    /// its value (ArgumentParser reads `-1` as an option, and says the value is missing).
+    static func joiningNegativeValues(_ arguments: [String]) -> [String] {
+        var out: [String] = []
+        var i = 0
+        while i < arguments.count {
+            let a = arguments[i]
+            if a == "--" {
+                out += arguments[i...]
+                break
+            }
+            if a.hasPrefix("--"), a.count > 2, !a.contains("="), i + 1 < arguments.count, isNegativeNumber(arguments[i + 1]) {
+                out.append(a + "=" + arguments[i + 1])
+                i += 2
+                continue
+            }
+            out.append(a)
+            i += 1
+        }
+        return out
+    }
+
+    static func isNegativeNumber(_ text: String) -> Bool {
+        guard text.hasPrefix("-"), text.count > 1 else { return false }
+        return Double(text.dropFirst()) != nil
+    }
+
+    /// The error, or for a word where a subcommand was expected that names none, a usage error
+    /// naming the closest subcommands ("did you mean 'top'?").
+    static func suggesting(for error: any Error, arguments: [String]) -> any Error {
+        var command: any ParsableCommand.Type = Mempressure.self
+        var path = ["mempressure"]
+        for word in arguments {
+            if word == "--" { break }
+            if word.hasPrefix("-") { return error }
+            let subcommands = command.configuration.subcommands
+            guard !subcommands.isEmpty else { return error }
+            if let next = subcommands.first(where: { $0._commandName == word }) {
+                command = next
+                path.append(word)
+                continue
+            }
+            let names = subcommands.map(\._commandName) + ["help"]
+            let close = names.filter { distance($0, word) <= max(1, min(2, word.count / 3)) || ($0.hasPrefix(word) && word.count >= 2) }
+            var message = "unknown subcommand '\(word)' of \(path.joined(separator: " "))"
+            if !close.isEmpty { message += "; did you mean \(close.map { "'\($0)'" }.joined(separator: " or "))?" }
+            message += "\nSee '\(path.joined(separator: " ")) --help' for its subcommands."
+            return ValidationError(message)
+        }
+        return error
+    }
+
+    /// The edit distance between two words (insertions, deletions, substitutions, and two
+    /// neighbours swapped), on their characters.
+    static func distance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        if a.isEmpty { return b.count }
+        if b.isEmpty { return a.count }
+        var d = [[Int]](repeating: [Int](repeating: 0, count: b.count + 1), count: a.count + 1)
+        for i in 0...a.count { d[i][0] = i }
+        for j in 0...b.count { d[0][j] = j }
+        for i in 1...a.count {
+            for j in 1...b.count {
+                let cost = a[i - 1] == b[j - 1] ? 0 : 1
+                d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost)
+                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] { d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1) }
+            }
+        }
+        return d[a.count][b.count]
     }
 }
 
@@ -44,7 +143,9 @@ struct SourceOptions: ParsableArguments {
 
 /// Which process or app a command is about.
 struct TargetOptions: ParsableArguments {
-    @Argument(help: "A PID, a supervised app's name (every process in its cgroup), or a process name (its comm) that names one process or one process tree.")
+    @Argument(
+        help: "A PID, a supervised app's name (every process in its cgroup), or a process name (its comm) that names one process or one process tree.",
+        completion: .custom(processCompletions))
     var target: String?
 
     @Flag(name: .customLong("only"), help: "The process alone, without its descendants.")
@@ -102,6 +203,9 @@ extension AppGrouping: ExpressibleByArgument {}
 
 /// Prints a one-line error naming what went wrong and exits with status 1.
 func fail(_ error: any Error) -> ExitCode {
+    // An exit status chosen already (its message printed): passed on, not printed as
+    // "ExitCode(rawValue: 1)".
+    if let code = error as? ExitCode { return code }
     // An interrupted run: `interruptible` says so, once, in words (not "CancellationError()").
     if error is CancellationError { return ExitCode(130) }
     let message: String
@@ -149,4 +253,19 @@ func encodeJSONLine(_ value: some Encodable) throws -> String {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
     return String(decoding: try encoder.encode(value), as: UTF8.self) + "\n"
+}
+
+/// What the shell completes where a PID or process is expected: the PIDs of /proc, each once,
+/// then the names (comm) of the processes this user may read, for `vm NAME` (a completion must
+/// not fail: anything unreadable is left out).
+@Sendable func processCompletions(_ words: [String]) -> [String] {
+    guard let pids = try? ProcFS(root: "/proc").pids() else { return [] }
+    var names = Set<String>()
+    for pid in pids {
+        guard var bytes = try? ProcFS.readBytes("/proc/\(pid)/comm") else { continue }
+        if bytes.last == 0x0A { bytes.removeLast() }
+        let name = String(decoding: bytes, as: UTF8.self)
+        if !name.isEmpty, !name.contains(" ") { names.insert(name) }
+    }
+    return pids.map(String.init) + names.sorted()
 }

@@ -21,8 +21,10 @@ struct Top: AsyncParsableCommand {
             (/proc/pressure/memory). USS = Private_Clean + Private_Dirty + Private_Hugetlb; THP = \
             AnonHugePages + ShmemPmdMapped + FilePmdMapped; SwapPss, THP and Locked show as n/a \
             (absent in JSON, empty in CSV) where the kernel does not print them. With --interval \
-            the table is redrawn in place on a terminal until SIGINT or SIGTERM (status 0); \
-            otherwise successive tables are printed, each under its header (with --json or --csv \
+            the table is redrawn in place on a terminal until q, SIGINT or SIGTERM (status 0), \
+            and keys sort it at once (f footprint, d dirty, c clean, p purgeable, s swapped, r \
+            resident, n name, i pid; < and > the column before or after; the last line lists \
+            them), the sorted column kept in sight on a narrow terminal; otherwise successive tables are printed, each under its header (with --json or --csv \
             one document per line: JSON Lines).
 
             --group-by cgroup names each cgroup by what its path says: the systemd unit, the \
@@ -116,14 +118,21 @@ struct Top: AsyncParsableCommand {
 
     /// The --interval loop. SIGINT and SIGTERM (through `Interrupts`) cancel it between two
     /// refreshes; it then restores the terminal and ends with status 0, as `supervise` does.
+    /// Live on a terminal, keys act as in top(1) and htop: `q` quits, a sort key re-sorts at
+    /// once (`LiveKeys`), and the last line says which keys there are.
     func refresh(_ snapshot: TopSnapshot, every interval: Double) async throws {
         let live = isatty(1) == 1 && !format.json && !format.csv
         let (json, csv, bytes, count) = (format.json, format.csv, self.bytes, self.count)
         let work = Task {
             let screen = live ? LiveScreen() : nil
-            defer { screen?.restore() }
+            let keys = live ? LiveKeys() : nil
+            defer {
+                keys?.restore()
+                screen?.restore()
+            }
+            var snapshot = snapshot
             var shown = 0
-            while !Task.isCancelled {
+            refreshing: while !Task.isCancelled {
                 let started = monotonicSeconds()
                 let report = try snapshot.take()
                 if json {
@@ -131,24 +140,104 @@ struct Top: AsyncParsableCommand {
                 } else if csv {
                     output((shown > 0 ? "\n" : "") + report.renderCSV())
                 } else if let screen {
-                    screen.draw(report.renderText(exactBytes: bytes))
+                    screen.draw(report.renderText(exactBytes: bytes, width: screen.columns), footer: keys.map { $0.footer(sortedBy: snapshot.sort) })
                 } else {
                     output((shown > 0 ? "\n" : "") + report.renderText(exactBytes: bytes))
                 }
                 shown += 1
                 if let count, shown >= count { break }
-                let remaining = interval - (monotonicSeconds() - started)
-                if remaining > 0 {
+                // Until the next refresh, keys are read every 100 ms (none without a terminal).
+                while true {
+                    let remaining = interval - (monotonicSeconds() - started)
+                    if remaining <= 0 { break }
+                    switch keys?.next() {
+                    case .quit?: break refreshing
+                    case .sort(let key)?:
+                        snapshot.sort = key
+                        continue refreshing
+                    case nil: break
+                    }
                     do {
-                        try await Task.sleep(for: Seconds.duration(remaining))
+                        try await Task.sleep(for: Seconds.duration(keys == nil ? remaining : min(remaining, 0.1)))
                     } catch {
                         guard error is CancellationError else { throw error }
-                        break  // interrupted while waiting: the normal end of a live view
+                        break refreshing  // interrupted while waiting: the normal end of a live view
                     }
                 }
             }
         }
         try await Interrupts.handling({ _ in work.cancel() }) { try await work.value }
+    }
+}
+
+/// The keys of live `top`, read from its terminal (standard input, when it is one) without
+/// echo or line buffering; `restore` gives the terminal its settings back. Ctrl-C still sends
+/// SIGINT.
+final class LiveKeys: @unchecked Sendable {
+    enum Action: Equatable {
+        case quit
+        case sort(TopSortKey)
+    }
+
+    /// The sort keys: a letter for each common column, `<` and `>` for the column before and after.
+    static let letters: [(Character, TopSortKey)] = [
+        ("f", .footprint), ("d", .dirty), ("c", .clean), ("p", .purgeable), ("s", .swapped), ("r", .resident),
+        ("n", .name), ("i", .pid),
+    ]
+
+    private var saved: termios?
+    private var current: TopSortKey?
+
+    init() {
+        guard isatty(0) == 1 else { return }
+        var settings = termios()
+        guard tcgetattr(0, &settings) == 0 else { return }
+        saved = settings
+        settings.c_lflag &= ~tcflag_t(ICANON | ECHO)
+        tcsetattr(0, TCSANOW, &settings)
+    }
+
+    func restore() {
+        guard var settings = saved else { return }
+        tcsetattr(0, TCSANOW, &settings)
+        saved = nil
+    }
+
+    /// The last line of the screen: the keys, and the column sorted by.
+    func footer(sortedBy sort: TopSortKey) -> String {
+        current = sort
+        guard saved != nil else { return "sorted by \(sort.rawValue)" }
+        return "q quit  < > sort column  " + Self.letters.map { "\($0.0) \($0.1.rawValue)" }.joined(separator: "  ") + "  | sorted by \(sort.rawValue)"
+    }
+
+    /// What the keys typed since the last call ask for (the last one that asks anything), or nil.
+    func next() -> Action? {
+        guard saved != nil else { return nil }
+        var action: Action?
+        var sort = current ?? .footprint
+        while true {
+            var fd = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
+            guard poll(&fd, 1, 0) == 1, fd.revents & Int16(POLLIN) != 0 else { break }
+            var byte: UInt8 = 0
+            guard read(0, &byte, 1) == 1 else { break }
+            let key = Character(Unicode.Scalar(byte))
+            let all = TopSortKey.allCases
+            switch key {
+            case "q", "Q": return .quit
+            case "<", ",":
+                sort = all[(all.firstIndex(of: sort)! + all.count - 1) % all.count]
+                action = .sort(sort)
+            case ">", ".":
+                sort = all[(all.firstIndex(of: sort)! + 1) % all.count]
+                action = .sort(sort)
+            default:
+                if let match = Self.letters.first(where: { $0.0 == key }) {
+                    sort = match.1
+                    action = .sort(sort)
+                }
+            }
+        }
+        return action
     }
 }
 
@@ -177,19 +266,29 @@ struct TopSnapshot: Sendable {
 final class LiveScreen: Sendable {
     init() { Self.writeControl("\u{1b}[?1049h\u{1b}[?25l") }
 
+    /// The terminal's width in columns (nil when it cannot be told).
+    var columns: Int? {
+        var size = winsize()
+        guard ioctl(1, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return nil }
+        return Int(size.ws_col)
+    }
+
     /// Draws `text` from the top left, clearing what the previous draw left, cut to the
     /// terminal's height (the last line then says how many were left out) and width (a line
-    /// that wrapped would push the table down and scroll the screen).
-    func draw(_ text: String) {
+    /// that wrapped would push the table down and scroll the screen); `footer`, if any, is
+    /// always the last line.
+    func draw(_ text: String, footer: String? = nil) {
         var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         if lines.last?.isEmpty == true { lines.removeLast() }
         var size = winsize()
         let known = ioctl(1, UInt(TIOCGWINSZ), &size) == 0
-        if known, size.ws_row > 1, lines.count > Int(size.ws_row) {
-            let keep = Int(size.ws_row) - 1
+        let rows = Int(size.ws_row) - (footer == nil ? 0 : 1)
+        if known, rows > 1, lines.count > rows {
+            let keep = rows - 1
             let hidden = lines.count - keep
             lines = Array(lines.prefix(keep)) + ["... \(hidden) more lines (a taller terminal, or --limit)"]
         }
+        if let footer { lines.append(footer) }
         if known, size.ws_col > 0 {
             // Counted in scalars of the printable text, one column each (a wide character in a
             // process name may still wrap; the table is cut well short of that in practice).
