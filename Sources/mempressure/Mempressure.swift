@@ -95,7 +95,7 @@ enum CommandLineManners {
                 path.append(word)
                 continue
             }
-            let names = subcommands.map(\._commandName) + ["help"]
+            let names = subcommands.map { $0._commandName } + ["help"]
             let close = names.filter { distance($0, word) <= max(1, min(2, word.count / 3)) || ($0.hasPrefix(word) && word.count >= 2) }
             var message = "unknown subcommand '\(word)' of \(path.joined(separator: " "))"
             if !close.isEmpty { message += "; did you mean \(close.map { "'\($0)'" }.joined(separator: " or "))?" }
@@ -258,7 +258,7 @@ func encodeJSONLine(_ value: some Encodable) throws -> String {
 /// What the shell completes where a PID or process is expected: the PIDs of /proc, each once,
 /// then the names (comm) of the processes this user may read, for `vm NAME` (a completion must
 /// not fail: anything unreadable is left out).
-@Sendable func processCompletions(_ words: [String]) -> [String] {
+@Sendable func processCompletions(_ words: [String], _ index: Int, _ prefix: String) -> [String] {
     guard let pids = try? ProcFS(root: "/proc").pids() else { return [] }
     var names = Set<String>()
     for pid in pids {
@@ -267,5 +267,5 @@ func encodeJSONLine(_ value: some Encodable) throws -> String {
         let name = String(decoding: bytes, as: UTF8.self)
         if !name.isEmpty, !name.contains(" ") { names.insert(name) }
     }
-    return pids.map(String.init) + names.sorted()
+    return (pids.map(String.init) + names.sorted()).filter { $0.hasPrefix(prefix) }
 }

@@ -207,7 +207,8 @@ final class LiveKeys: @unchecked Sendable {
     func footer(sortedBy sort: TopSortKey) -> String {
         current = sort
         guard saved != nil else { return "sorted by \(sort.rawValue)" }
-        return "q quit  < > sort column  " + Self.letters.map { "\($0.0) \($0.1.rawValue)" }.joined(separator: "  ") + "  | sorted by \(sort.rawValue)"
+        // What the table is sorted by first: a narrow terminal cuts the end of the line.
+        return "sorted by \(sort.rawValue) | q quit  < > sort column  " + Self.letters.map { "\($0.0) \($0.1.rawValue)" }.joined(separator: "  ")
     }
 
     /// What the keys typed since the last call ask for (the last one that asks anything), or nil.

@@ -117,8 +117,8 @@ struct CLIMannersTests {
         let result = try await Subprocess.run(
             .path(FilePath("/usr/bin/python3")), arguments: ["-c", driver, buildDirectory + "/mempressure"],
             output: .string(limit: 1 << 20), error: .string(limit: 1 << 20))
-        let out = result.standardOutput ?? ""
-        #expect(result.terminationStatus == .exited(0), "\(out)\n\(result.standardError ?? "")")
+        let out = result.standardOutput
+        #expect(result.terminationStatus == .exited(0), "\(out)\n\(result.standardError)")
         let header = out.split(separator: "\n").first { $0.hasPrefix("HEADER ") }.map(String.init) ?? ""
         #expect(header.contains("SwapPss"), "the sorted column is not in the first 100 columns: \(header)")
         #expect(out.contains("KEYS yes"), "\(out)")

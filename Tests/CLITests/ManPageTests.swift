@@ -80,7 +80,7 @@ struct ManPageTests {
 
     @Test("every subcommand and every option of --help is in the installed man page, under its command")
     func coversHelp() async throws {
-        let page = try String(decoding: readFile(Self.root + "/Sources/mempressure/Packaging/mempressure.1"), as: UTF8.self)
+        let page = try String(decoding: Fixtures.readFile(Self.root + "/Sources/mempressure/Packaging/mempressure.1"), as: UTF8.self)
         let dump = try await runMempressure(["--experimental-dump-help"])
         try #require(dump.status == 0, "\(dump.standardError)")
         let tree = try JSONDecoder().decode(Dump.self, from: Data(dump.standardOutput.utf8)).command
