@@ -275,7 +275,8 @@ uninstall:
 
 # The Debian package: `make install` staged with PREFIX=/usr under .build/deb/root (units in
 # /usr/lib/systemd/system, zsh completions where Debian's zsh looks), the man page compressed,
-# the license as /usr/share/doc/mempressure/copyright, and Depends computed from the libraries
+# the license as /usr/share/doc/mempressure/copyright, the binaries without their debugging
+# information (their symbols stay, for backtraces), and Depends computed from the libraries
 # the binaries load (each library's Debian package, found with dpkg -S).
 DEB_ROOT := .build/deb/root
 deb: build
@@ -283,6 +284,7 @@ deb: build
 	rm -rf $(DEB_ROOT) && mkdir -p $(DEB_ROOT)/DEBIAN
 	$(MAKE) --no-print-directory install DESTDIR=$(CURDIR)/$(DEB_ROOT) PREFIX=/usr ZSH_COMPLETION_DIR=/usr/share/zsh/vendor-completions
 	gzip -9n $(DEB_ROOT)/usr/share/man/man1/mempressure.1
+	strip --strip-debug $(addprefix $(DEB_ROOT)/usr/bin/,$(PROGRAMS))
 	mv $(DEB_ROOT)/usr/share/doc/mempressure/LICENSE $(DEB_ROOT)/usr/share/doc/mempressure/copyright
 	@arch=$$(dpkg --print-architecture); \
 	depends=$$(Sources/mempressure/Packaging/deb-depends.sh $(addprefix $(DEB_ROOT)/usr/bin/,$(PROGRAMS))) || exit 1; \

@@ -107,10 +107,11 @@ if grep -q mempressure "$scratch/verify.txt"; then cat "$scratch/verify.txt" >&2
 echo "deb-test: both units pass systemd-analyze verify"
 
 [ "$(man -w mempressure 2>/dev/null || true)" = /usr/share/man/man1/mempressure.1.gz ] || fail "man -w mempressure does not find the page"
-cc -o "$scratch/example" /dev/stdin $(pkg-config --cflags --libs --static mempressure-client) <<'C' || fail "a C app does not build with pkg-config mempressure-client"
+cat > "$scratch/app.c" <<'C'
 #include <mempressure_client.h>
 int main(void) { return 0; }
 C
+cc -o "$scratch/app" "$scratch/app.c" $(pkg-config --cflags --libs --static mempressure-client) || fail "a C app does not build with pkg-config mempressure-client"
 echo "deb-test: man finds the page; a C app builds with the client through pkg-config"
 CHECKS
 unshare --mount --propagation private bash "$scratch/checks.sh" "$scratch" "$toolchain" "$(dpkg-deb --field "$deb" Version)"
