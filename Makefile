@@ -33,8 +33,11 @@ LIBCACHESIM_VERSION := 0.3.5
 # the Python client and its example with python3, and install it with pip into a virtual
 # environment (python3-venv brings pip; the client needs nothing else).
 TEST_APT_PACKAGES := prometheus gcc python3 python3-venv
-# make deb computes the package's dependencies with dpkg-shlibdeps (dpkg-dev).
+# make deb computes the package's dependencies with dpkg-shlibdeps (dpkg-dev); make test-deb
+# verifies the units with systemd-analyze (systemd), finds the page with man (man-db), builds a C
+# app through pkg-config and scrapes the exporter with python3.
 DEB_APT_PACKAGES := dpkg-dev
+TEST_DEB_APT_PACKAGES := systemd man-db gcc pkg-config python3
 BENCH_APT_PACKAGES := smem procps earlyoom nohang util-linux gnuplot-nox redis-server postgresql postgresql-contrib libpq-dev prometheus-node-exporter prometheus-process-exporter
 
 export PATH := /opt/swift/usr/bin:$(PATH)
@@ -297,6 +300,7 @@ deb: build
 # The package as a user gets it: installed with apt (which brings its dependencies), then run with
 # the Swift toolchain's directory hidden (Tests/deb-test.sh says what it checks), then purged.
 test-deb: deb
+	$(call install_missing,$(TEST_DEB_APT_PACKAGES))
 	Tests/deb-test.sh .build/deb/mempressure_$(VERSION)_$$(dpkg --print-architecture).deb
 
 clean:
