@@ -33,12 +33,15 @@ let package = Package(
         // Sources/MemPressureClientC/include, its pkg-config file from mempressure-client.pc.in.
         .library(name: "mempressure-client", type: .static, targets: ["MemPressureClientC"]),
         .executable(name: "mempressure-example-c", targets: ["mempressure-example-c"]),
-        .library(name: "WorkloadProtocol", targets: ["WorkloadProtocol"]),
         .library(name: "AppLifecycle", targets: ["AppLifecycle"]),
         .library(name: "Jetsam", targets: ["Jetsam"]),
         .library(name: "Scenarios", targets: ["Scenarios"]),
-        .library(name: "MemHogClient", targets: ["MemHogClient"]),
         .library(name: "Exporter", targets: ["Exporter"]),
+        // Not for users: the model app's wire protocol and the memory hog's client, which the
+        // benchmarks and fuzz targets (packages of their own) link. The underscore says so, as
+        // swift-nio's _NIO* products do; test support (TestSupport) is no product at all.
+        .library(name: "_WorkloadProtocol", targets: ["WorkloadProtocol"]),
+        .library(name: "_MemHogClient", targets: ["MemHogClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),

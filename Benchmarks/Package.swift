@@ -92,7 +92,7 @@ let package = Package(
                 .product(name: "AppLifecycle", package: "MemoryPressure"),
                 .product(name: "LifecycleProtocol", package: "MemoryPressure"),
                 .product(name: "LinuxSystem", package: "MemoryPressure"),
-                .product(name: "WorkloadProtocol", package: "MemoryPressure"),
+                .product(name: "_WorkloadProtocol", package: "MemoryPressure"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
@@ -105,7 +105,7 @@ let package = Package(
                 .product(name: "LifecycleProtocol", package: "MemoryPressure"),
                 .product(name: "VMTracker", package: "MemoryPressure"),
                 .product(name: "LinuxSystem", package: "MemoryPressure"),
-                .product(name: "WorkloadProtocol", package: "MemoryPressure"),
+                .product(name: "_WorkloadProtocol", package: "MemoryPressure"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
@@ -119,7 +119,7 @@ let package = Package(
                 .product(name: "AppLifecycle", package: "MemoryPressure"),
                 .product(name: "LifecycleProtocol", package: "MemoryPressure"),
                 .product(name: "LinuxSystem", package: "MemoryPressure"),
-                .product(name: "WorkloadProtocol", package: "MemoryPressure"),
+                .product(name: "_WorkloadProtocol", package: "MemoryPressure"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
@@ -151,7 +151,7 @@ let package = Package(
                 "BenchSupport",
                 .product(name: "VMTracker", package: "MemoryPressure"),
                 .product(name: "LinuxSystem", package: "MemoryPressure"),
-                .product(name: "MemHogClient", package: "MemoryPressure"),
+                .product(name: "_MemHogClient", package: "MemoryPressure"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),

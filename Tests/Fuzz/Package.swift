@@ -55,7 +55,7 @@ let package = Package(
         // The control protocol: bytes split into lines, each parsed as an app's and a supervisor's
         // message, and as the model app's command and reply.
         fuzzTarget("fuzz-protocol", [
-            .product(name: "LifecycleProtocol", package: "MemoryPressure"), .product(name: "WorkloadProtocol", package: "MemoryPressure"),
+            .product(name: "LifecycleProtocol", package: "MemoryPressure"), .product(name: "_WorkloadProtocol", package: "MemoryPressure"),
         ]),
         // The CSV cache trace of `cache simulate`.
         fuzzTarget("fuzz-trace", [.product(name: "CachePolicies", package: "MemoryPressure")]),
