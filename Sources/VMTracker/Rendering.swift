@@ -158,6 +158,33 @@ public struct TopReport: Codable, Sendable, Hashable {
     /// only over the `--limit` shown.
     public var totals: Totals
     public var notes: [String]
+    /// Processes whose memory maps this user may not read, with what /proc/PID/status shows
+    /// every user: resident and swapped sizes, but no footprint, dirty or PSS (those need smaps).
+    /// Absent when there are none, with `--group-by cgroup`, or in reports written before it.
+    public var unreadable: [UnreadableProcess]?
+
+    /// A process of another user, as its world-readable /proc/PID/status shows it.
+    public struct UnreadableProcess: Codable, Sendable, Hashable {
+        public var pid: Int32
+        public var name: String
+        public var uid: UInt32?
+        public var residentBytes: UInt64?
+        public var residentAnonBytes: UInt64?
+        public var residentFileBytes: UInt64?
+        public var residentShmemBytes: UInt64?
+        public var swapBytes: UInt64?
+
+        public init(pid: Int32, status: ProcessStatus) {
+            self.pid = pid
+            name = status.name
+            uid = status.uid
+            residentBytes = status.residentBytes
+            residentAnonBytes = status.residentAnonBytes
+            residentFileBytes = status.residentFileBytes
+            residentShmemBytes = status.residentShmemBytes
+            swapBytes = status.swapBytes
+        }
+    }
 
     public struct App: Codable, Sendable, Hashable {
         public var pid: Int32?
@@ -268,8 +295,24 @@ public struct TopReport: Codable, Sendable, Hashable {
         out += "purgeable \(bytes(totals.purgeableBytes)), swapped \(bytes(totals.swappedBytes)), "
         out += "PSS \(bytes(totals.pssBytes)), USS \(bytes(totals.ussBytes))\n"
         if let note = Self.supervisedNote(apps) { out += "note: \(note)\n" }
+        if let unreadable, !unreadable.isEmpty { out += renderUnreadable(unreadable, bytes) }
         for n in notes { out += "note: \(n)\n" }
         return out
+    }
+
+    /// The processes this user may not read, by resident size: what /proc/PID/status shows.
+    func renderUnreadable(_ processes: [UnreadableProcess], _ bytes: (UInt64?) -> String) -> String {
+        var table = TextTable([
+            .init("PID"), .init("Name", .left), .init("UID"), .init("Resident"), .init("Anon"), .init("File"), .init("Shmem"), .init("Swapped"),
+        ])
+        for p in processes {
+            table.append([
+                "\(p.pid)", p.name, p.uid.map(String.init) ?? "-", bytes(p.residentBytes), bytes(p.residentAnonBytes),
+                bytes(p.residentFileBytes), bytes(p.residentShmemBytes), bytes(p.swapBytes),
+            ])
+        }
+        return "\nNot readable by this user (memory maps denied; from /proc/PID/status, which every user may read: no footprint, dirty or PSS):\n"
+            + table.render()
     }
 
     /// The title of the column a `TopSortKey` sorts by (nil for none).

@@ -257,8 +257,35 @@ struct TopSnapshot: Sendable {
         let machine = try snapshotter.machine(options: options)
         var report = TopReport(
             machine, grouping: grouping, limit: limit, sort: sort, filter: filter, memory: MachineMemory.read(procRoot: procRoot))
-        if grouping == .cgroup { report.readCgroupMemory(cgroupRoot: cgroupRoot) }
+        if grouping == .cgroup {
+            report.readCgroupMemory(cgroupRoot: cgroupRoot)
+        } else {
+            report.readUnreadable(machine.skipped, procRoot: procRoot, filter: filter, limit: limit ?? 20)
+        }
         return report
+    }
+}
+
+extension TopReport {
+    /// For the processes whose memory maps were denied, what their /proc/PID/status shows every
+    /// user (those the filters pass, the `limit` largest by resident size; a note counts the rest).
+    mutating func readUnreadable(_ skipped: [ProcError], procRoot: String, filter: TopFilter, limit: Int) {
+        var found: [UnreadableProcess] = []
+        for case .permissionDenied(let pid, _) in skipped {
+            guard let bytes = try? ProcFS.readBytes("\(procRoot)/\(pid)/status"),
+                let status = try? bytes.withUnsafeBytes({ (b) throws(ProcError) in try ProcessStatus.parse(b, pid: pid) })
+            else { continue }  // exited meanwhile, or not even status: nothing to show
+            if let uid = filter.uid, status.uid != uid { continue }
+            if filter.namePattern != nil, !filter.matches(name: status.name) { continue }
+            found.append(UnreadableProcess(pid: pid, status: status))
+        }
+        guard !found.isEmpty else { return }
+        found.sort { ($0.residentBytes ?? 0, $1.pid) > ($1.residentBytes ?? 0, $0.pid) }
+        if found.count > limit {
+            notes.append("showing the \(limit) largest of \(found.count) processes not readable by this user")
+            found.removeLast(found.count - limit)
+        }
+        unreadable = found
     }
 }
 

@@ -181,6 +181,17 @@ struct CLITests {
             let top = try await runMempressure(["top"], asUser: 65534)
             #expect(top.status == 0, "\(top.standardError)")
             #expect(top.standardOutput.contains("not readable (permission denied)"))
+            // What /proc/PID/status shows every user is shown for it: the hog's resident size
+            // (its 1 MiB dirty at least), named, under its UID.
+            #expect(top.standardOutput.contains("Not readable by this user (memory maps denied; from /proc/PID/status"), "\(top.standardOutput)")
+            let json = try await runMempressure(["top", "--json", "--limit", "100000"], asUser: 65534)
+            #expect(json.status == 0, "\(json.standardError)")
+            struct Unreadable: Decodable { var pid: Int32; var name: String; var uid: UInt32?; var residentBytes: UInt64?; var residentAnonBytes: UInt64? }
+            struct Report: Decodable { var unreadable: [Unreadable]? }
+            let report = try JSONDecoder().decode(Report.self, from: Data(json.standardOutput.utf8))
+            let shown = try #require(report.unreadable?.first { $0.pid == hog.pid }, "the hog is not among \(report.unreadable?.map(\.pid) ?? [])")
+            #expect(shown.uid == 0 && shown.name == "mempressure-hog")
+            #expect((shown.residentAnonBytes ?? 0) >= 1 << 20 && (shown.residentBytes ?? 0) >= (shown.residentAnonBytes ?? 0))
         }
     }
 }
