@@ -188,7 +188,7 @@ fixtures:
 # one combined archive, .build/docs/MemoryPressure.doccarchive (a static site: serve the folder and
 # open /documentation/vmtracker, ...). DocC's own warnings (broken symbol links, undocumented
 # parameters) are listed at the end with their count; SwiftPM's warnings about packages are not.
-DOC_TARGETS := VMTracker Purgeable CachePolicies MappedFiles Pressure LifecycleProtocol AppLifecycle Jetsam Exporter SupervisedApp
+DOC_TARGETS := VMTracker Purgeable CachePolicies MappedFiles MemPressureMonitor LifecycleProtocol AppLifecycle Jetsam MemPressureExporter SupervisedApp
 docs: deps
 	@mkdir -p .build/docs
 	@log=.build/docs/docc.log; \

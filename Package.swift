@@ -26,7 +26,7 @@ let package = Package(
         .library(name: "Purgeable", targets: ["Purgeable"]),
         .library(name: "MappedFiles", targets: ["MappedFiles"]),
         .library(name: "PressureValues", targets: ["PressureValues"]),
-        .library(name: "Pressure", targets: ["Pressure"]),
+        .library(name: "MemPressureMonitor", targets: ["MemPressureMonitor"]),
         .library(name: "LifecycleProtocol", targets: ["LifecycleProtocol"]),
         .library(name: "SupervisedApp", targets: ["SupervisedApp"]),
         // The lifecycle protocol's C client: libmempressure-client.a, its header in
@@ -36,7 +36,7 @@ let package = Package(
         .library(name: "AppLifecycle", targets: ["AppLifecycle"]),
         .library(name: "Jetsam", targets: ["Jetsam"]),
         .library(name: "Scenarios", targets: ["Scenarios"]),
-        .library(name: "Exporter", targets: ["Exporter"]),
+        .library(name: "MemPressureExporter", targets: ["MemPressureExporter"]),
         // Not for users: the model app's wire protocol and the memory hog's client, which the
         // benchmarks and fuzz targets (packages of their own) link. The underscore says so, as
         // swift-nio's _NIO* products do; test support (TestSupport) is no product at all.
@@ -101,15 +101,19 @@ let package = Package(
         // The values memory pressure is told in, and nothing else (a leaf: no dependencies): the
         // one `PressureLevel` (encoded "normal", "warning", "critical"), a PSI reading
         // (`PressureStall`) and the machine's memory (`MachineMemory`, top's header). VMTracker
-        // renders them without carrying the monitor; Pressure reads, parses and judges them.
+        // renders them without carrying the monitor; MemPressureMonitor reads, parses and judges them.
         .target(name: "PressureValues", swiftSettings: strict),
+        // Module names a user's package links beside its own: the two generic ones carry the
+        // package's prefix (MemPressureMonitor, MemPressureExporter; their folders keep the short
+        // names). The others are left as they are for now, said in the note.
         // Memory pressure: the one PSI parser, the device's memory reading (`MemoryStatusReader`),
         // the one judgement of how short memory is (`PressureConfiguration.judge`), and the
         // monitor: sources woken by kernel events (cgroup v1 thresholds, pressure_level and OOM
         // eventfds, PSI triggers), polled only where none exists, merged into one level stream.
         .target(
-            name: "Pressure",
+            name: "MemPressureMonitor",
             dependencies: ["PressureValues", "LinuxSystem", "CMemoryPressure", .product(name: "SystemPackage", package: "swift-system")],
+            path: "Sources/Pressure",
             swiftSettings: strict
         ),
         // The control channel's wire protocol and the lifecycle vocabulary (apps and supervisor).
@@ -130,7 +134,7 @@ let package = Package(
         .target(
             name: "AppLifecycle",
             dependencies: [
-                "LifecycleProtocol", "Pressure", "PressureValues", "RegionTags", "VMTracker", "LinuxSystem", "CMemoryPressure", "WorkloadProtocol",
+                "LifecycleProtocol", "MemPressureMonitor", "PressureValues", "RegionTags", "VMTracker", "LinuxSystem", "CMemoryPressure", "WorkloadProtocol",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -140,16 +144,16 @@ let package = Package(
         // Jetsam: the pure ranker (policies, explanations, replay) and the killer attached to a supervisor.
         .target(
             name: "Jetsam",
-            dependencies: ["AppLifecycle", "LifecycleProtocol", "Pressure", "PressureValues", "VMTracker", "LinuxSystem"],
+            dependencies: ["AppLifecycle", "LifecycleProtocol", "MemPressureMonitor", "PressureValues", "VMTracker", "LinuxSystem"],
             swiftSettings: strict
         ),
         // The Prometheus/OpenMetrics exporter: collects at scrape time, serves /metrics over Hummingbird.
         // Operator/ holds what ships beside it for operators (rules, their promtool tests, a
         // Grafana dashboard): files, not sources.
         .target(
-            name: "Exporter",
+            name: "MemPressureExporter",
             dependencies: [
-                "VMTracker", "Pressure", "PressureValues", "LinuxSystem", "CZlib",
+                "VMTracker", "MemPressureMonitor", "PressureValues", "LinuxSystem", "CZlib",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -157,6 +161,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            path: "Sources/Exporter",
             exclude: ["Operator"],
             swiftSettings: strict
         ),
@@ -202,12 +207,12 @@ let package = Package(
                 "LifecycleProtocol",
                 "Scenarios",
                 "Jetsam",
-                "Pressure",
+                "MemPressureMonitor",
                 "PressureValues",
                 "CMemoryPressure",
                 "MemHogClient",
                 "RegionTags",
-                "Exporter",
+                "MemPressureExporter",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -248,7 +253,7 @@ let package = Package(
         .executableTarget(
             name: "WorkloadApp",
             dependencies: [
-                "SupervisedApp", "LifecycleProtocol", "WorkloadProtocol", "Purgeable", "MappedFiles", "CachePolicies", "Pressure", "PressureValues", "LinuxSystem",
+                "SupervisedApp", "LifecycleProtocol", "WorkloadProtocol", "Purgeable", "MappedFiles", "CachePolicies", "MemPressureMonitor", "PressureValues", "LinuxSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
@@ -258,7 +263,7 @@ let package = Package(
         .target(
             name: "TestSupport",
             dependencies: [
-                "VMTracker", "LinuxSystem", "MemHogClient", "AppLifecycle", "LifecycleProtocol", "Pressure", "PressureValues",
+                "VMTracker", "LinuxSystem", "MemHogClient", "AppLifecycle", "LifecycleProtocol", "MemPressureMonitor", "PressureValues",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
@@ -305,7 +310,7 @@ let package = Package(
         .testTarget(
             name: "PressureTests",
             dependencies: [
-                "Pressure", "PressureValues", "LinuxSystem", "TestSupport", "MemHogClient", "MemHog",
+                "MemPressureMonitor", "PressureValues", "LinuxSystem", "TestSupport", "MemHogClient", "MemHog",
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: strict
@@ -313,7 +318,7 @@ let package = Package(
         .testTarget(
             name: "JetsamTests",
             dependencies: [
-                "Jetsam", "Pressure", "PressureValues", "CachePolicies", "LifecycleProtocol", "AppLifecycle", "Scenarios", "VMTracker", "LinuxSystem", "TestSupport", "WorkloadApp",
+                "Jetsam", "MemPressureMonitor", "PressureValues", "CachePolicies", "LifecycleProtocol", "AppLifecycle", "Scenarios", "VMTracker", "LinuxSystem", "TestSupport", "WorkloadApp",
                 "WorkloadProtocol", "mempressure-exec", "mempressure-guard",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
@@ -322,7 +327,7 @@ let package = Package(
         .testTarget(
             name: "ExporterTests",
             dependencies: [
-                "Exporter", "Pressure", "PressureValues", "VMTracker", "LinuxSystem", "TestSupport", "MemHogClient", "MemHog", "mempressure",
+                "MemPressureExporter", "MemPressureMonitor", "PressureValues", "VMTracker", "LinuxSystem", "TestSupport", "MemHogClient", "MemHog", "mempressure",
                 "mempressure-exec", "WorkloadApp", "CZlib",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),

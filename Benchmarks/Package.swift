@@ -87,7 +87,7 @@ let package = Package(
                 "BenchSupport",
                 "RankerInputs",
                 .product(name: "Jetsam", package: "MemoryPressure"),
-                .product(name: "Pressure", package: "MemoryPressure"),
+                .product(name: "MemPressureMonitor", package: "MemoryPressure"),
                 .product(name: "CachePolicies", package: "MemoryPressure"),
                 .product(name: "AppLifecycle", package: "MemoryPressure"),
                 .product(name: "LifecycleProtocol", package: "MemoryPressure"),

@@ -2,7 +2,7 @@ import FoundationEssentials
 import Glibc
 import LifecycleProtocol
 import LinuxSystem
-import Pressure
+import MemPressureMonitor
 import SystemPackage
 
 /// A request on the supervisor's admin socket (`admin.sock` in its runtime directory): one JSON

@@ -1,5 +1,5 @@
 import LinuxSystem
-import Pressure
+import MemPressureMonitor
 import VMTracker
 
 /// What one app holds — all of its processes, not only its main one — as its footprint

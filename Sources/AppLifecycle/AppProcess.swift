@@ -2,7 +2,7 @@ import CMemoryPressure
 import Glibc
 import SystemPackage
 import LinuxSystem
-import Pressure
+import MemPressureMonitor
 
 /// How a process ended.
 public enum ExitStatus: Sendable, Hashable, Codable, CustomStringConvertible {

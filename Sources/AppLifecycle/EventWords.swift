@@ -1,6 +1,6 @@
 import LifecycleProtocol
 import LinuxSystem
-import Pressure
+import MemPressureMonitor
 import PressureValues
 
 /// An event as a log of the first format wrote it — its kind and its words — read back into its

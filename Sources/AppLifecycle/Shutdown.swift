@@ -1,6 +1,6 @@
 import Glibc
 import LinuxSystem
-import Pressure
+import MemPressureMonitor
 
 // MARK: Shutdown
 

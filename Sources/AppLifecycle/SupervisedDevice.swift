@@ -1,6 +1,6 @@
 import LifecycleProtocol
 import LinuxSystem
-import Pressure
+import MemPressureMonitor
 import PressureValues
 
 /// The device as a policy sees it and acts on it: its apps, their memory and what can be done to

@@ -1,6 +1,6 @@
 import Glibc
 import LifecycleProtocol
-import Pressure
+import MemPressureMonitor
 import PressureValues
 import RegionTags
 import Synchronization

@@ -1,5 +1,5 @@
 import LifecycleProtocol
-import Pressure
+import MemPressureMonitor
 import PressureValues
 
 /// One line of the event log: when, which app (and which of its processes), and what happened —

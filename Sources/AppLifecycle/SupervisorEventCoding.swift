@@ -1,6 +1,6 @@
 import LifecycleProtocol
 import LinuxSystem
-import Pressure
+import MemPressureMonitor
 import PressureValues
 
 // The log's JSON: one flat object per event, as it has always been — `t`, `app`, `pid`, `kind`

@@ -1,6 +1,6 @@
 import LifecycleProtocol
 import LinuxSystem
-import Pressure
+import MemPressureMonitor
 import PressureValues
 
 // The log's words: what each payload says to a person, as the log has always said it (its JSON's

@@ -1,6 +1,6 @@
 import LifecycleProtocol
 import LinuxSystem
-import Pressure
+import MemPressureMonitor
 
 /// How apps are suspended.
 public enum SuspendMethod: String, Sendable, Hashable, Codable {

@@ -2,7 +2,7 @@ import CoreMetrics
 import Dispatch
 import Glibc
 import LinuxSystem
-import Pressure
+import MemPressureMonitor
 import PressureValues
 import Prometheus
 import Synchronization

@@ -1,5 +1,5 @@
 /// The machine's memory and memory pressure at one instant: the header above `mempressure top`
-/// and its JSON `machine` object. The Pressure module reads it (`MachineMemory.read`).
+/// and its JSON `machine` object. The MemPressureMonitor module reads it (`MachineMemory.read`).
 public struct MachineMemory: Codable, Sendable, Hashable {
     /// `MemTotal`, `MemAvailable`, `SwapTotal` and `SwapFree` of /proc/meminfo; nil when the
     /// kernel did not print the field or the file could not be read (see `notes`).

@@ -5,7 +5,7 @@
 ///
 /// `some` is the share of time at least one task stalled waiting for memory, `full` the share
 /// in which all non-idle tasks did; averages are percentages over 10, 60 and 300 seconds,
-/// totals cumulative microseconds. The Pressure module parses it (`PressureStall.parse`, the one
+/// totals cumulative microseconds. The MemPressureMonitor module parses it (`PressureStall.parse`, the one
 /// PSI parser) and judges it (`PressureConfiguration.judge`).
 public struct PressureStall: Codable, Sendable, Hashable {
     public var some: Line

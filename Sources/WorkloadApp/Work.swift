@@ -5,7 +5,7 @@ import CachePolicies
 import Glibc
 import LifecycleProtocol
 import MappedFiles
-import Pressure
+import MemPressureMonitor
 import PressureValues
 import Purgeable
 import SupervisedApp

@@ -1,5 +1,5 @@
 import LinuxSystem
-import Pressure
+import MemPressureMonitor
 import VMTracker
 
 extension TopReport {

@@ -2,7 +2,7 @@ import ArgumentParser
 import FoundationEssentials
 import Glibc
 import LinuxSystem
-import Pressure
+import MemPressureMonitor
 import PressureValues
 import RegionTags
 import VMTracker

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Exporter
+import MemPressureExporter
 import LinuxSystem
 import Logging
 import Metrics

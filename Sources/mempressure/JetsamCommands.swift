@@ -2,7 +2,7 @@ import ArgumentParser
 import FoundationEssentials
 import Jetsam
 import LinuxSystem
-import Pressure
+import MemPressureMonitor
 import PressureValues
 import VMTracker
 

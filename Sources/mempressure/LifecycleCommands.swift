@@ -1,7 +1,7 @@
 import AppLifecycle
 import ArgumentParser
 import CoreMetrics
-import Exporter
+import MemPressureExporter
 import FoundationEssentials
 import Glibc
 import Jetsam

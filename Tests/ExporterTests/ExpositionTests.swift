@@ -1,4 +1,4 @@
-import Exporter
+import MemPressureExporter
 import LinuxSystem
 import Prometheus
 import Testing

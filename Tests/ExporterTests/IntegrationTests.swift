@@ -1,4 +1,4 @@
-import Exporter
+import MemPressureExporter
 import FoundationEssentials
 import Glibc
 import LinuxSystem

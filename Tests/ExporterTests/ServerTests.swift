@@ -1,4 +1,4 @@
-import Exporter
+import MemPressureExporter
 import Glibc
 import InMemoryLogging
 import Logging

@@ -2,7 +2,7 @@ import AppLifecycle
 import FoundationEssentials
 import Jetsam
 import LifecycleProtocol
-import Pressure
+import MemPressureMonitor
 import PressureValues
 import Testing
 import TestSupport

@@ -4,7 +4,7 @@ import AppLifecycle
 @testable import Jetsam
 import LifecycleProtocol
 import LinuxSystem
-import Pressure
+import MemPressureMonitor
 import PressureValues
 import Testing
 

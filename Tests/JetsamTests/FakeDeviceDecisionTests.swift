@@ -2,7 +2,7 @@ import AppLifecycle
 import Jetsam
 import LifecycleProtocol
 import LinuxSystem
-import Pressure
+import MemPressureMonitor
 import PressureValues
 import SystemPackage
 import Testing

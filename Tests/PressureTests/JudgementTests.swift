@@ -1,6 +1,6 @@
 import FoundationEssentials
 import LinuxSystem
-@testable import Pressure
+@testable import MemPressureMonitor
 import PressureValues
 import Testing
 import TestSupport

@@ -1,5 +1,5 @@
 import FoundationEssentials
-import Pressure
+import MemPressureMonitor
 import PressureValues
 import Testing
 

@@ -1,6 +1,6 @@
 import Glibc
 import LinuxSystem
-import Pressure
+import MemPressureMonitor
 import PressureValues
 import SystemPackage
 import Testing

@@ -1,7 +1,7 @@
 import Glibc
 import LinuxSystem
 import MemHogClient
-import Pressure
+import MemPressureMonitor
 import PressureValues
 import Synchronization
 import Testing

@@ -1,7 +1,7 @@
 import AppLifecycle
 import LifecycleProtocol
 import LinuxSystem
-import Pressure
+import MemPressureMonitor
 import PressureValues
 import Synchronization
 

@@ -129,7 +129,7 @@ struct TopReportTests {
 
     @Test("the machine header shows meminfo and PSI, and says when PSI is missing")
     func header() throws {
-        // Read by the Pressure module (`MachineMemory.read`, tested in PressureTests); rendered here.
+        // Read by the MemPressureMonitor module (`MachineMemory.read`, tested in PressureTests); rendered here.
         let noPSI = MachineMemory(
             memTotalBytes: 16_318_124 * 1024, memAvailableBytes: 8_000_000 * 1024, swapTotalBytes: 1024 * 1024, swapFreeBytes: 512 * 1024,
             notes: ["PSI unavailable: open /proc/pressure/memory: No such file or directory"])

@@ -13,7 +13,7 @@ import Glibc
 import Jetsam
 import LifecycleProtocol
 import LinuxSystem
-import Pressure
+import MemPressureMonitor
 import PressureValues
 import Synchronization
 import WorkloadProtocol

@@ -4,7 +4,7 @@ import Glibc
 import Jetsam
 import LifecycleProtocol
 import LinuxSystem
-import Pressure
+import MemPressureMonitor
 import WorkloadProtocol
 
 /// The first element of `stream` that `accepts`, or nil after `timeout` seconds.

@@ -2,7 +2,7 @@ import BenchSupport
 import Glibc
 import Jetsam
 import LinuxSystem
-import Pressure
+import MemPressureMonitor
 import Synchronization
 
 /// The device as the peers see it, the way LXCFS shows a container its own memory: inside the

@@ -2,7 +2,7 @@ import BenchSupport
 import Glibc
 import Jetsam
 import LinuxSystem
-import Pressure
+import MemPressureMonitor
 import Synchronization
 
 /// A child process the benchmark started, with pipes to its standard input and output and a

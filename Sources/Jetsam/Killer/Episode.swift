@@ -1,7 +1,7 @@
 import AppLifecycle
 import LifecycleProtocol
 import LinuxSystem
-import Pressure
+import MemPressureMonitor
 import PressureValues
 
 /// One pressure episode, in the spirit of XNU's JetsamEvent report: what memory looked like,

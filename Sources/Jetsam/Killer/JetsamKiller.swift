@@ -3,7 +3,7 @@ import FoundationEssentials
 import Glibc
 import LifecycleProtocol
 import LinuxSystem
-import Pressure
+import MemPressureMonitor
 import PressureValues
 import Synchronization
 

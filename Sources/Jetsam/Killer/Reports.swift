@@ -2,7 +2,7 @@ import AppLifecycle
 import FoundationEssentials
 import LifecycleProtocol
 import LinuxSystem
-import Pressure
+import MemPressureMonitor
 import VMTracker
 
 /// Why a file of episodes could not be read.
