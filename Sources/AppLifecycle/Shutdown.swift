@@ -1,6 +1,7 @@
 import Glibc
 import LinuxSystem
 import MemPressureMonitor
+import SystemPackage
 
 // MARK: Shutdown
 
@@ -47,11 +48,14 @@ extension Supervisor {
         // A memory-warning command still running ends now (SIGKILL through its pidfd; what waits
         // for it then ends the rest of its process group and reaps it, and the log says so).
         let commands = warningCommands
-        for (_, command) in commands {
+        for (pid, command) in commands {
             do {
                 try command.handle.signal(SIGKILL)
+            } catch where error.errno == .noSuchProcess {
+                // It has exited already; what waits for it ends its group all the same.
             } catch {
-                // ESRCH: it has exited already; what waits for it ends its group all the same.
+                // Not signalled: what waits for it kills it at its timeout; the log says why now.
+                record(SupervisorEvent(t: now(), pid: pid, .error(.warningCommand(cause: "cannot end it at shutdown: \(error)"))))
             }
         }
         for (_, command) in commands { await command.ending.value }

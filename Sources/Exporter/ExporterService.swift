@@ -75,25 +75,17 @@ public enum ExporterError: Error, Sendable, Hashable, CustomStringConvertible {
 
 extension ExporterService {
     /// Why the server could not start, in words: the HTTP stack's errors name its own functions
-    /// (`bind(descriptor:ptr:bytes:)`); the errno they carry (`errnoCode`, found by reflection
-    /// rather than by depending on the stack's types) says it plainly (EADDRINUSE).
+    /// (`bind(descriptor:ptr:bytes:): … (errno: 98)`); the errno at the end of that text says it
+    /// plainly (Address already in use (EADDRINUSE)). Read from the text so as not to depend on
+    /// the stack's error types.
     static func reason(_ error: any Error) -> String {
-        var code: Int32?
-        for child in Mirror(reflecting: error).children where child.label == "errnoCode" {
-            code = child.value as? Int32
-        }
-        // NIO's IOError computes it: its description ends "(errno: 98)".
         let text = "\(error)"
-        if code == nil {
-            let marker = Array("(errno: ".utf8), bytes = Array(text.utf8)
-            if bytes.count > marker.count,
-                let start = (0...(bytes.count - marker.count)).last(where: { bytes[$0..<($0 + marker.count)].elementsEqual(marker) })
-            {
-                let digits = bytes[(start + marker.count)...].prefix { $0 >= 0x30 && $0 <= 0x39 }
-                code = Int32(String(decoding: digits, as: UTF8.self))
-            }
-        }
-        guard let code, code > 0 else { return text }
+        let marker = Array("(errno: ".utf8), bytes = Array(text.utf8)
+        guard bytes.count > marker.count,
+            let start = (0...(bytes.count - marker.count)).last(where: { bytes[$0..<($0 + marker.count)].elementsEqual(marker) }),
+            let code = Int32(String(decoding: bytes[(start + marker.count)...].prefix { $0 >= 0x30 && $0 <= 0x39 }, as: UTF8.self)),
+            code > 0
+        else { return text }
         return "\(String(cString: strerror(code))) (\(Errno(rawValue: code).symbolicName))"
     }
 }

@@ -201,7 +201,7 @@ struct Diff: AsyncParsableCommand {
             }
             return report
         } catch let error as DecodingError {
-            throw CLIError("\(path): not a VM report (\(describe(error)))")
+            throw CLIError("\(path): not a VM report (\(error.plainDescription))")
         }
     }
 }
@@ -249,10 +249,6 @@ func checkSeconds(_ value: Double, _ flag: String) throws {
     } catch {
         throw ValidationError(error.description)
     }
-}
-
-func describe(_ error: DecodingError) -> String {
-    error.plainDescription
 }
 
 /// "007": a sequence number padded to three digits, so saved files sort by name.

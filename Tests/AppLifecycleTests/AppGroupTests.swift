@@ -73,7 +73,7 @@ struct AppGroupTests {
 
     @Test("terminate ends every process of the app, a helper that ignores SIGTERM and left the process tree included; its cgroup and the device's are removed", arguments: containments)
     func terminateEndsHelpers(_ containment: AppContainment) async throws {
-        let s = try Supervisor(configuration: configuration {
+        let s = try Supervisor(configuration: supervisorConfiguration {
             $0.containment = containment
             if containment == .cgroup { $0.budgetBytes = 64 << 20 }
             $0.terminateGrace = 0.2
@@ -106,7 +106,7 @@ struct AppGroupTests {
         // The app forks a helper, then crashes (SIGSEGV) once the test has watched the helper
         // and made the file `go`.
         let script = "(sleep 31998 &); while [ ! -e \"$0\" ]; do sleep 0.01; done; kill -SEGV $$"
-        let s = try Supervisor(configuration: configuration { $0.containment = containment })
+        let s = try Supervisor(configuration: supervisorConfiguration { $0.containment = containment })
         try await withCleanup({ await s.shutdown() }) {
             try await s.register(AppSpec(name: "C", command: ["/bin/sh", "-c", script, go], client: false))
             try await s.launch("C")
@@ -133,19 +133,19 @@ struct AppGroupTests {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let runtime = "\(dir.path)/run"
-        let first = try Supervisor(configuration: configuration { $0.runtimeDirectory = runtime })
+        let first = try Supervisor(configuration: supervisorConfiguration { $0.runtimeDirectory = runtime })
         try await withCleanup({ await first.shutdown() }) {
             let socket = await first.socketPath
             let before = ProcFS.fileIdentity(Array(socket.utf8))
             #expect(throws: SupervisorError.setup(.busy(directory: runtime, pid: getpid()))) {
-                _ = try Supervisor(configuration: configuration { $0.runtimeDirectory = runtime })
+                _ = try Supervisor(configuration: supervisorConfiguration { $0.runtimeDirectory = runtime })
             }
             #expect(ProcFS.fileIdentity(Array(socket.utf8)) == before, "the live supervisor's socket is untouched")
             try await first.register(AppSpec(name: "P", command: ["/bin/sleep", "60"], client: false))
             try await first.launch("P")
             #expect(try await first.state(of: "P") == .inactive)
         }
-        let second = try Supervisor(configuration: configuration { $0.runtimeDirectory = runtime })
+        let second = try Supervisor(configuration: supervisorConfiguration { $0.runtimeDirectory = runtime })
         #expect(second.recovered.isEmpty, "a clean shutdown leaves nothing to recover")
         await second.shutdown()
     }

@@ -18,7 +18,7 @@ func entries(_ dir: String) -> [String] {
 struct BoundedTests {
     @Test("an app not running can be forgotten (a running one cannot); with maximumApps reached, the app idle longest makes room, and with every app running a new one is refused")
     func forgetting() async throws {
-        let s = try Supervisor(configuration: configuration { $0.maximumApps = 3 })
+        let s = try Supervisor(configuration: supervisorConfiguration { $0.maximumApps = 3 })
         try await withCleanup({ await s.shutdown() }) {
             for name in ["A", "B", "C"] { try await s.register(AppSpec(name: name, command: ["/bin/sleep", "60"], client: false)) }
             try await s.launch("B")
@@ -42,7 +42,7 @@ struct BoundedTests {
 
     @Test("launch with another command runs it on a known app that is not running, and says so; a running app keeps its command and the launch is refused")
     func changedCommand() async throws {
-        let s = try Supervisor(configuration: configuration())
+        let s = try Supervisor(configuration: supervisorConfiguration())
         try await withCleanup({ await s.shutdown() }) {
             try await s.perform(.launch("A", registering: AppSpec(name: "A", command: ["/bin/sleep", "61"], client: false)))
             await #expect(throws: SupervisorError.wrongState(app: "A", state: .inactive, operation: .lifecycle(.launch))) {
@@ -72,7 +72,7 @@ struct BoundedTests {
     @Test("an app's output is cut at 1 MiB, kept outside the device's budget, its last bytes logged when it crashes, and its file removed when its run ends")
     func boundedOutput() async throws {
         let budget = Supervisor.canBudget()
-        let s = try Supervisor(configuration: configuration { if budget { $0.budgetBytes = 256 << 20 } })
+        let s = try Supervisor(configuration: supervisorConfiguration { if budget { $0.budgetBytes = 256 << 20 } })
         try await withCleanup({ await s.shutdown() }) {
             let directory = await s.runtimeDirectory
             // 48 MiB of output, then a last line and a crash.

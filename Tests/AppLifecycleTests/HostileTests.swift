@@ -110,7 +110,7 @@ struct HostileTests {
         try #require(chmod(target, 0o755) == 0)
         try #require(symlink(target, link) == 0)
         do {
-            let s = try Supervisor(configuration: configuration { $0.runtimeDirectory = link })
+            let s = try Supervisor(configuration: supervisorConfiguration { $0.runtimeDirectory = link })
             await s.shutdown()
             Issue.record("a supervisor started in a symlinked directory")
         } catch {
@@ -123,7 +123,7 @@ struct HostileTests {
         // A directory others may write in is refused as well, and not changed.
         let open = "\(dir.path)/open"
         try #require(mkdir(open, 0o700) == 0 && chmod(open, 0o777) == 0)
-        #expect(throws: SupervisorError.self) { try Supervisor(configuration: configuration { $0.runtimeDirectory = open }) }
+        #expect(throws: SupervisorError.self) { try Supervisor(configuration: supervisorConfiguration { $0.runtimeDirectory = open }) }
         try #require(stat(open, &st) == 0)
         #expect(st.st_mode & 0o7777 == 0o777)
     }
@@ -173,7 +173,7 @@ struct HostileTests {
 
     @Test("admin connections beyond the cap get a one-line refusal; the threads stay bounded; an idle one is closed")
     func adminConnectionsCapped() async throws {
-        let s = try Supervisor(configuration: configuration { $0.adminIdleTimeout = 2 })
+        let s = try Supervisor(configuration: supervisorConfiguration { $0.adminIdleTimeout = 2 })
         try await s.serveAdmin()
         let path = try #require(await s.adminSocketPath)
         let before = try threadCount()
@@ -233,7 +233,7 @@ struct HostileTests {
 
     @Test("app names '.', '..', 'a/b', control bytes, a leading '-' and over-long ones are refused where they enter; a NUL in argv or environment is refused")
     func badNames() async throws {
-        let s = try Supervisor(configuration: configuration())
+        let s = try Supervisor(configuration: supervisorConfiguration())
         for name in [".", "..", "a/b", "a\u{0}b", "a\nb", "-x", ".hidden", "", String(repeating: "a", count: 65)] {
             await #expect(throws: SupervisorError.invalidAppName(name)) { try await s.register(AppSpec(name: name, command: ["/bin/true"])) }
             await #expect(throws: SupervisorError.invalidCommand(.invalidAppName(name))) {
@@ -277,7 +277,7 @@ struct HostileTests {
                 if line.startswith('callback'): s.sendall(b'%%% not the protocol %%%\\n')
             signal.pause()
             """
-        let s = try Supervisor(configuration: configuration { $0.launchTimeout = 300 })
+        let s = try Supervisor(configuration: supervisorConfiguration { $0.launchTimeout = 300 })
         try await s.register(AppSpec(name: "G", command: ["/usr/bin/env", "python3", "-c", garbage]))
         let launched = await within(120) { () -> Bool? in
             do {

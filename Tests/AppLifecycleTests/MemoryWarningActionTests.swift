@@ -51,7 +51,7 @@ private struct FIFO {
 struct MemoryWarningActionTests {
     @Test("a program without a client is not sent a warning: the log says nothing was chosen, and warn does not name it")
     func noClient() async throws {
-        let s = try Supervisor(configuration: configuration())
+        let s = try Supervisor(configuration: supervisorConfiguration())
         try await withCleanup({ await s.shutdown() }) {
             try await s.register(AppSpec(name: "P", command: ["/bin/sleep", "600"], client: false))
             try await s.activate("P")
@@ -67,7 +67,7 @@ struct MemoryWarningActionTests {
 
     @Test("a client that never connected is not sent a warning: no control channel")
     func clientWithoutChannel() async throws {
-        let s = try Supervisor(configuration: configuration { $0.connectTimeout = 0.5 })
+        let s = try Supervisor(configuration: supervisorConfiguration { $0.connectTimeout = 0.5 })
         try await withCleanup({ await s.shutdown() }) {
             // Said to be a client, it never connects: launched once the connect wait is over.
             try await s.register(AppSpec(name: "Q", command: ["/bin/sleep", "600"]))
@@ -87,7 +87,7 @@ struct MemoryWarningActionTests {
         let fifo = try FIFO(dir.path + "/words")
         defer { fifo.close() }
         let script = "trap 'echo warned > \(fifo.path)' USR1; echo started > \(fifo.path); while :; do sleep 600 & wait $!; done"
-        let s = try Supervisor(configuration: configuration())
+        let s = try Supervisor(configuration: supervisorConfiguration())
         try await withCleanup({ await s.shutdown() }) {
             try await s.register(AppSpec(name: "S", command: ["/bin/sh", "-c", script], client: false, memoryWarning: .signal(SIGUSR1)))
             try await s.activate("S")
@@ -108,7 +108,7 @@ struct MemoryWarningActionTests {
         defer { dir.remove() }
         let out = dir.path + "/out"
         let action = MemoryWarningAction.command(["/bin/sh", "-c", "echo \"$MEMPRESSURE_APP $MEMPRESSURE_PID\" > \(out); exit 3"])
-        let s = try Supervisor(configuration: configuration())
+        let s = try Supervisor(configuration: supervisorConfiguration())
         try await withCleanup({ await s.shutdown() }) {
             try await s.register(AppSpec(name: "C", command: ["/bin/sleep", "600"], client: false, memoryWarning: action))
             try await s.activate("C")
@@ -130,7 +130,7 @@ struct MemoryWarningActionTests {
         defer { fifo.close() }
         // The command and a helper it leaves in its group: both must go.
         let action = MemoryWarningAction.command(["/bin/sh", "-c", "sleep 31991 & echo $! > \(fifo.path); exec sleep 31992"])
-        let s = try Supervisor(configuration: configuration())
+        let s = try Supervisor(configuration: supervisorConfiguration())
         var helper: WatchedProcess?
         try await withCleanup({ await s.shutdown() }) {
             try await s.register(AppSpec(name: "L", command: ["/bin/sleep", "600"], client: false, memoryWarning: action))
@@ -148,7 +148,7 @@ struct MemoryWarningActionTests {
 
     @Test("a command that cannot be started: not sent, and the error says why")
     func missingCommand() async throws {
-        let s = try Supervisor(configuration: configuration())
+        let s = try Supervisor(configuration: supervisorConfiguration())
         try await withCleanup({ await s.shutdown() }) {
             try await s.register(AppSpec(name: "M", command: ["/bin/sleep", "600"], client: false, memoryWarning: .command(["/nonexistent/warn-me"])))
             try await s.activate("M")

@@ -91,7 +91,7 @@ struct SupervisorMetricsTests {
         defer { dir.remove() }
         let factory = FloatingTestMetrics()
         let m = factory.metrics
-        let s = try withMetricsFactory(factory) { () throws(SupervisorError) -> Supervisor in try Supervisor(configuration: configuration()) }
+        let s = try withMetricsFactory(factory) { () throws(SupervisorError) -> Supervisor in try Supervisor(configuration: supervisorConfiguration()) }
         let a = [("app", "A")]
         var registered = 0.0, beforeRegistering = 0.0, closing = 0.0
         try await withCleanup({ await s.shutdown() }) {
@@ -149,7 +149,7 @@ struct SupervisorMetricsTests {
     @Test("an app that exits by itself counts a crash; a second launch counts a second launch")
     func crash() async throws {
         let factory = TestMetrics()
-        let s = try withMetricsFactory(factory) { () throws(SupervisorError) -> Supervisor in try Supervisor(configuration: configuration()) }
+        let s = try withMetricsFactory(factory) { () throws(SupervisorError) -> Supervisor in try Supervisor(configuration: supervisorConfiguration()) }
         let a = [("app", "P")]
         try await withCleanup({ await s.shutdown() }) {
             try await s.register(AppSpec(name: "P", command: protocolClientCommand(dieOn: "didBecomeActive")))

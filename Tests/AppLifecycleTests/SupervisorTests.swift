@@ -13,20 +13,6 @@ func workloadCommand(_ dir: TemporaryDirectory, _ extra: [String] = []) -> [Stri
     [workload, "--data-dir", dir.path, "--state-mb", "1", "--image-cache-mb", "2", "--image-kb", "256", "--backing-mb", "1", "--assets-mb", "1", "--decode-cost", "16"] + extra
 }
 
-func configuration(_ change: (inout SupervisorConfiguration) -> Void = { _ in }) -> SupervisorConfiguration {
-    var c = SupervisorConfiguration()
-    c.executableDirectory = buildDirectory
-    c.sampleInterval = 0
-    // Room for a machine much busier than a device: a debug build of the model app, started
-    // beside the rest of the suite and two CPU-bound processes (`make test-stress`), can take
-    // more than the defaults (10, 30 and 5 s) to connect, launch or answer. A test of a timeout
-    // sets its own.
-    c.connectTimeout = 60
-    c.launchTimeout = 120
-    c.callbackTimeout = 30
-    change(&c)
-    return c
-}
 
 /// The callbacks the app acknowledged, by name (a notification handled is "notification", an
 /// expiration handler run "expirationHandler").
@@ -86,7 +72,7 @@ struct SupervisorTests {
     func transitions() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        let s = try Supervisor(configuration: configuration())
+        let s = try Supervisor(configuration: supervisorConfiguration())
         try await s.register(AppSpec(name: "A", command: workloadCommand(dir)))
         try await s.launch("A")
         #expect(try await s.state(of: "A") == .inactive)
@@ -123,7 +109,7 @@ struct SupervisorTests {
         }
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        let s = try Supervisor(configuration: configuration { $0.suspendMethod = method })
+        let s = try Supervisor(configuration: supervisorConfiguration { $0.suspendMethod = method })
         try await s.register(AppSpec(name: "A", command: workloadCommand(dir, ["--spin"])))
         try await s.register(AppSpec(name: "B", command: workloadCommand(dir, ["--spin"])))
         try await s.activate("A")
@@ -164,7 +150,7 @@ struct SupervisorTests {
     func overrun() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        let s = try Supervisor(configuration: configuration {
+        let s = try Supervisor(configuration: supervisorConfiguration {
             $0.backgroundTaskLimit = 2
             $0.expirationWarning = 1
         })
@@ -190,7 +176,7 @@ struct SupervisorTests {
     func taskInTime() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        let s = try Supervisor(configuration: configuration { $0.backgroundTaskLimit = 20 })
+        let s = try Supervisor(configuration: supervisorConfiguration { $0.backgroundTaskLimit = 20 })
         try await s.register(AppSpec(name: "A", command: workloadCommand(dir, ["--background-task", "0.3"])))
         try await s.activate("A")
         try await s.background("A")
@@ -205,7 +191,7 @@ struct SupervisorTests {
     func warnings() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        let s = try Supervisor(configuration: configuration())
+        let s = try Supervisor(configuration: supervisorConfiguration())
         try await s.register(AppSpec(name: "A", command: workloadCommand(dir)))
         try await s.register(AppSpec(name: "B", command: workloadCommand(dir)))
         try await s.activate("A")
@@ -222,7 +208,7 @@ struct SupervisorTests {
 
     @Test("programs without the client library are supervised without callbacks")
     func plainProgram() async throws {
-        let s = try Supervisor(configuration: configuration())
+        let s = try Supervisor(configuration: supervisorConfiguration())
         try await s.register(AppSpec(name: "P", command: ["/bin/sleep", "60"], client: false))
         try await s.activate("P")
         try await s.background("P")
@@ -239,7 +225,7 @@ struct SupervisorTests {
     func badApps() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        let s = try Supervisor(configuration: configuration { $0.connectTimeout = 5 })
+        let s = try Supervisor(configuration: supervisorConfiguration { $0.connectTimeout = 5 })
         try await s.register(AppSpec(name: "missing", command: ["/nonexistent/program"]))
         try await s.register(AppSpec(name: "crasher", command: ["/bin/sh", "-c", "kill -SEGV $$"]))
         let garbage = "import os, socket, time; s = socket.socket(socket.AF_UNIX); s.connect(os.environ['MEMPRESSURE_SOCKET']); s.sendall(b'\\xff\\xfe garbage\\n'); s.recv(10); time.sleep(60)"
@@ -282,7 +268,7 @@ struct SupervisorTests {
 
     @Test("an app that exits during a callback fails the command and is left not running", arguments: ["didFinishLaunching", "didBecomeActive", "willEnterForeground"])
     func exitDuringCallback(callback: String) async throws {
-        let s = try Supervisor(configuration: configuration())
+        let s = try Supervisor(configuration: supervisorConfiguration())
         try await s.register(AppSpec(name: "A", command: protocolClientCommand(dieOn: callback)))
         if callback == "willEnterForeground" {
             // Foreground, then background with a task (so it stays backgroundRunning), then back.
@@ -306,7 +292,7 @@ struct SupervisorTests {
     @Test("each stay in the background has its own task limit: a timer of an earlier stay does not apply")
     func backgroundPeriods() async throws {
         let limit = 3.0
-        let s = try Supervisor(configuration: configuration {
+        let s = try Supervisor(configuration: supervisorConfiguration {
             $0.backgroundTaskLimit = limit
             $0.expirationWarning = 2.5  // expire 0.5 s after entering the background
         })
@@ -337,7 +323,7 @@ struct SupervisorTests {
     func notificationValues() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        let s = try Supervisor(configuration: configuration())
+        let s = try Supervisor(configuration: supervisorConfiguration())
         try await s.register(AppSpec(name: "A", command: workloadCommand(dir)))
         try await s.activate("A")
         let value = "fr_FR\u{0}\n\r\u{7}" + String(repeating: "é", count: 3000)
@@ -352,7 +338,7 @@ struct SupervisorTests {
 
     @Test("the admin socket answers pipelined requests in order, and after the client stops sending")
     func adminPipelining() async throws {
-        let s = try Supervisor(configuration: configuration())
+        let s = try Supervisor(configuration: supervisorConfiguration())
         try await s.serveAdmin()
         let connection = try UnixSocket.connect(to: try #require(await s.adminSocketPath))
         defer { connection.close() }
@@ -390,7 +376,7 @@ struct SupervisorTests {
 
     @Test("the admin socket says which failure it is: a client tells an app that is gone from one in the wrong state")
     func adminErrorCodes() async throws {
-        let s = try Supervisor(configuration: configuration())
+        let s = try Supervisor(configuration: supervisorConfiguration())
         try await s.serveAdmin()
         let directory = await s.runtimeDirectory
         try await s.register(AppSpec(name: "P", command: ["/bin/sleep", "60"], client: false))
@@ -420,7 +406,7 @@ struct SupervisorTests {
         defer { dir.remove() }
         let gate = "\(dir.path)/gate"
         try #require(mkfifo(gate, 0o600) == 0)
-        let s = try Supervisor(configuration: configuration { $0.callbackTimeout = 60 })
+        let s = try Supervisor(configuration: supervisorConfiguration { $0.callbackTimeout = 60 })
         try await s.serveAdmin()
         let directory = await s.runtimeDirectory
         try await s.register(AppSpec(name: "A", command: workloadCommand(dir, ["--background-gate", gate])))
@@ -468,7 +454,7 @@ struct SupervisorTests {
 
     @Test("an app killed in the background and launched again is not seen as backgrounded")
     func backgroundedEndsWithTheRun() async throws {
-        let s = try Supervisor(configuration: configuration())
+        let s = try Supervisor(configuration: supervisorConfiguration())
         try await s.register(AppSpec(name: "P", command: ["/bin/sleep", "60"], client: false))
         try await s.activate("P")
         try await s.background("P")
@@ -487,7 +473,7 @@ struct SupervisorTests {
 
     @Test("a stream's consumer that stops reading is forgotten; after shutdown the log and samples streams end")
     func streamConsumers() async throws {
-        let s = try Supervisor(configuration: configuration())
+        let s = try Supervisor(configuration: supervisorConfiguration())
         try await s.register(AppSpec(name: "P", command: ["/bin/sleep", "60"], client: false))
         let log = await s.logStream()
         let samples = await s.samples()
@@ -512,7 +498,7 @@ struct SupervisorTests {
 
     @Test("a page-out advises the app's anonymous memory through its pidfd, and only in the state asked for")
     func pageOut() async throws {
-        let s = try Supervisor(configuration: configuration())
+        let s = try Supervisor(configuration: supervisorConfiguration())
         try await s.register(AppSpec(name: "P", command: ["/bin/sleep", "60"], client: false))
         try await s.activate("P")
         let pid = try #require(try await s.pid(of: "P"))
@@ -530,7 +516,7 @@ struct SupervisorTests {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         #expect(throws: SupervisorError.self) {
-            try Supervisor(configuration: configuration {
+            try Supervisor(configuration: supervisorConfiguration {
                 $0.budgetBytes = 64 << 20
                 $0.cgroupRoot = dir.path  // not a cgroup file system
             })
@@ -539,7 +525,7 @@ struct SupervisorTests {
 
     @Test("a PID reused after an app exits is never signalled", .enabled(if: getuid() == 0 && ProcFS.isFile("/proc/sys/kernel/ns_last_pid"), "needs root to choose the next PID"))
     func pidReuse() async throws {
-        let s = try Supervisor(configuration: configuration())
+        let s = try Supervisor(configuration: supervisorConfiguration())
         try await s.register(AppSpec(name: "short", command: ["/bin/sleep", "60"], client: false))
         try await s.activate("short")
         let oldPID = try #require(try await s.pid(of: "short"))

@@ -18,7 +18,7 @@ struct WorkloadRampTests {
     static func withApp(_ body: (Supervisor, String) async throws -> Void) async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        let s = try Supervisor(configuration: configuration { $0.budgetBytes = 256 << 20 })
+        let s = try Supervisor(configuration: supervisorConfiguration { $0.budgetBytes = 256 << 20 })
         try await withCleanup({ await s.shutdown() }) {
             try await s.register(AppSpec(name: "R", command: workloadCommand(dir)))
             try await s.activate("R")

@@ -6,17 +6,6 @@ import Testing
 import TestSupport
 import VMTracker
 
-/// A supervisor for the example apps, with room for a busy machine (a Python interpreter started
-/// beside the rest of the suite can take seconds to connect).
-func supervisorConfiguration() -> SupervisorConfiguration {
-    var c = SupervisorConfiguration()
-    c.executableDirectory = buildDirectory
-    c.sampleInterval = 0
-    c.connectTimeout = 60
-    c.launchTimeout = 120
-    c.callbackTimeout = 30
-    return c
-}
 
 /// The app's footprint as jetsam charges it (VMTracker's: private dirty, huge pages, swap).
 func footprint(_ pid: Int32) throws -> UInt64 {

@@ -85,16 +85,18 @@ struct TranscriptTests {
 
     @Test("the C client (its example app)", arguments: names)
     func cClient(_ name: String) async throws {
-        let transcript = try ProtocolTranscript.named(name)
-        let command = exampleCommand("c", cacheMB: 1, state: "state.txt")
-        let failure = try await replay(transcript, running: command.argv, environment: command.environment)
-        #expect(failure == nil, "\(failure ?? "")")
+        try await replayExample("c", name)
     }
 
     @Test("the Python client (its example app)", arguments: names)
     func pythonClient(_ name: String) async throws {
+        try await replayExample("python", name)
+    }
+
+    /// The transcript `name` replayed against the example app of the client in `language`.
+    func replayExample(_ language: String, _ name: String) async throws {
         let transcript = try ProtocolTranscript.named(name)
-        let command = exampleCommand("python", cacheMB: 1, state: "state.txt")
+        let command = exampleCommand(language, cacheMB: 1, state: "state.txt")
         let failure = try await replay(transcript, running: command.argv, environment: command.environment)
         #expect(failure == nil, "\(failure ?? "")")
     }
