@@ -27,7 +27,7 @@ APT_PACKAGES := libjemalloc-dev libunwind-dev zlib1g-dev pkg-config util-linux
 # libCacheSim's Python package, for purgeable-bench's miss-ratio comparison (from PyPI).
 LIBCACHESIM_VERSION := 0.3.5
 # The exporter's tests start a real Prometheus server, check expositions with promtool and run
-# the shipped rules' unit tests (`promtool test rules`, Sources/Exporter/Operator), all from
+# the shipped rules' unit tests (`promtool test rules`, Sources/MemPressureExporter/Operator), all from
 # Debian's `prometheus` package (installed without starting its service: see test-deps).
 # The clients' tests build the C example with gcc through the C client's pkg-config file, run
 # the Python client and its example with python3, and install it with pip into a virtual
@@ -188,7 +188,7 @@ fixtures:
 # one combined archive, .build/docs/MemoryPressure.doccarchive (a static site: serve the folder and
 # open /documentation/vmtracker, ...). DocC's own warnings (broken symbol links, undocumented
 # parameters) are listed at the end with their count; SwiftPM's warnings about packages are not.
-DOC_TARGETS := VMTracker Purgeable CachePolicies MappedFiles MemPressureMonitor LifecycleProtocol AppLifecycle Jetsam MemPressureExporter SupervisedApp
+DOC_TARGETS := MemPressureVMTracker MemPressurePurgeable MemPressureCachePolicies MemPressureMappedFiles MemPressureMonitor MemPressureLifecycleProtocol MemPressureLifecycle MemPressureJetsam MemPressureExporter MemPressureClient
 docs: deps
 	@mkdir -p .build/docs
 	@log=.build/docs/docc.log; \
@@ -267,8 +267,8 @@ install: build
 	install -m 0644 Sources/MemPressureClientC/include/mempressure_client.h $(DESTDIR)$(INCLUDEDIR)/mempressure_client.h
 	sed -e 's|@includedir@|$(INCLUDEDIR)|' -e 's|@libdir@|$(LIBDIR)|' Sources/MemPressureClientC/mempressure-client.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/mempressure-client.pc
 	chmod 0644 $(DESTDIR)$(LIBDIR)/pkgconfig/mempressure-client.pc
-	install -m 0644 Sources/Exporter/Operator/mempressure.rules.yml Sources/Exporter/Operator/mempressure.rules.test.yml \
-	  Sources/Exporter/Operator/grafana-dashboard.json $(DESTDIR)$(DATADIR)/mempressure/operator/
+	install -m 0644 Sources/MemPressureExporter/Operator/mempressure.rules.yml Sources/MemPressureExporter/Operator/mempressure.rules.test.yml \
+	  Sources/MemPressureExporter/Operator/grafana-dashboard.json $(DESTDIR)$(DATADIR)/mempressure/operator/
 	install -m 0644 LICENSE $(DESTDIR)$(DOCDIR)/LICENSE
 	@echo "installed under $(DESTDIR)$(PREFIX)"
 

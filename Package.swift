@@ -15,33 +15,33 @@ let package = Package(
     name: "MemoryPressure",
     products: [
         .executable(name: "mempressure", targets: ["mempressure"]),
-        .executable(name: "mempressure-hog", targets: ["MemHog"]),
+        .executable(name: "mempressure-hog", targets: ["MemPressureHog"]),
         .executable(name: "mempressure-exec", targets: ["mempressure-exec"]),
         .executable(name: "mempressure-guard", targets: ["mempressure-guard"]),
-        .executable(name: "mempressure-workload", targets: ["WorkloadApp"]),
-        .library(name: "LinuxSystem", targets: ["LinuxSystem"]),
-        .library(name: "RegionTags", targets: ["RegionTags"]),
-        .library(name: "VMTracker", targets: ["VMTracker"]),
-        .library(name: "CachePolicies", targets: ["CachePolicies"]),
-        .library(name: "Purgeable", targets: ["Purgeable"]),
-        .library(name: "MappedFiles", targets: ["MappedFiles"]),
-        .library(name: "PressureValues", targets: ["PressureValues"]),
+        .executable(name: "mempressure-workload", targets: ["MemPressureWorkload"]),
+        .library(name: "MemPressureSystem", targets: ["MemPressureSystem"]),
+        .library(name: "MemPressureRegionTags", targets: ["MemPressureRegionTags"]),
+        .library(name: "MemPressureVMTracker", targets: ["MemPressureVMTracker"]),
+        .library(name: "MemPressureCachePolicies", targets: ["MemPressureCachePolicies"]),
+        .library(name: "MemPressurePurgeable", targets: ["MemPressurePurgeable"]),
+        .library(name: "MemPressureMappedFiles", targets: ["MemPressureMappedFiles"]),
+        .library(name: "MemPressureValues", targets: ["MemPressureValues"]),
         .library(name: "MemPressureMonitor", targets: ["MemPressureMonitor"]),
-        .library(name: "LifecycleProtocol", targets: ["LifecycleProtocol"]),
-        .library(name: "SupervisedApp", targets: ["SupervisedApp"]),
+        .library(name: "MemPressureLifecycleProtocol", targets: ["MemPressureLifecycleProtocol"]),
+        .library(name: "MemPressureClient", targets: ["MemPressureClient"]),
         // The lifecycle protocol's C client: libmempressure-client.a, its header in
         // Sources/MemPressureClientC/include, its pkg-config file from mempressure-client.pc.in.
         .library(name: "mempressure-client", type: .static, targets: ["MemPressureClientC"]),
         .executable(name: "mempressure-example-c", targets: ["mempressure-example-c"]),
-        .library(name: "AppLifecycle", targets: ["AppLifecycle"]),
-        .library(name: "Jetsam", targets: ["Jetsam"]),
-        .library(name: "Scenarios", targets: ["Scenarios"]),
+        .library(name: "MemPressureLifecycle", targets: ["MemPressureLifecycle"]),
+        .library(name: "MemPressureJetsam", targets: ["MemPressureJetsam"]),
+        .library(name: "MemPressureScenarios", targets: ["MemPressureScenarios"]),
         .library(name: "MemPressureExporter", targets: ["MemPressureExporter"]),
         // Not for users: the model app's wire protocol and the memory hog's client, which the
         // benchmarks and fuzz targets (packages of their own) link. The underscore says so, as
-        // swift-nio's _NIO* products do; test support (TestSupport) is no product at all.
-        .library(name: "_WorkloadProtocol", targets: ["WorkloadProtocol"]),
-        .library(name: "_MemHogClient", targets: ["MemHogClient"]),
+        // swift-nio's _NIO* products do; test support (MemPressureTestSupport) is no product at all.
+        .library(name: "_MemPressureWorkloadProtocol", targets: ["MemPressureWorkloadProtocol"]),
+        .library(name: "_MemPressureHogClient", targets: ["MemPressureHogClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -60,70 +60,71 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
     ],
     targets: [
+        // Every target's name carries the package's prefix (MemPressure…, CMemPressure…,
+        // mempressure-…): SwiftPM refuses two targets of one name anywhere in a package graph, so
+        // a user's package that has its own `Backtrace`, `Scenarios` or `CZlib`, or depends on
+        // one that does, could not link ours under short names (checked by PackageNamesTests).
+
         // System libraries, found through pkg-config; the apt provider names the Debian package.
         .systemLibrary(
-            name: "CJemalloc",
+            name: "CMemPressureJemalloc",
             pkgConfig: "jemalloc",
             providers: [.apt(["libjemalloc-dev"])]
         ),
         .systemLibrary(
-            name: "CUnwind",
+            name: "CMemPressureUnwind",
             pkgConfig: "libunwind",
             providers: [.apt(["libunwind-dev"])]
         ),
         // zlib, for the exporter's gzip-encoded answers.
         .systemLibrary(
-            name: "CZlib",
+            name: "CMemPressureZlib",
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
         // What Swift cannot import: function-like macros, syscalls glibc does not wrap.
         .target(name: "CMemoryPressure"),
         // jemalloc arenas with extent hooks, flag macros, atomics on raw memory.
-        .target(name: "CPurgeable", dependencies: ["CJemalloc"]),
+        .target(name: "CMemPressurePurgeable", dependencies: ["CMemPressureJemalloc"]),
         // Stack walking with libunwind (its entry points are macros).
-        .target(name: "CBacktrace", dependencies: ["CUnwind"]),
+        .target(name: "CMemPressureBacktrace", dependencies: ["CMemPressureUnwind"]),
 
-        .target(name: "Backtrace", dependencies: ["CBacktrace"], swiftSettings: strict),
+        .target(name: "MemPressureBacktrace", dependencies: ["CMemPressureBacktrace"], swiftSettings: strict),
         // The base module: typed system-call errors, /proc access and its parsers, the scanner
         // for the numbers the kernel writes, threads, time, UNIX sockets.
         .target(
-            name: "LinuxSystem",
+            name: "MemPressureSystem",
             dependencies: ["CMemoryPressure", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: strict
         ),
         // The region registry format: Purgeable writes it, VMTracker reads it.
         .target(
-            name: "RegionTags",
-            dependencies: ["LinuxSystem", .product(name: "SystemPackage", package: "swift-system")],
+            name: "MemPressureRegionTags",
+            dependencies: ["MemPressureSystem", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: strict
         ),
         // The values memory pressure is told in, and nothing else (a leaf: no dependencies): the
         // one `PressureLevel` (encoded "normal", "warning", "critical"), a PSI reading
         // (`PressureStall`) and the machine's memory (`MachineMemory`, top's header). VMTracker
         // renders them without carrying the monitor; MemPressureMonitor reads, parses and judges them.
-        .target(name: "PressureValues", swiftSettings: strict),
-        // Module names a user's package links beside its own: the two generic ones carry the
-        // package's prefix (MemPressureMonitor, MemPressureExporter; their folders keep the short
-        // names). The others are left as they are for now, said in the note.
+        .target(name: "MemPressureValues", swiftSettings: strict),
         // Memory pressure: the one PSI parser, the device's memory reading (`MemoryStatusReader`),
         // the one judgement of how short memory is (`PressureConfiguration.judge`), and the
         // monitor: sources woken by kernel events (cgroup v1 thresholds, pressure_level and OOM
         // eventfds, PSI triggers), polled only where none exists, merged into one level stream.
         .target(
             name: "MemPressureMonitor",
-            dependencies: ["PressureValues", "LinuxSystem", "CMemoryPressure", .product(name: "SystemPackage", package: "swift-system")],
-            path: "Sources/Pressure",
+            dependencies: ["MemPressureValues", "MemPressureSystem", "CMemoryPressure", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: strict
         ),
         // The control channel's wire protocol and the lifecycle vocabulary (apps and supervisor).
-        .target(name: "LifecycleProtocol", swiftSettings: strict),
+        .target(name: "MemPressureLifecycleProtocol", swiftSettings: strict),
         // The model app's commands and replies, typed, with their one line on the wire.
-        .target(name: "WorkloadProtocol", swiftSettings: strict),
+        .target(name: "MemPressureWorkloadProtocol", swiftSettings: strict),
         // The client library a supervised app links: callbacks, background tasks, readiness.
         .target(
-            name: "SupervisedApp",
-            dependencies: ["LifecycleProtocol", "Backtrace", "CMemoryPressure", "LinuxSystem"],
+            name: "MemPressureClient",
+            dependencies: ["MemPressureLifecycleProtocol", "MemPressureBacktrace", "CMemoryPressure", "MemPressureSystem"],
             swiftSettings: strict
         ),
         // The lifecycle protocol's client in C (a header and a static library, for apps in C
@@ -132,9 +133,9 @@ let package = Package(
         .executableTarget(name: "mempressure-example-c", dependencies: ["MemPressureClientC"]),
         // The supervisor of app processes: the mechanism core with seams for policies.
         .target(
-            name: "AppLifecycle",
+            name: "MemPressureLifecycle",
             dependencies: [
-                "LifecycleProtocol", "MemPressureMonitor", "PressureValues", "RegionTags", "VMTracker", "LinuxSystem", "CMemoryPressure", "WorkloadProtocol",
+                "MemPressureLifecycleProtocol", "MemPressureMonitor", "MemPressureValues", "MemPressureRegionTags", "MemPressureVMTracker", "MemPressureSystem", "CMemoryPressure", "MemPressureWorkloadProtocol",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -143,8 +144,8 @@ let package = Package(
         ),
         // Jetsam: the pure ranker (policies, explanations, replay) and the killer attached to a supervisor.
         .target(
-            name: "Jetsam",
-            dependencies: ["AppLifecycle", "LifecycleProtocol", "MemPressureMonitor", "PressureValues", "VMTracker", "LinuxSystem"],
+            name: "MemPressureJetsam",
+            dependencies: ["MemPressureLifecycle", "MemPressureLifecycleProtocol", "MemPressureMonitor", "MemPressureValues", "MemPressureVMTracker", "MemPressureSystem"],
             swiftSettings: strict
         ),
         // The Prometheus/OpenMetrics exporter: collects at scrape time, serves /metrics over Hummingbird.
@@ -153,7 +154,7 @@ let package = Package(
         .target(
             name: "MemPressureExporter",
             dependencies: [
-                "VMTracker", "MemPressureMonitor", "PressureValues", "LinuxSystem", "CZlib",
+                "MemPressureVMTracker", "MemPressureMonitor", "MemPressureValues", "MemPressureSystem", "CMemPressureZlib",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -161,27 +162,26 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Sources/Exporter",
             exclude: ["Operator"],
             swiftSettings: strict
         ),
         // Scripted experiments: a device, its apps, the steps; run under a supervisor of their own.
         .target(
-            name: "Scenarios",
-            dependencies: ["AppLifecycle", "Jetsam", "LifecycleProtocol", "LinuxSystem", "VMTracker"],
+            name: "MemPressureScenarios",
+            dependencies: ["MemPressureLifecycle", "MemPressureJetsam", "MemPressureLifecycleProtocol", "MemPressureSystem", "MemPressureVMTracker"],
             swiftSettings: strict
         ),
         // Read-only file mappings: residency, hints, eviction; the map-or-read loader.
         .target(
-            name: "MappedFiles",
-            dependencies: ["CMemoryPressure", "LinuxSystem", .product(name: "SystemPackage", package: "swift-system")],
+            name: "MemPressureMappedFiles",
+            dependencies: ["CMemoryPressure", "MemPressureSystem", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: strict
         ),
         // Purgeable buffers on a jemalloc arena, and a purgeable cache built on CachePolicies.
         .target(
-            name: "Purgeable",
+            name: "MemPressurePurgeable",
             dependencies: [
-                "CPurgeable", "CJemalloc", "CMemoryPressure", "CachePolicies", "LinuxSystem", "RegionTags", "Backtrace",
+                "CMemPressurePurgeable", "CMemPressureJemalloc", "CMemoryPressure", "MemPressureCachePolicies", "MemPressureSystem", "MemPressureRegionTags", "MemPressureBacktrace",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
@@ -189,29 +189,29 @@ let package = Package(
         ),
 
         // Eviction and admission policies as pure value code, with a trace simulator.
-        .target(name: "CachePolicies", swiftSettings: strict),
+        .target(name: "MemPressureCachePolicies", swiftSettings: strict),
         .target(
-            name: "VMTracker",
-            dependencies: ["LinuxSystem", "RegionTags", "LifecycleProtocol", "PressureValues"],
+            name: "MemPressureVMTracker",
+            dependencies: ["MemPressureSystem", "MemPressureRegionTags", "MemPressureLifecycleProtocol", "MemPressureValues"],
             swiftSettings: strict
         ),
         .executableTarget(
             name: "mempressure",
             dependencies: [
-                "VMTracker",
-                "LinuxSystem",
-                "CachePolicies",
-                "Purgeable",
-                "MappedFiles",
-                "AppLifecycle",
-                "LifecycleProtocol",
-                "Scenarios",
-                "Jetsam",
+                "MemPressureVMTracker",
+                "MemPressureSystem",
+                "MemPressureCachePolicies",
+                "MemPressurePurgeable",
+                "MemPressureMappedFiles",
+                "MemPressureLifecycle",
+                "MemPressureLifecycleProtocol",
+                "MemPressureScenarios",
+                "MemPressureJetsam",
                 "MemPressureMonitor",
-                "PressureValues",
+                "MemPressureValues",
                 "CMemoryPressure",
-                "MemHogClient",
-                "RegionTags",
+                "MemPressureHogClient",
+                "MemPressureRegionTags",
                 "MemPressureExporter",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -233,16 +233,16 @@ let package = Package(
         // A small process that holds known amounts of dirty, clean file-backed and purgeable
         // memory: the subject of `make demo`, the live tests and the benchmarks.
         .executableTarget(
-            name: "MemHog",
-            dependencies: ["CMemoryPressure", "LinuxSystem", "Purgeable"],
+            name: "MemPressureHog",
+            dependencies: ["CMemoryPressure", "MemPressureSystem", "MemPressurePurgeable"],
             swiftSettings: strict
         ),
 
         // Starts the hog and reads what it holds (demo, tests, benchmarks).
         .target(
-            name: "MemHogClient",
+            name: "MemPressureHogClient",
             dependencies: [
-                "LinuxSystem",
+                "MemPressureSystem",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
@@ -251,9 +251,9 @@ let package = Package(
 
         // The model app: state, a decoded-image cache, purgeable backing stores, mapped assets.
         .executableTarget(
-            name: "WorkloadApp",
+            name: "MemPressureWorkload",
             dependencies: [
-                "SupervisedApp", "LifecycleProtocol", "WorkloadProtocol", "Purgeable", "MappedFiles", "CachePolicies", "MemPressureMonitor", "PressureValues", "LinuxSystem",
+                "MemPressureClient", "MemPressureLifecycleProtocol", "MemPressureWorkloadProtocol", "MemPressurePurgeable", "MemPressureMappedFiles", "MemPressureCachePolicies", "MemPressureMonitor", "MemPressureValues", "MemPressureSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
@@ -261,9 +261,9 @@ let package = Package(
         ),
 
         .target(
-            name: "TestSupport",
+            name: "MemPressureTestSupport",
             dependencies: [
-                "VMTracker", "LinuxSystem", "MemHogClient", "AppLifecycle", "LifecycleProtocol", "MemPressureMonitor", "PressureValues",
+                "MemPressureVMTracker", "MemPressureSystem", "MemPressureHogClient", "MemPressureLifecycle", "MemPressureLifecycleProtocol", "MemPressureMonitor", "MemPressureValues",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
@@ -273,13 +273,13 @@ let package = Package(
         ),
         .testTarget(
             name: "VMTrackerTests",
-            dependencies: ["VMTracker", "PressureValues", "LinuxSystem", "LifecycleProtocol", "RegionTags", "TestSupport", "MemHogClient", "MemHog"],
+            dependencies: ["MemPressureVMTracker", "MemPressureValues", "MemPressureSystem", "MemPressureLifecycleProtocol", "MemPressureRegionTags", "MemPressureTestSupport", "MemPressureHogClient", "MemPressureHog"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "CLITests",
             dependencies: [
-                "TestSupport", "VMTracker", "PressureValues", "LinuxSystem", "MemHogClient", "AppLifecycle", "LifecycleProtocol", "mempressure", "MemHog", "WorkloadApp",
+                "MemPressureTestSupport", "MemPressureVMTracker", "MemPressureValues", "MemPressureSystem", "MemPressureHogClient", "MemPressureLifecycle", "MemPressureLifecycleProtocol", "mempressure", "MemPressureHog", "MemPressureWorkload",
                 "mempressure-exec", "mempressure-guard", .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
@@ -288,20 +288,20 @@ let package = Package(
         .testTarget(
             name: "PurgeableTests",
             dependencies: [
-                "Purgeable", "VMTracker", "RegionTags", "CachePolicies", "TestSupport",
+                "MemPressurePurgeable", "MemPressureVMTracker", "MemPressureRegionTags", "MemPressureCachePolicies", "MemPressureTestSupport",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "MappedFilesTests",
-            dependencies: ["MappedFiles", "VMTracker", "LinuxSystem", "TestSupport"],
+            dependencies: ["MemPressureMappedFiles", "MemPressureVMTracker", "MemPressureSystem", "MemPressureTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "AppLifecycleTests",
             dependencies: [
-                "AppLifecycle", "LifecycleProtocol", "Scenarios", "VMTracker", "LinuxSystem", "TestSupport", "WorkloadApp", "mempressure-exec", "mempressure-guard",
+                "MemPressureLifecycle", "MemPressureLifecycleProtocol", "MemPressureScenarios", "MemPressureVMTracker", "MemPressureSystem", "MemPressureTestSupport", "MemPressureWorkload", "mempressure-exec", "mempressure-guard",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
@@ -310,7 +310,7 @@ let package = Package(
         .testTarget(
             name: "PressureTests",
             dependencies: [
-                "MemPressureMonitor", "PressureValues", "LinuxSystem", "TestSupport", "MemHogClient", "MemHog",
+                "MemPressureMonitor", "MemPressureValues", "MemPressureSystem", "MemPressureTestSupport", "MemPressureHogClient", "MemPressureHog",
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: strict
@@ -318,8 +318,8 @@ let package = Package(
         .testTarget(
             name: "JetsamTests",
             dependencies: [
-                "Jetsam", "MemPressureMonitor", "PressureValues", "CachePolicies", "LifecycleProtocol", "AppLifecycle", "Scenarios", "VMTracker", "LinuxSystem", "TestSupport", "WorkloadApp",
-                "WorkloadProtocol", "mempressure-exec", "mempressure-guard",
+                "MemPressureJetsam", "MemPressureMonitor", "MemPressureValues", "MemPressureCachePolicies", "MemPressureLifecycleProtocol", "MemPressureLifecycle", "MemPressureScenarios", "MemPressureVMTracker", "MemPressureSystem", "MemPressureTestSupport", "MemPressureWorkload",
+                "MemPressureWorkloadProtocol", "mempressure-exec", "mempressure-guard",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             swiftSettings: strict
@@ -327,8 +327,8 @@ let package = Package(
         .testTarget(
             name: "ExporterTests",
             dependencies: [
-                "MemPressureExporter", "MemPressureMonitor", "PressureValues", "VMTracker", "LinuxSystem", "TestSupport", "MemHogClient", "MemHog", "mempressure",
-                "mempressure-exec", "WorkloadApp", "CZlib",
+                "MemPressureExporter", "MemPressureMonitor", "MemPressureValues", "MemPressureVMTracker", "MemPressureSystem", "MemPressureTestSupport", "MemPressureHogClient", "MemPressureHog", "mempressure",
+                "mempressure-exec", "MemPressureWorkload", "CMemPressureZlib",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -343,24 +343,24 @@ let package = Package(
         .testTarget(
             name: "ClientTests",
             dependencies: [
-                "SupervisedApp", "LifecycleProtocol", "AppLifecycle", "VMTracker", "LinuxSystem", "TestSupport",
+                "MemPressureClient", "MemPressureLifecycleProtocol", "MemPressureLifecycle", "MemPressureVMTracker", "MemPressureSystem", "MemPressureTestSupport",
                 "mempressure-example-c", "mempressure-exec", "mempressure-guard",
             ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "WorkloadProtocolTests",
-            dependencies: ["WorkloadProtocol"],
+            dependencies: ["MemPressureWorkloadProtocol"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "CachePoliciesTests",
-            dependencies: ["CachePolicies", "TestSupport"],
+            dependencies: ["MemPressureCachePolicies", "MemPressureTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "SystemLibraryTests",
-            dependencies: ["CJemalloc", "CUnwind", "CMemoryPressure"],
+            dependencies: ["CMemPressureJemalloc", "CMemPressureUnwind", "CMemoryPressure"],
             swiftSettings: strict
         ),
     ]

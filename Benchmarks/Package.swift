@@ -35,8 +35,8 @@ let package = Package(
             name: "BenchSupport",
             dependencies: [
                 "CBenchSupport",
-                .product(name: "LinuxSystem", package: "MemoryPressure"),
-                .product(name: "MappedFiles", package: "MemoryPressure"),
+                .product(name: "MemPressureSystem", package: "MemoryPressure"),
+                .product(name: "MemPressureMappedFiles", package: "MemoryPressure"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -46,9 +46,9 @@ let package = Package(
         .target(
             name: "RankerInputs",
             dependencies: [
-                .product(name: "Jetsam", package: "MemoryPressure"),
-                .product(name: "LifecycleProtocol", package: "MemoryPressure"),
-                .product(name: "CachePolicies", package: "MemoryPressure"),
+                .product(name: "MemPressureJetsam", package: "MemoryPressure"),
+                .product(name: "MemPressureLifecycleProtocol", package: "MemoryPressure"),
+                .product(name: "MemPressureCachePolicies", package: "MemoryPressure"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
@@ -56,9 +56,9 @@ let package = Package(
             name: "purgeable-bench",
             dependencies: [
                 "BenchSupport",
-                .product(name: "Purgeable", package: "MemoryPressure"),
-                .product(name: "CachePolicies", package: "MemoryPressure"),
-                .product(name: "LinuxSystem", package: "MemoryPressure"),
+                .product(name: "MemPressurePurgeable", package: "MemoryPressure"),
+                .product(name: "MemPressureCachePolicies", package: "MemoryPressure"),
+                .product(name: "MemPressureSystem", package: "MemoryPressure"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
@@ -67,8 +67,8 @@ let package = Package(
             name: "mappedfiles-bench",
             dependencies: [
                 "BenchSupport",
-                .product(name: "MappedFiles", package: "MemoryPressure"),
-                .product(name: "LinuxSystem", package: "MemoryPressure"),
+                .product(name: "MemPressureMappedFiles", package: "MemoryPressure"),
+                .product(name: "MemPressureSystem", package: "MemoryPressure"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
@@ -76,8 +76,8 @@ let package = Package(
         .executableTarget(
             name: "smaps-parse-bench",
             dependencies: [
-                .product(name: "VMTracker", package: "MemoryPressure"),
-                .product(name: "LinuxSystem", package: "MemoryPressure"),
+                .product(name: "MemPressureVMTracker", package: "MemoryPressure"),
+                .product(name: "MemPressureSystem", package: "MemoryPressure"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
@@ -86,13 +86,13 @@ let package = Package(
             dependencies: [
                 "BenchSupport",
                 "RankerInputs",
-                .product(name: "Jetsam", package: "MemoryPressure"),
+                .product(name: "MemPressureJetsam", package: "MemoryPressure"),
                 .product(name: "MemPressureMonitor", package: "MemoryPressure"),
-                .product(name: "CachePolicies", package: "MemoryPressure"),
-                .product(name: "AppLifecycle", package: "MemoryPressure"),
-                .product(name: "LifecycleProtocol", package: "MemoryPressure"),
-                .product(name: "LinuxSystem", package: "MemoryPressure"),
-                .product(name: "_WorkloadProtocol", package: "MemoryPressure"),
+                .product(name: "MemPressureCachePolicies", package: "MemoryPressure"),
+                .product(name: "MemPressureLifecycle", package: "MemoryPressure"),
+                .product(name: "MemPressureLifecycleProtocol", package: "MemoryPressure"),
+                .product(name: "MemPressureSystem", package: "MemoryPressure"),
+                .product(name: "_MemPressureWorkloadProtocol", package: "MemoryPressure"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
@@ -101,11 +101,11 @@ let package = Package(
             name: "resume-bench",
             dependencies: [
                 "BenchSupport",
-                .product(name: "AppLifecycle", package: "MemoryPressure"),
-                .product(name: "LifecycleProtocol", package: "MemoryPressure"),
-                .product(name: "VMTracker", package: "MemoryPressure"),
-                .product(name: "LinuxSystem", package: "MemoryPressure"),
-                .product(name: "_WorkloadProtocol", package: "MemoryPressure"),
+                .product(name: "MemPressureLifecycle", package: "MemoryPressure"),
+                .product(name: "MemPressureLifecycleProtocol", package: "MemoryPressure"),
+                .product(name: "MemPressureVMTracker", package: "MemoryPressure"),
+                .product(name: "MemPressureSystem", package: "MemoryPressure"),
+                .product(name: "_MemPressureWorkloadProtocol", package: "MemoryPressure"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
@@ -114,12 +114,12 @@ let package = Package(
             name: "switching-bench",
             dependencies: [
                 "BenchSupport",
-                .product(name: "Jetsam", package: "MemoryPressure"),
-                .product(name: "CachePolicies", package: "MemoryPressure"),
-                .product(name: "AppLifecycle", package: "MemoryPressure"),
-                .product(name: "LifecycleProtocol", package: "MemoryPressure"),
-                .product(name: "LinuxSystem", package: "MemoryPressure"),
-                .product(name: "_WorkloadProtocol", package: "MemoryPressure"),
+                .product(name: "MemPressureJetsam", package: "MemoryPressure"),
+                .product(name: "MemPressureCachePolicies", package: "MemoryPressure"),
+                .product(name: "MemPressureLifecycle", package: "MemoryPressure"),
+                .product(name: "MemPressureLifecycleProtocol", package: "MemoryPressure"),
+                .product(name: "MemPressureSystem", package: "MemoryPressure"),
+                .product(name: "_MemPressureWorkloadProtocol", package: "MemoryPressure"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
@@ -128,7 +128,7 @@ let package = Package(
             name: "redis-bench",
             dependencies: [
                 "BenchSupport",
-                .product(name: "LinuxSystem", package: "MemoryPressure"),
+                .product(name: "MemPressureSystem", package: "MemoryPressure"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
@@ -139,7 +139,7 @@ let package = Package(
             dependencies: [
                 "BenchSupport",
                 "CLibpq",
-                .product(name: "LinuxSystem", package: "MemoryPressure"),
+                .product(name: "MemPressureSystem", package: "MemoryPressure"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
@@ -149,9 +149,9 @@ let package = Package(
             name: "vmtracker-bench",
             dependencies: [
                 "BenchSupport",
-                .product(name: "VMTracker", package: "MemoryPressure"),
-                .product(name: "LinuxSystem", package: "MemoryPressure"),
-                .product(name: "_MemHogClient", package: "MemoryPressure"),
+                .product(name: "MemPressureVMTracker", package: "MemoryPressure"),
+                .product(name: "MemPressureSystem", package: "MemoryPressure"),
+                .product(name: "_MemPressureHogClient", package: "MemoryPressure"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
@@ -163,9 +163,9 @@ let package = Package(
             name: "soak-bench",
             dependencies: [
                 "BenchSupport",
-                .product(name: "AppLifecycle", package: "MemoryPressure"),
-                .product(name: "LifecycleProtocol", package: "MemoryPressure"),
-                .product(name: "LinuxSystem", package: "MemoryPressure"),
+                .product(name: "MemPressureLifecycle", package: "MemoryPressure"),
+                .product(name: "MemPressureLifecycleProtocol", package: "MemoryPressure"),
+                .product(name: "MemPressureSystem", package: "MemoryPressure"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
@@ -178,7 +178,7 @@ let package = Package(
             dependencies: [
                 "BenchSupport",
                 "CAllocCounter",
-                .product(name: "LinuxSystem", package: "MemoryPressure"),
+                .product(name: "MemPressureSystem", package: "MemoryPressure"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/ExportBench",
@@ -197,8 +197,8 @@ let package = Package(
             dependencies: [
                 "MicroSupport",
                 .product(name: "Benchmark", package: "benchmark"),
-                .product(name: "VMTracker", package: "MemoryPressure"),
-                .product(name: "LinuxSystem", package: "MemoryPressure"),
+                .product(name: "MemPressureVMTracker", package: "MemoryPressure"),
+                .product(name: "MemPressureSystem", package: "MemoryPressure"),
             ],
             path: "Benchmarks/VMTrackerBenchmarks",
             swiftSettings: [.swiftLanguageMode(.v6)],
@@ -209,8 +209,8 @@ let package = Package(
             dependencies: [
                 "MicroSupport",
                 .product(name: "Benchmark", package: "benchmark"),
-                .product(name: "Purgeable", package: "MemoryPressure"),
-                .product(name: "CachePolicies", package: "MemoryPressure"),
+                .product(name: "MemPressurePurgeable", package: "MemoryPressure"),
+                .product(name: "MemPressureCachePolicies", package: "MemoryPressure"),
             ],
             path: "Benchmarks/PurgeableBenchmarks",
             swiftSettings: [.swiftLanguageMode(.v6)],
@@ -222,7 +222,7 @@ let package = Package(
                 "MicroSupport",
                 "RankerInputs",
                 .product(name: "Benchmark", package: "benchmark"),
-                .product(name: "Jetsam", package: "MemoryPressure"),
+                .product(name: "MemPressureJetsam", package: "MemoryPressure"),
             ],
             path: "Benchmarks/JetsamBenchmarks",
             swiftSettings: [.swiftLanguageMode(.v6)],

@@ -1,10 +1,10 @@
 import ArgumentParser
-import CachePolicies
+import MemPressureCachePolicies
 import FoundationEssentials
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 import SystemPackage
-import VMTracker
+import MemPressureVMTracker
 
 struct Cache: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -291,7 +291,7 @@ final class ProgressLine {
     private func draw(_ text: String) {
         var bytes = Array(text.utf8)
         do {
-            try bytes.withUnsafeMutableBytes { try LinuxSystem.writeAll(2, UnsafeRawBufferPointer($0)) }
+            try bytes.withUnsafeMutableBytes { try MemPressureSystem.writeAll(2, UnsafeRawBufferPointer($0)) }
         } catch {
             // Standard error is gone: progress is not worth failing the run for.
         }

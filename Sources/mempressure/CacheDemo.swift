@@ -1,8 +1,8 @@
 import ArgumentParser
 import Glibc
-import LinuxSystem
-import Purgeable
-import VMTracker
+import MemPressureSystem
+import MemPressurePurgeable
+import MemPressureVMTracker
 
 struct CacheDemo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,6 +1,6 @@
-import LinuxSystem
+import MemPressureSystem
 import MemPressureMonitor
-import VMTracker
+import MemPressureVMTracker
 
 extension TopReport {
     /// Fills each app's `cgroupMemory` with its cgroup's own figures (`--group-by cgroup`),

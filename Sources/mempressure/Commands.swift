@@ -1,11 +1,11 @@
 import ArgumentParser
 import FoundationEssentials
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 import MemPressureMonitor
-import PressureValues
-import RegionTags
-import VMTracker
+import MemPressureValues
+import MemPressureRegionTags
+import MemPressureVMTracker
 
 struct VM: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

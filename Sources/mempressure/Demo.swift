@@ -1,15 +1,15 @@
-import AppLifecycle
+import MemPressureLifecycle
 import ArgumentParser
 import FoundationEssentials
 import Glibc
-import Jetsam
-import LifecycleProtocol
-import LinuxSystem
-import MemHogClient
-import PressureValues
-import Scenarios
+import MemPressureJetsam
+import MemPressureLifecycleProtocol
+import MemPressureSystem
+import MemPressureHogClient
+import MemPressureValues
+import MemPressureScenarios
 import SystemPackage
-import VMTracker
+import MemPressureVMTracker
 
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,11 +1,11 @@
 import ArgumentParser
 import MemPressureExporter
-import LinuxSystem
+import MemPressureSystem
 import Logging
 import Metrics
 import Prometheus
 import ServiceLifecycle
-import VMTracker
+import MemPressureVMTracker
 
 struct Export: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -23,7 +23,7 @@ struct Export: AsyncParsableCommand {
             they never go down. Also served: mempressure_build_info and the exporter's own \
             process_* metrics; HEAD as GET without the body; gzip when the scraper accepts it. \
             Rules, their promtool tests and a Grafana dashboard ship in the repository \
-            (Sources/Exporter/Operator). Stops on SIGINT or SIGTERM, finishing the scrapes in \
+            (Sources/MemPressureExporter/Operator). Stops on SIGINT or SIGTERM, finishing the scrapes in \
             flight.
             """
     )
@@ -125,7 +125,7 @@ func printExposition(grouping: AppGrouping, source: SourceOptions) throws {
     o.buildInfo = BuildInfo(version: mempressureVersion)
     let bytes = try Collector(options: o).scrape(format: .openMetrics)
     // The bytes as they are (already valid UTF-8, escaped): not through `output`'s terminal filter.
-    try bytes.withUnsafeBytes { try LinuxSystem.writeAll(1, $0) }
+    try bytes.withUnsafeBytes { try MemPressureSystem.writeAll(1, $0) }
 }
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}

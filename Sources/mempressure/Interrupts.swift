@@ -1,6 +1,6 @@
 import CMemoryPressure
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 import Synchronization
 
 /// SIGINT, SIGTERM and SIGHUP, handled by one thread of ours. Their handler (C, async-signal-safe)

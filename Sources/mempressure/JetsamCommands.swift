@@ -1,10 +1,10 @@
 import ArgumentParser
 import FoundationEssentials
-import Jetsam
-import LinuxSystem
+import MemPressureJetsam
+import MemPressureSystem
 import MemPressureMonitor
-import PressureValues
-import VMTracker
+import MemPressureValues
+import MemPressureVMTracker
 
 extension JetsamPolicyName: ExpressibleByArgument {}
 

@@ -1,17 +1,17 @@
-import AppLifecycle
+import MemPressureLifecycle
 import ArgumentParser
 import CoreMetrics
 import MemPressureExporter
 import FoundationEssentials
 import Glibc
-import Jetsam
-import LifecycleProtocol
-import LinuxSystem
+import MemPressureJetsam
+import MemPressureLifecycleProtocol
+import MemPressureSystem
 import Logging
 import Prometheus
-import Scenarios
+import MemPressureScenarios
 import ServiceLifecycle
-import VMTracker
+import MemPressureVMTracker
 
 extension SuspendMethod: ExpressibleByArgument {}
 
@@ -20,9 +20,10 @@ struct Run: AsyncParsableCommand {
         abstract: "Run a scripted experiment (a scenario) and print its event log.",
         discussion: """
             SCENARIO.json names the device (an optional RAM budget), how apps are suspended, the \
-            apps and the steps; see the README for the format. A bare program name that is one of \
-            this package's executables (mempressure-workload, or WorkloadApp) is taken from next \
-            to mempressure. Events print as they happen; --json prints the whole log at the end: \
+            apps and the steps; the format is in the documentation's Scenarios article \
+            (Sources/MemPressureLifecycle/MemPressureLifecycle.docc/Scenarios.md). A bare program \
+            name that is one of this package's executables (mempressure-workload) is taken from \
+            next to mempressure. Events print as they happen; --json prints the whole log at the end: \
             {"events": [...], "apps": [{"name", "accounting": {STATE: {...}}, "footprint": [...]}]}.
             """
     )

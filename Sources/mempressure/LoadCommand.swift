@@ -1,10 +1,10 @@
 import ArgumentParser
 import CMemoryPressure
 import Glibc
-import LinuxSystem
-import MappedFiles
+import MemPressureSystem
+import MemPressureMappedFiles
 import SystemPackage
-import VMTracker
+import MemPressureVMTracker
 
 struct Load: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

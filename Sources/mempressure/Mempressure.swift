@@ -1,9 +1,9 @@
 import ArgumentParser
 import FoundationEssentials
 import Glibc
-import LifecycleProtocol
-import LinuxSystem
-import VMTracker
+import MemPressureLifecycleProtocol
+import MemPressureSystem
+import MemPressureVMTracker
 
 @main
 struct Mempressure: AsyncParsableCommand {
@@ -208,15 +208,8 @@ func fail(_ error: any Error) -> ExitCode {
     if let code = error as? ExitCode { return code }
     // An interrupted run: `interruptible` says so, once, in words (not "CancellationError()").
     if error is CancellationError { return ExitCode(130) }
-    let message: String
-    switch error {
-    case let e as ProcError: message = e.description
-    case let e as LookupError: message = e.description
-    case let e as SystemCallError: message = e.description
-    case let e as any CustomStringConvertible: message = e.description
-    default: message = "\(error)"
-    }
-    writeStandardError("mempressure: \(message)\n")
+    // The project's errors describe themselves; a decoder's error is put in JSON's words.
+    writeStandardError("mempressure: \(plainDescription(of: error))\n")
     return ExitCode(1)
 }
 
@@ -236,7 +229,7 @@ func writeAll(_ fd: CInt, _ text: String) {
     var text = printableText(text, keepingLineBreaks: true)
     text.withUTF8 { buf in
         do {
-            try LinuxSystem.writeAll(fd, UnsafeRawBufferPointer(buf))
+            try MemPressureSystem.writeAll(fd, UnsafeRawBufferPointer(buf))
         } catch {
             // Standard output or error is gone (a closed pipe): there is no one left to tell.
         }

@@ -1,11 +1,11 @@
 import ArgumentParser
 import FoundationEssentials
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 import MemPressureMonitor
-import PressureValues
-import RegionTags
-import VMTracker
+import MemPressureValues
+import MemPressureRegionTags
+import MemPressureVMTracker
 
 struct Top: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -340,7 +340,7 @@ final class LiveScreen: Sendable {
         var text = sequence
         text.withUTF8 { buf in
             do {
-                try LinuxSystem.writeAll(1, UnsafeRawBufferPointer(buf))
+                try MemPressureSystem.writeAll(1, UnsafeRawBufferPointer(buf))
             } catch {
                 // The terminal is gone: nothing left to draw on or restore.
             }

@@ -1,9 +1,9 @@
-import AppLifecycle
+import MemPressureLifecycle
 import Glibc
-import LifecycleProtocol
-import LinuxSystem
+import MemPressureLifecycleProtocol
+import MemPressureSystem
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// Whether apps can be cgroups here (root, and a cgroup controller).
 let canContain = Supervisor.canContainInCgroups()

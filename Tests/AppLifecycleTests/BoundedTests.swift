@@ -1,9 +1,9 @@
-import AppLifecycle
+import MemPressureLifecycle
 import Glibc
-import LifecycleProtocol
-import LinuxSystem
+import MemPressureLifecycleProtocol
+import MemPressureSystem
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// The names in a directory (empty when it is gone).
 func entries(_ dir: String) -> [String] {

@@ -1,10 +1,10 @@
-import AppLifecycle
+import MemPressureLifecycle
 import FoundationEssentials
 import Glibc
-import LifecycleProtocol
-import Scenarios
+import MemPressureLifecycleProtocol
+import MemPressureScenarios
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// One command vocabulary: the step form, the admin form and the CLI decode to the same thing.
 @Suite("commands")

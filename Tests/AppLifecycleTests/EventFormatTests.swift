@@ -1,12 +1,12 @@
-import AppLifecycle
+import MemPressureLifecycle
 import FoundationEssentials
 import Glibc
-import LifecycleProtocol
-import LinuxSystem
+import MemPressureLifecycleProtocol
+import MemPressureSystem
 import MemPressureMonitor
-import PressureValues
+import MemPressureValues
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// Any JSON value, to compare documents key by key.
 enum JSONValue: Codable, Equatable {

@@ -1,12 +1,12 @@
-import AppLifecycle
+import MemPressureLifecycle
 import FoundationEssentials
 import Glibc
-import LifecycleProtocol
-import LinuxSystem
-import Scenarios
+import MemPressureLifecycleProtocol
+import MemPressureSystem
+import MemPressureScenarios
 import SystemPackage
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// A fake admin server (Python) that drops to uid 65534 ("nobody") before it binds `path`, or
 /// after (in a directory of root's: SO_PEERCRED names whoever called listen()), listens,

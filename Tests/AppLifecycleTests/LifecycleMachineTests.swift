@@ -1,6 +1,6 @@
-import AppLifecycle
+import MemPressureLifecycle
 import Glibc
-import LifecycleProtocol
+import MemPressureLifecycleProtocol
 import Testing
 
 /// The lifecycle as a pure function: no process, no supervisor.

@@ -1,9 +1,9 @@
-import AppLifecycle
+import MemPressureLifecycle
 import FoundationEssentials
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// A FIFO the test reads and an app writes to: the app's words arrive as a real event (a read
 /// that waits), not by polling a file.

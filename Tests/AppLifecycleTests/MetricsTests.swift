@@ -1,11 +1,11 @@
-import AppLifecycle
+import MemPressureLifecycle
 import CoreMetrics
-import LifecycleProtocol
-import LinuxSystem
+import MemPressureLifecycleProtocol
+import MemPressureSystem
 import MetricsTestKit
 import Synchronization
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// TestMetrics, with floating-point counters of their own: TestMetrics leaves them to
 /// swift-metrics' default, which rounds each increment down to whole units (and a test's states

@@ -1,10 +1,10 @@
-import AppLifecycle
-import LifecycleProtocol
+import MemPressureLifecycle
+import MemPressureLifecycleProtocol
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 import SystemPackage
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 let workload = buildDirectory + "/mempressure-workload"
 

@@ -1,9 +1,9 @@
-import AppLifecycle
+import MemPressureLifecycle
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 import Testing
-import TestSupport
-import WorkloadProtocol
+import MemPressureTestSupport
+import MemPressureWorkloadProtocol
 
 /// The model app's `ramp`: it allocates until its device's usage reaches a line, timing by its
 /// own clock the chunk that crossed it — where an end-to-end latency starts (jetsam-bench).

@@ -3,7 +3,7 @@ import Glibc
 import Subprocess
 import SystemPackage
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// The command line's manners, as htop and btm have them: live `top` answers keys, a mistyped
 /// subcommand gets a suggestion, a bad value is named for what it is, and no message shows Swift
@@ -61,6 +61,51 @@ struct CLIMannersTests {
         let export = try await runMempressure(["export", "--listen", "127.0.0.1:\(port)"])
         #expect(export.status == 1)
         #expect(export.standardError == "mempressure: cannot listen on 127.0.0.1:\(port): Address already in use (EADDRINUSE)\n", "\(export.standardError)")
+    }
+
+    /// What Swift or a library would print of itself: a type's rendering, a decoder's own
+    /// sentence, a function's signature.
+    static let internals = [
+        "DecodingError", "EncodingError", "Context(", "codingPath", "debugDescription", "underlyingError", "Expected to decode",
+        "Dictionary<", "Array<", "Optional(", "Swift.", "Foundation", "NIO", "Hummingbird", "(descriptor:", "Fatal error",
+    ]
+
+    /// Every command that reads a file, given files that are wrong in each way a decoder can
+    /// see: not JSON, JSON of the wrong shape at the top, a field of the wrong kind, a missing
+    /// field, a directory, a FIFO. Each must fail with a message of its own in words.
+    @Test("bad files for every command that reads one: a message in words, never the decoder's or Swift's")
+    func badFilesSweep() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let files: [(String, String)] = [
+            ("garbage.json", "garbage{"), ("array.json", "[1, 2]"), ("kind.json", #"{"formatVersion": "x", "kind": 3}"#),
+            ("empty-object.json", "{}"), ("null-field.json", #"{"apps": null, "steps": []}"#),
+            ("binary.json", String(decoding: (0..<200).map { UInt8(($0 * 37) & 0xff) }, as: UTF8.self)),
+            ("trace.csv", "key,size\n1,x\n"),
+        ]
+        for (name, text) in files { try writeText(text, to: "\(dir.path)/\(name)") }
+        try #require(mkfifo("\(dir.path)/fifo", 0o600) == 0)
+        var commands: [[String]] = []
+        for name in files.map(\.0) + ["fifo", "."] {
+            let path = "\(dir.path)/\(name)"
+            commands += [["diff", path, path], ["run", path], ["jetsam", "replay", path], ["jetsam", "report", path]]
+        }
+        // load takes any regular file: only what is not one.
+        commands += [["load", "\(dir.path)/fifo"], ["load", dir.path]]
+        commands += [["cache", "simulate", "--capacity", "10", "--trace", "\(dir.path)/trace.csv"]]
+        for arguments in commands {
+            let r = try await runMempressure(arguments)
+            let said = r.standardError
+            #expect(r.status != 0 && !said.isEmpty, "mempressure \(arguments.joined(separator: " ")): status \(r.status), said \(said)")
+            #expect(said.hasPrefix("mempressure: ") || said.hasPrefix("Error: "), "mempressure \(arguments.joined(separator: " ")): \(said)")
+            let leaks = Self.internals.filter { said.contains($0) }
+            #expect(leaks.isEmpty, "mempressure \(arguments.joined(separator: " ")) shows \(leaks): \(said)")
+        }
+        // A field of the wrong kind and a null where a list belongs, in JSON's words.
+        let kind = try await runMempressure(["diff", "\(dir.path)/kind.json", "\(dir.path)/kind.json"])
+        #expect(kind.standardError.contains("expected a number, found a string at .formatVersion"), "\(kind.standardError)")
+        let null = try await runMempressure(["run", "\(dir.path)/null-field.json"])
+        #expect(null.standardError.contains("expected an array, found null at .apps"), "\(null.standardError)")
     }
 
     /// Live `top` on a pseudo-terminal of 100 columns, driven by a small Python program: it waits

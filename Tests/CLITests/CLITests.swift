@@ -1,14 +1,14 @@
-import AppLifecycle
+import MemPressureLifecycle
 import FoundationEssentials
 import Glibc
-import LifecycleProtocol
-import LinuxSystem
-import MemHogClient
+import MemPressureLifecycleProtocol
+import MemPressureSystem
+import MemPressureHogClient
 import Subprocess
 import SystemPackage
 import Testing
-import TestSupport
-import VMTracker
+import MemPressureTestSupport
+import MemPressureVMTracker
 
 /// Whole commands, run as a user would run them, their output compared with golden files in
 /// Fixtures/cli. Set MEMPRESSURE_UPDATE_GOLDEN=1 to rewrite the golden files after a deliberate

@@ -1,10 +1,10 @@
 import FoundationEssentials
 import Glibc
-import LinuxSystem
-import MemHogClient
+import MemPressureSystem
+import MemPressureHogClient
 import Testing
-import TestSupport
-import VMTracker
+import MemPressureTestSupport
+import MemPressureVMTracker
 
 /// `top --group-by cgroup`: apps named from their cgroup paths, with the cgroup's own usage,
 /// limit and OOM kills beside the sum over its processes. On real v1 memory cgroups made by the

@@ -1,7 +1,7 @@
 import Subprocess
 import SystemPackage
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// `mempressure --generate-completion-script bash|zsh|fish`: the scripts the VMTracker article
 /// "Documentation, man page and shell completions" tells users to install. Each must name the subcommand tree as it is: a subcommand renamed, dropped or moved

@@ -1,11 +1,11 @@
-import AppLifecycle
+import MemPressureLifecycle
 import FoundationEssentials
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 import Subprocess
 import SystemPackage
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 @Suite("mempressure supervise, app, apps, run on a hostile machine", .serialized)
 struct HostileCLITests {

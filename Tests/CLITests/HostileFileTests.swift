@@ -1,9 +1,9 @@
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 import Synchronization
 import SystemPackage
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// How a run of `mempressure` ended (see `runMempressure(raw:timeout:in:)`).
 struct TimedRun {

@@ -1,10 +1,10 @@
-import AppLifecycle
+import MemPressureLifecycle
 import FoundationEssentials
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 import Testing
-import TestSupport
-import VMTracker
+import MemPressureTestSupport
+import MemPressureVMTracker
 
 /// Numbers from outside that once trapped (SIGILL) or were misreported, exit statuses that said
 /// "done" when nothing was done, and control characters from files reaching the terminal.

@@ -1,10 +1,10 @@
 import FoundationEssentials
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 import Subprocess
 import SystemPackage
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// `make demo` interrupted at each of its parts, by each of the signals a user or a terminal
 /// sends: nothing of the demo's may be left — no process, cgroup, runtime directory, data file or

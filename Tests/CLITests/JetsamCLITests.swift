@@ -1,12 +1,12 @@
-import AppLifecycle
+import MemPressureLifecycle
 import FoundationEssentials
 import Glibc
-import LifecycleProtocol
-import LinuxSystem
+import MemPressureLifecycleProtocol
+import MemPressureSystem
 import Subprocess
 import SystemPackage
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 @Suite("mempressure jetsam")
 struct JetsamCLITests {
@@ -145,7 +145,7 @@ struct JetsamCLITests {
         let cases: [(String, String)] = [
             ("other.json", "not a jetsam episode report"),
             ("future.json", "episode format version 99"),
-            ("garbage.json", "not JSON"),
+            ("garbage.json", "not valid JSON"),
             ("missing.json", "ENOENT"),
         ]
         for (file, message) in cases {

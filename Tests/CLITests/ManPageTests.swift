@@ -1,6 +1,6 @@
 import FoundationEssentials
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// The man page that `make install` and the Debian package install
 /// (Sources/mempressure/Packaging/mempressure.1, written by `make man` from the command's own

@@ -1,9 +1,9 @@
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 import Subprocess
 import SystemPackage
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// `app launch --memory-warning` and `--memory-warning-command`: what a warning becomes for a
 /// program without a client, chosen on the command line, and the log that says so.

@@ -1,7 +1,7 @@
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// Two of issue 26's smaller items: a supervisor this user may not reach is said to be one
 /// (permission denied, and whose), not "no supervisor"; sizes the machine cannot hold are refused

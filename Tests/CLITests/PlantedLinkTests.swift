@@ -1,10 +1,10 @@
 import FoundationEssentials
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 import Subprocess
 import SystemPackage
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// Every file written as root is created safely (issue 26): a link another user planted where
 /// root writes is replaced or refused, never followed, and a directory another user controls is

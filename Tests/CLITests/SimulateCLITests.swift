@@ -3,7 +3,7 @@ import Glibc
 import Subprocess
 import SystemPackage
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// `cache simulate` on streamed trace files of every format, several capacities in one pass,
 /// miss-ratio curves and plots.

@@ -1,6 +1,6 @@
 import FoundationEssentials
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// `cache simulate` must give the same result for the same trace, capacity and seed in any
 /// process: a simulator whose hit counts change from run to run cannot be cited.

@@ -2,7 +2,7 @@ import Glibc
 import Subprocess
 import SystemPackage
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// GET `path` from 127.0.0.1:`port` over plain TCP (HTTP/1.1, `Connection: close`): the whole
 /// response, head and body, read until the server closes.

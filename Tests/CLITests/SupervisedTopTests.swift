@@ -1,12 +1,12 @@
 import FoundationEssentials
 import Glibc
-import LifecycleProtocol
-import LinuxSystem
+import MemPressureLifecycleProtocol
+import MemPressureSystem
 import Synchronization
 import SystemPackage
 import Testing
-import TestSupport
-import VMTracker
+import MemPressureTestSupport
+import MemPressureVMTracker
 
 /// `top` and `vm` show a supervised app (every process in its cgroup
 /// `/mempressure-<supervisor PID>-<random>/<APP>`) as one app named APP, also when a helper of it

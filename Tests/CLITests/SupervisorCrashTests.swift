@@ -1,10 +1,10 @@
-import AppLifecycle
+import MemPressureLifecycle
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 import Subprocess
 import SystemPackage
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// The processes whose v1 memory cgroup (or v2 cgroup) lies under `prefix` ("/mempressure-PID-"),
 /// each watched through a pidfd (checked after opening): every process of a supervisor's apps.

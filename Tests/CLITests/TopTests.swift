@@ -1,11 +1,11 @@
 import FoundationEssentials
 import Glibc
-import LinuxSystem
-import MemHogClient
-import PressureValues
+import MemPressureSystem
+import MemPressureHogClient
+import MemPressureValues
 import Testing
-import TestSupport
-import VMTracker
+import MemPressureTestSupport
+import MemPressureVMTracker
 
 /// `top` as operators live in it (sorting, filters, refreshing, the machine header, --bytes),
 /// the new columns of `vm`, `diff --fail-on-growth` and `--version`: the real binary on real

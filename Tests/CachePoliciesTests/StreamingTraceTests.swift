@@ -1,7 +1,7 @@
-import CachePolicies
+import MemPressureCachePolicies
 import Glibc
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// A directory of its own under /tmp for the files a test writes, removed with everything in it.
 /// (CachePoliciesTests depend on CachePolicies alone, so not on TestSupport's TemporaryDirectory.)

@@ -1,6 +1,6 @@
-import CachePolicies
+import MemPressureCachePolicies
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 @Suite("app-switching traces") @CPUBound
 struct SwitchTraceTests {

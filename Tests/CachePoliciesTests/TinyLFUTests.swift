@@ -1,6 +1,6 @@
-import CachePolicies
+import MemPressureCachePolicies
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 @Suite("W-TinyLFU: adaptive window and size-aware admission") @CPUBound
 struct TinyLFUTests {

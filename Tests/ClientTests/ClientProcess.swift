@@ -1,6 +1,6 @@
 import Glibc
-import LinuxSystem
-import TestSupport
+import MemPressureSystem
+import MemPressureTestSupport
 
 /// The example apps, the clients' conformance apps.
 let exampleC = buildDirectory + "/mempressure-example-c"

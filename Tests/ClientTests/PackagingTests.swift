@@ -1,7 +1,7 @@
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// The clients as a user gets them: the C library through its header and pkg-config file, the
 /// Python module installed with pip.

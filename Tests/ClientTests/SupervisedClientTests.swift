@@ -1,10 +1,10 @@
-import AppLifecycle
+import MemPressureLifecycle
 import Glibc
-import LifecycleProtocol
-import LinuxSystem
+import MemPressureLifecycleProtocol
+import MemPressureSystem
 import Testing
-import TestSupport
-import VMTracker
+import MemPressureTestSupport
+import MemPressureVMTracker
 
 
 /// The app's footprint as jetsam charges it (VMTracker's: private dirty, huge pages, swap).

@@ -1,10 +1,10 @@
 import Glibc
-import LifecycleProtocol
-import LinuxSystem
-import SupervisedApp
+import MemPressureLifecycleProtocol
+import MemPressureSystem
+import MemPressureClient
 import Synchronization
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// The specification's conformance app on the Swift client: ready after didFinishLaunching and
 /// didBecomeActive, its state saved in a background task named save-state, its cache freed on a

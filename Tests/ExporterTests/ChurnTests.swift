@@ -1,7 +1,7 @@
 import MemPressureExporter
 import Glibc
-import LinuxSystem
-import TestSupport
+import MemPressureSystem
+import MemPressureTestSupport
 import Testing
 
 /// Short-lived workers coming and going: the series stay the same and no counter goes down.

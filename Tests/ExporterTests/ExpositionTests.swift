@@ -1,5 +1,5 @@
 import MemPressureExporter
-import LinuxSystem
+import MemPressureSystem
 import Prometheus
 import Testing
 

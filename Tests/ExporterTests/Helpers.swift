@@ -1,8 +1,8 @@
 import Dispatch
 import FoundationEssentials
 import Glibc
-import LinuxSystem
-import TestSupport
+import MemPressureSystem
+import MemPressureTestSupport
 
 /// A child process of the test, started with posix_spawn; killed (SIGKILL through a pidfd) and
 /// reaped by `stop()`, which every test calls in a `defer`.

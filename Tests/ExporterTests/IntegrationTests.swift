@@ -1,10 +1,10 @@
 import MemPressureExporter
 import FoundationEssentials
 import Glibc
-import LinuxSystem
-import MemHogClient
+import MemPressureSystem
+import MemPressureHogClient
 import Synchronization
-import TestSupport
+import MemPressureTestSupport
 import Testing
 
 /// Debian's prometheus package gives both; `make test` installs it (Makefile: test-deps).

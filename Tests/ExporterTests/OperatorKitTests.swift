@@ -1,17 +1,17 @@
 import FoundationEssentials
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 import Subprocess
 import SystemPackage
-import TestSupport
+import MemPressureTestSupport
 import Testing
 
-/// Sources/Exporter/Operator: the rules, their promtool tests and the Grafana dashboard.
+/// Sources/MemPressureExporter/Operator: the rules, their promtool tests and the Grafana dashboard.
 private let operatorDirectory: String = {
     let file = #filePath  // Tests/ExporterTests/OperatorKitTests.swift
     var path = String(file[..<file.lastIndex(of: "/")!])
     for _ in 0..<2 { path = String(path[..<path.lastIndex(of: "/")!]) }
-    return path + "/Sources/Exporter/Operator"
+    return path + "/Sources/MemPressureExporter/Operator"
 }()
 
 private let promtoolInstalled = installed("promtool")

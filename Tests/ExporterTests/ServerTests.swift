@@ -2,13 +2,13 @@ import MemPressureExporter
 import Glibc
 import InMemoryLogging
 import Logging
-import LinuxSystem
+import MemPressureSystem
 import Prometheus
 import ServiceLifecycle
 import Synchronization
-import TestSupport
+import MemPressureTestSupport
 import Testing
-import VMTracker
+import MemPressureVMTracker
 
 /// The exporter in this process, on a port the kernel chose, logging at debug level into `log`;
 /// stopped gracefully at the end.

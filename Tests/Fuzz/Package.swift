@@ -37,27 +37,27 @@ let package = Package(
         .target(
             name: "FuzzSupport",
             dependencies: [
-                .product(name: "VMTracker", package: "MemoryPressure"),
-                .product(name: "LinuxSystem", package: "MemoryPressure"),
+                .product(name: "MemPressureVMTracker", package: "MemoryPressure"),
+                .product(name: "MemPressureSystem", package: "MemoryPressure"),
             ],
             swiftSettings: strict
         ),
         // /proc parsers, each result rendered as text, CSV and JSON.
-        fuzzTarget("fuzz-smaps", [.product(name: "VMTracker", package: "MemoryPressure"), .product(name: "LinuxSystem", package: "MemoryPressure")]),
-        fuzzTarget("fuzz-stat", [.product(name: "VMTracker", package: "MemoryPressure"), .product(name: "LinuxSystem", package: "MemoryPressure")]),
-        fuzzTarget("fuzz-status", [.product(name: "VMTracker", package: "MemoryPressure"), .product(name: "LinuxSystem", package: "MemoryPressure")]),
-        fuzzTarget("fuzz-meminfo", [.product(name: "VMTracker", package: "MemoryPressure"), .product(name: "LinuxSystem", package: "MemoryPressure")]),
+        fuzzTarget("fuzz-smaps", [.product(name: "MemPressureVMTracker", package: "MemoryPressure"), .product(name: "MemPressureSystem", package: "MemoryPressure")]),
+        fuzzTarget("fuzz-stat", [.product(name: "MemPressureVMTracker", package: "MemoryPressure"), .product(name: "MemPressureSystem", package: "MemoryPressure")]),
+        fuzzTarget("fuzz-status", [.product(name: "MemPressureVMTracker", package: "MemoryPressure"), .product(name: "MemPressureSystem", package: "MemoryPressure")]),
+        fuzzTarget("fuzz-meminfo", [.product(name: "MemPressureVMTracker", package: "MemoryPressure"), .product(name: "MemPressureSystem", package: "MemoryPressure")]),
         // Two VM reports (JSON) decoded, diffed, the diff rendered.
-        fuzzTarget("fuzz-diff", [.product(name: "VMTracker", package: "MemoryPressure"), .product(name: "LinuxSystem", package: "MemoryPressure")]),
+        fuzzTarget("fuzz-diff", [.product(name: "MemPressureVMTracker", package: "MemoryPressure"), .product(name: "MemPressureSystem", package: "MemoryPressure")]),
         // A scenario file decoded and validated; an admin request line decoded and validated.
-        fuzzTarget("fuzz-scenario", [.product(name: "Scenarios", package: "MemoryPressure"), .product(name: "AppLifecycle", package: "MemoryPressure")]),
-        fuzzTarget("fuzz-admin", [.product(name: "AppLifecycle", package: "MemoryPressure"), .product(name: "LifecycleProtocol", package: "MemoryPressure")]),
+        fuzzTarget("fuzz-scenario", [.product(name: "MemPressureScenarios", package: "MemoryPressure"), .product(name: "MemPressureLifecycle", package: "MemoryPressure")]),
+        fuzzTarget("fuzz-admin", [.product(name: "MemPressureLifecycle", package: "MemoryPressure"), .product(name: "MemPressureLifecycleProtocol", package: "MemoryPressure")]),
         // The control protocol: bytes split into lines, each parsed as an app's and a supervisor's
         // message, and as the model app's command and reply.
         fuzzTarget("fuzz-protocol", [
-            .product(name: "LifecycleProtocol", package: "MemoryPressure"), .product(name: "_WorkloadProtocol", package: "MemoryPressure"),
+            .product(name: "MemPressureLifecycleProtocol", package: "MemoryPressure"), .product(name: "_MemPressureWorkloadProtocol", package: "MemoryPressure"),
         ]),
         // The CSV cache trace of `cache simulate`.
-        fuzzTarget("fuzz-trace", [.product(name: "CachePolicies", package: "MemoryPressure")]),
+        fuzzTarget("fuzz-trace", [.product(name: "MemPressureCachePolicies", package: "MemoryPressure")]),
     ]
 )

@@ -1,12 +1,12 @@
-import AppLifecycle
+import MemPressureLifecycle
 import FoundationEssentials
 import Glibc
-import Jetsam
-import LifecycleProtocol
-import LinuxSystem
+import MemPressureJetsam
+import MemPressureLifecycleProtocol
+import MemPressureSystem
 import MemPressureMonitor
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// A shell app that double-forks a helper (python) holding `mb` MiB of dirty memory, then
 /// becomes a sleep that ignores SIGTERM: the helper is outside the app's process tree (its

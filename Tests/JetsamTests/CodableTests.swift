@@ -1,11 +1,11 @@
-import AppLifecycle
+import MemPressureLifecycle
 import FoundationEssentials
-import Jetsam
-import LifecycleProtocol
+import MemPressureJetsam
+import MemPressureLifecycleProtocol
 import MemPressureMonitor
-import PressureValues
+import MemPressureValues
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 func encode<T: Encodable>(_ value: T) throws -> Data {
     let encoder = JSONEncoder()

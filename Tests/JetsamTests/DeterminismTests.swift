@@ -9,7 +9,7 @@ import Testing
 struct DeterminismTests {
     @Test func theJetsamSourcesUseNoHashedCollections() throws {
         let tests = URL(filePath: #filePath).deletingLastPathComponent()
-        let sources = tests.deletingLastPathComponent().deletingLastPathComponent().appending(path: "Sources/Jetsam/Ranking")
+        let sources = tests.deletingLastPathComponent().deletingLastPathComponent().appending(path: "Sources/MemPressureJetsam/Ranking")
         let files = try FileManager.default.contentsOfDirectory(atPath: sources.path).filter { $0.hasSuffix(".swift") }.sorted()
         #expect(files.count >= 8)
         // Whole words, so that `SetKey` or `leastCostSet` do not count.

@@ -1,11 +1,11 @@
 // The hindsight judgment of an episode's kills, on an episode built by hand (its memberwise
 // initializer is internal: the killer builds episodes, users read them).
-import AppLifecycle
-@testable import Jetsam
-import LifecycleProtocol
-import LinuxSystem
+import MemPressureLifecycle
+@testable import MemPressureJetsam
+import MemPressureLifecycleProtocol
+import MemPressureSystem
 import MemPressureMonitor
-import PressureValues
+import MemPressureValues
 import Testing
 
 @Suite("jetsam episode reports")

@@ -1,5 +1,5 @@
-import Jetsam
-import LifecycleProtocol
+import MemPressureJetsam
+import MemPressureLifecycleProtocol
 import Testing
 
 @Suite("Explanations name the factors and the next app")

@@ -1,12 +1,12 @@
-import AppLifecycle
-import Jetsam
-import LifecycleProtocol
-import LinuxSystem
+import MemPressureLifecycle
+import MemPressureJetsam
+import MemPressureLifecycleProtocol
+import MemPressureSystem
 import MemPressureMonitor
-import PressureValues
+import MemPressureValues
 import SystemPackage
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// Jetsam's decisions on TestSupport's `FakeDevice`: apps in memory, no root, no cgroups, no
 /// processes, so they run on any host. The mechanism (real kills of real cgroups, real memory

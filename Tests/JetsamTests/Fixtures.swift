@@ -1,7 +1,7 @@
-import CachePolicies
-import Jetsam
-import LifecycleProtocol
-import PressureValues
+import MemPressureCachePolicies
+import MemPressureJetsam
+import MemPressureLifecycleProtocol
+import MemPressureValues
 
 let mib: UInt64 = 1 << 20
 

@@ -1,11 +1,11 @@
-import AppLifecycle
+import MemPressureLifecycle
 import Glibc
-import Jetsam
-import LifecycleProtocol
-import LinuxSystem
+import MemPressureJetsam
+import MemPressureLifecycleProtocol
+import MemPressureSystem
 import Testing
-import TestSupport
-import WorkloadProtocol
+import MemPressureTestSupport
+import MemPressureWorkloadProtocol
 
 /// Swap changes how the kernel reclaims for every process on the machine, and so what other
 /// tests running beside this one would see (a dirty page reclaimed would be swapped instead of

@@ -1,14 +1,14 @@
-import AppLifecycle
+import MemPressureLifecycle
 import FoundationEssentials
 import Glibc
-import Jetsam
-import LifecycleProtocol
-import LinuxSystem
+import MemPressureJetsam
+import MemPressureLifecycleProtocol
+import MemPressureSystem
 import MemPressureMonitor
-import PressureValues
+import MemPressureValues
 import Testing
-import TestSupport
-import WorkloadProtocol
+import MemPressureTestSupport
+import MemPressureWorkloadProtocol
 
 /// Whether this machine lets the tests give a device a memory budget (root and a memory
 /// cgroup controller); the killer's tests need one.

@@ -1,10 +1,10 @@
-import AppLifecycle
+import MemPressureLifecycle
 import CoreMetrics
-import Jetsam
-import LifecycleProtocol
+import MemPressureJetsam
+import MemPressureLifecycleProtocol
 import MetricsTestKit
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// Jetsam's kills in the supervisor's metrics (`mempressure_jetsam_kills_total{app,reason}`):
 /// counted where the supervisor signals a kill with a reason, whichever policy decided it. The

@@ -1,8 +1,8 @@
-import CachePolicies
+import MemPressureCachePolicies
 import FoundationEssentials
-import Jetsam
-import LifecycleProtocol
-import PressureValues
+import MemPressureJetsam
+import MemPressureLifecycleProtocol
+import MemPressureValues
 import Testing
 
 @Suite("Replay")

@@ -1,9 +1,9 @@
-import AppLifecycle
+import MemPressureLifecycle
 import Glibc
-import Jetsam
-import LinuxSystem
+import MemPressureJetsam
+import MemPressureSystem
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 extension KillerTests {
     /// The attack issue 26 reproduced: a user who owns the report directory plants

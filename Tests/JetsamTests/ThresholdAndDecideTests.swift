@@ -1,6 +1,6 @@
-import Jetsam
-import LifecycleProtocol
-import PressureValues
+import MemPressureJetsam
+import MemPressureLifecycleProtocol
+import MemPressureValues
 import Testing
 
 @Suite("The high-memory threshold")

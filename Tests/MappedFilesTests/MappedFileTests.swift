@@ -1,10 +1,10 @@
 import CMemoryPressure
 import Glibc
-import LinuxSystem
-import MappedFiles
+import MemPressureSystem
+import MemPressureMappedFiles
 import Testing
-import TestSupport
-import VMTracker
+import MemPressureTestSupport
+import MemPressureVMTracker
 
 /// A file of `bytes` with known content (byte i is a function of i), flushed to disk so its
 /// page-cache pages are clean.

@@ -1,8 +1,8 @@
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 import MemPressureMonitor
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// `CgroupMemory.read` over cgroup directories written by the test: OOM kills and memory.stat's
 /// anonymous, file and shared memory on v1 and v2, nil where the kernel does not say, an error

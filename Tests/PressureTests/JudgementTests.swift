@@ -1,9 +1,9 @@
 import FoundationEssentials
-import LinuxSystem
+import MemPressureSystem
 @testable import MemPressureMonitor
-import PressureValues
+import MemPressureValues
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// The one judgement of memory (`PressureConfiguration.judge`): a cgroup's working set, the
 /// machine's MemAvailable, a task waiting at the limit, PSI; and where a cgroup v1's usage

@@ -1,11 +1,11 @@
 import Glibc
-import LinuxSystem
-import MemHogClient
+import MemPressureSystem
+import MemPressureHogClient
 import MemPressureMonitor
-import PressureValues
+import MemPressureValues
 import SystemPackage
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// The monitor woken by the kernel, on a real cgroup v1 memory group and a real allocation by a
 /// child process (mempressure-hog, started inside the group). The monitor's poll interval is an

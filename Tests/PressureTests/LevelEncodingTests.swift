@@ -1,6 +1,6 @@
 import FoundationEssentials
 import MemPressureMonitor
-import PressureValues
+import MemPressureValues
 import Testing
 
 /// The one `PressureLevel` is written as a word, and reads every form it was ever written in:

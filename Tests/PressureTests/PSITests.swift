@@ -1,10 +1,10 @@
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 import MemPressureMonitor
-import PressureValues
+import MemPressureValues
 import SystemPackage
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// The one PSI parser, on PSI files captured from this machine's kernel (Fixtures/psi), and the
 /// machine's memory reading (`top`'s header) built on it.

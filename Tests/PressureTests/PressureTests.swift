@@ -1,11 +1,11 @@
 import Glibc
-import LinuxSystem
-import MemHogClient
+import MemPressureSystem
+import MemPressureHogClient
 import MemPressureMonitor
-import PressureValues
+import MemPressureValues
 import Synchronization
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 @Suite("pressure")
 struct PressureTests {

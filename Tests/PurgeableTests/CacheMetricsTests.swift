@@ -1,7 +1,7 @@
-import CachePolicies
+import MemPressureCachePolicies
 import CoreMetrics
 import MetricsTestKit
-import Purgeable
+import MemPressurePurgeable
 import Testing
 
 /// A counter's total (nil: never made).

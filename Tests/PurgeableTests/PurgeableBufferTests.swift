@@ -1,10 +1,10 @@
 import Glibc
-import Purgeable
-import RegionTags
+import MemPressurePurgeable
+import MemPressureRegionTags
 import Synchronization
 import Testing
-import TestSupport
-import VMTracker
+import MemPressureTestSupport
+import MemPressureVMTracker
 
 /// A deterministic pattern: word `i` of buffer `id` at version `version`.
 func word(_ id: Int, _ version: Int, _ i: Int) -> UInt64 {

@@ -1,8 +1,8 @@
-import CachePolicies
-import Purgeable
+import MemPressureCachePolicies
+import MemPressurePurgeable
 import Synchronization
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// The hit path that does not take the policy's lock: hits reach the policy through read
 /// buffers (and, for SIEVE and S3-FIFO, only while they can still change it). These tests check

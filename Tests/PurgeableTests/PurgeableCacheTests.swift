@@ -1,8 +1,8 @@
-import CachePolicies
-import Purgeable
+import MemPressureCachePolicies
+import MemPressurePurgeable
 import Synchronization
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 @Suite("purgeable cache")
 struct PurgeableCacheTests {

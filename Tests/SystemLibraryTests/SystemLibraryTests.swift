@@ -1,6 +1,6 @@
-import CJemalloc
+import CMemPressureJemalloc
 import CMemoryPressure
-import CUnwind
+import CMemPressureUnwind
 import Testing
 
 /// The system libraries are found through pkg-config and link: the foundation later issues

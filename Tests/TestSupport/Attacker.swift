@@ -3,7 +3,7 @@
 // point at.
 
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 import Subprocess
 import SystemPackage
 

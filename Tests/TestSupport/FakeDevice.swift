@@ -1,8 +1,8 @@
-import AppLifecycle
-import LifecycleProtocol
-import LinuxSystem
+import MemPressureLifecycle
+import MemPressureLifecycleProtocol
+import MemPressureSystem
 import MemPressureMonitor
-import PressureValues
+import MemPressureValues
 import Synchronization
 
 /// A device in memory, for testing a policy's decisions on any host: no root, no cgroups, no

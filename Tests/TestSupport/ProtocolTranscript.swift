@@ -2,7 +2,7 @@
 // says their format) and a fake supervisor that replays them against a client.
 
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 
 /// The repository's top directory, found from this source file's location.
 public let repositoryDirectory: String = {

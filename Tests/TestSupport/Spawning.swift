@@ -1,5 +1,5 @@
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 
 /// A file a child started by `spawnChild` gets on one of its descriptors.
 public struct ChildFile: Sendable {

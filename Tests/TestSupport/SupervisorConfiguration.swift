@@ -1,4 +1,4 @@
-import AppLifecycle
+import MemPressureLifecycle
 
 /// A supervisor configuration for tests: the executables of this build, no footprint sampling,
 /// and room for a machine much busier than a device. A debug build of the model app (or a

@@ -3,11 +3,11 @@
 
 import FoundationEssentials
 import Glibc
-import LinuxSystem
-import MemHogClient
+import MemPressureSystem
+import MemPressureHogClient
 import Subprocess
 import SystemPackage
-import VMTracker
+import MemPressureVMTracker
 
 public enum Fixtures {
     /// `Tests/TestSupport/Fixtures`, found from this source file's location.

@@ -1,5 +1,5 @@
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 
 /// The value of `body`, or nil if it has not finished within `timeout` seconds (it is then
 /// cancelled). The one timeout of the tests' waits: they wait on the real event, never a sleep.

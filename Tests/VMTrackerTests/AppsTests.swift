@@ -1,7 +1,7 @@
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 import Testing
-import VMTracker
+import MemPressureVMTracker
 
 @Suite("apps")
 struct AppsTests {

@@ -1,6 +1,6 @@
 import FoundationEssentials
 import Testing
-import VMTracker
+import MemPressureVMTracker
 
 /// `CgroupIdentity` over the cgroup path shapes of systemd, Docker, Podman, containerd, CRI-O and
 /// the kubelet (cgroupfs and systemd drivers, v1 and v2 hierarchies: the paths are the same).

@@ -1,7 +1,7 @@
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// Which cgroup a process is in (`CgroupDirectory.of`, from `/proc/PID/cgroup`) and the group
 /// above one: read from fake roots, so that both hierarchies' shapes are checked on any machine.

@@ -1,7 +1,7 @@
-import LinuxSystem
-import RegionTags
+import MemPressureSystem
+import MemPressureRegionTags
 import Testing
-import VMTracker
+import MemPressureVMTracker
 
 @Suite("region types")
 struct ClassifierTests {

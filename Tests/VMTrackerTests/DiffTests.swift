@@ -1,7 +1,7 @@
-import LinuxSystem
+import MemPressureSystem
 import Testing
-import TestSupport
-import VMTracker
+import MemPressureTestSupport
+import MemPressureVMTracker
 
 @Suite("diff")
 struct DiffTests {

@@ -1,9 +1,9 @@
 import FoundationEssentials
-import LinuxSystem
-import MemHogClient
+import MemPressureSystem
+import MemPressureHogClient
 import Testing
-import TestSupport
-import VMTracker
+import MemPressureTestSupport
+import MemPressureVMTracker
 
 /// Golden fixtures: /proc files of real processes captured on this machine by
 /// Fixtures/capture.sh while each process was stopped, with the totals the kernel computed.

@@ -1,7 +1,7 @@
-import LinuxSystem
+import MemPressureSystem
 import Testing
-import TestSupport
-import VMTracker
+import MemPressureTestSupport
+import MemPressureVMTracker
 
 /// SplitMix64: a small deterministic generator, so a failing mutation can be replayed by seed.
 struct SplitMix64: RandomNumberGenerator {

@@ -1,6 +1,6 @@
-import LinuxSystem
+import MemPressureSystem
 import Testing
-import VMTracker
+import MemPressureVMTracker
 
 /// A record as the kernel prints it, with `path` placed after the padding.
 func smapsRecord(

@@ -1,9 +1,9 @@
 import Glibc
-import LinuxSystem
-import MemHogClient
-import RegionTags
+import MemPressureSystem
+import MemPressureHogClient
+import MemPressureRegionTags
 import Testing
-import TestSupport
+import MemPressureTestSupport
 
 /// The region registry is a directory every user can write to: what is planted there must be
 /// skipped without being read, and what processes that are gone left behind must go.

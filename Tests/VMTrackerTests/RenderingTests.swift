@@ -1,7 +1,7 @@
-import LinuxSystem
+import MemPressureSystem
 import Testing
-import TestSupport
-import VMTracker
+import MemPressureTestSupport
+import MemPressureVMTracker
 
 /// The fields of CSV text as a reader splits them (RFC 4180, byte by byte).
 func readCSV(_ text: String) -> [[String]] {

@@ -1,10 +1,10 @@
 import FoundationEssentials
 import Glibc
-import LifecycleProtocol
-import LinuxSystem
+import MemPressureLifecycleProtocol
+import MemPressureSystem
 import Testing
-import TestSupport
-import VMTracker
+import MemPressureTestSupport
+import MemPressureVMTracker
 
 /// A supervised app is its cgroup (`/mempressure-<supervisor PID>-<random>/<APP>`): the path's
 /// shapes, `/proc/PID/cgroup` read from golden fixtures (Fixtures/supervised, captured from a

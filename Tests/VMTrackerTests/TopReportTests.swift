@@ -1,9 +1,9 @@
 import Glibc
-import LinuxSystem
-import PressureValues
+import MemPressureSystem
+import MemPressureValues
 import Testing
-import TestSupport
-import VMTracker
+import MemPressureTestSupport
+import MemPressureVMTracker
 
 @Suite("top report: sorting, filters, the machine header, USS/SwapPss/THP/Locked")
 struct TopReportTests {

@@ -1,6 +1,6 @@
 import FoundationEssentials
 import Testing
-import WorkloadProtocol
+import MemPressureWorkloadProtocol
 
 /// The model app's commands and replies: every value prints as a line that parses back to it,
 /// the lines the app has always written parse, and malformed or unknown lines are typed errors.

@@ -3,7 +3,7 @@
 // every run.
 
 import Benchmark
-import Jetsam
+import MemPressureJetsam
 import MicroSupport
 import RankerInputs
 

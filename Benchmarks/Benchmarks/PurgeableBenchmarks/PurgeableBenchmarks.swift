@@ -3,9 +3,9 @@
 // kernel left the pages), with immediate and deferred advice.
 
 import Benchmark
-import CachePolicies
+import MemPressureCachePolicies
 import MicroSupport
-import Purgeable
+import MemPressurePurgeable
 
 final class Box: Sendable {
     let value: Int

@@ -4,9 +4,9 @@
 // hence the process count recorded beside them).
 
 import Benchmark
-import LinuxSystem
+import MemPressureSystem
 import MicroSupport
-import VMTracker
+import MemPressureVMTracker
 
 /// The fixture captured by Tests/TestSupport/Fixtures/capture.sh: a python3 process, 157 regions.
 /// Found from this file's own path (Benchmarks/Benchmarks/VMTrackerBenchmarks/ in the project).

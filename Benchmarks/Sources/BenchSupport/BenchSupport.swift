@@ -3,7 +3,7 @@
 
 import Foundation
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 import SystemPackage
 
 /// Samples of named measurements, in the order they were first taken.

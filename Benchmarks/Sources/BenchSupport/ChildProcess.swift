@@ -5,7 +5,7 @@
 
 import CBenchSupport
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 import Synchronization
 import SystemPackage
 

@@ -5,7 +5,7 @@
 
 import ArgumentParser
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 
 /// Data that did not survive: a key or row missing or wrong, a count or a digest off.
 public struct DataLoss: Error, CustomStringConvertible {

@@ -3,8 +3,8 @@
 // alone, never the machine's).
 
 import Glibc
-import LinuxSystem
-import MappedFiles
+import MemPressureSystem
+import MemPressureMappedFiles
 import SystemPackage
 
 public func fileSize(_ path: String) throws -> UInt64 {

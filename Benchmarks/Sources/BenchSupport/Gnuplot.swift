@@ -4,7 +4,7 @@
 
 import Foundation
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 
 /// One plot: a gnuplot script with its data inline (datablocks), rendered to `NAME.svg`.
 public struct Plot: Sendable {

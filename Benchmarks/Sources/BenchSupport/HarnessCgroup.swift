@@ -7,7 +7,7 @@
 //   would call the OOM killer; memory.current; cgroup.freeze and cgroup.events).
 
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 import Synchronization
 import SystemPackage
 

@@ -3,7 +3,7 @@
 
 import Foundation
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 
 public struct Machine: Codable, Sendable {
     public var kernel: String

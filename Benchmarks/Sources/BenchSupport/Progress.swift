@@ -3,7 +3,7 @@
 // place; otherwise (CI, a pipe) a line is printed at most every few seconds.
 
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 
 public final class Progress: @unchecked Sendable {
     private let tool: String

@@ -2,7 +2,7 @@
 // p99, ratios (tiny ones in scientific notation).
 
 import Foundation
-import LinuxSystem
+import MemPressureSystem
 
 /// Milliseconds: 3 decimals under 1, 2 under 100, else 1.
 public func ms(_ x: Double) -> String { ByteFormat.fixed(x, x < 1 ? 3 : x < 100 ? 2 : 1) }

@@ -9,7 +9,7 @@ import BenchSupport
 import CAllocCounter
 import Foundation
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 
 /// Benchmarks/scripts (the C sources the harness compiles), found from this file's path.
 let scriptsDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

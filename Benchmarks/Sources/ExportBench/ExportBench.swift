@@ -13,7 +13,7 @@
 import ArgumentParser
 import BenchSupport
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 
 @main
 struct ExportBench: AsyncParsableCommand {

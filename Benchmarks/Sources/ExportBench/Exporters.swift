@@ -7,7 +7,7 @@
 
 import BenchSupport
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 
 /// An exporter the benchmark measures.
 enum ExporterID: String, Codable, Sendable, CaseIterable {

@@ -7,7 +7,7 @@
 
 import BenchSupport
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 
 struct Settings: Sendable {
     var populations: [Int]

@@ -7,7 +7,7 @@
 
 import BenchSupport
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 
 final class Population {
     /// How many process names the workers share (worker i is `xbench-(i % 40)`).

@@ -3,7 +3,7 @@
 // the leak check) and Reports/exporter-latency.{gp,svg} plots the latencies.
 
 import BenchSupport
-import LinuxSystem
+import MemPressureSystem
 
 /// One scrape.
 struct ScrapeSample: Codable, Sendable {

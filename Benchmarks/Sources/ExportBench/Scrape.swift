@@ -10,7 +10,7 @@
 
 import BenchSupport
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 
 /// A response to one GET.
 struct HTTPResponse {

@@ -1,9 +1,9 @@
 // The ranker's benchmark input, shared by jetsam-bench (the ranker timed against sorting) and
 // the JetsamBenchmarks micro-benchmarks, so both measure the very same apps.
 
-import CachePolicies
-import Jetsam
-import LifecycleProtocol
+import MemPressureCachePolicies
+import MemPressureJetsam
+import MemPressureLifecycleProtocol
 
 /// A fixed, seeded mix of `n` apps in every state (SplitMix64: the same input in any process),
 /// the first one active; the machine is short by a fifth of its budget, so a decision has

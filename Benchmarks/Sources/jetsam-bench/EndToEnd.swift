@@ -6,17 +6,17 @@
 // and at the monitor's default 250 ms), one supervisor each, their rounds interleaved in a seeded
 // random order in the same run.
 
-import AppLifecycle
+import MemPressureLifecycle
 import BenchSupport
-import CachePolicies
+import MemPressureCachePolicies
 import Glibc
-import Jetsam
-import LifecycleProtocol
-import LinuxSystem
+import MemPressureJetsam
+import MemPressureLifecycleProtocol
+import MemPressureSystem
 import MemPressureMonitor
-import PressureValues
+import MemPressureValues
 import Synchronization
-import WorkloadProtocol
+import MemPressureWorkloadProtocol
 
 /// How the pressure monitor hears of the device's memory in one condition.
 struct WakeCondition: Codable, Sendable, Hashable {

@@ -1,5 +1,5 @@
 import BenchSupport
-import LinuxSystem
+import MemPressureSystem
 
 // The end-to-end section of Reports/jetsam.md and its plot, rendered from the rounds alone (so
 // that `--render-only` redraws them from jetsam.json).

@@ -9,7 +9,7 @@ import ArgumentParser
 import BenchSupport
 import Foundation
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 
 @main
 struct JetsamBench: AsyncParsableCommand {

@@ -1,11 +1,11 @@
-import AppLifecycle
+import MemPressureLifecycle
 import BenchSupport
 import Glibc
-import Jetsam
-import LifecycleProtocol
-import LinuxSystem
+import MemPressureJetsam
+import MemPressureLifecycleProtocol
+import MemPressureSystem
 import MemPressureMonitor
-import WorkloadProtocol
+import MemPressureWorkloadProtocol
 
 /// The first element of `stream` that `accepts`, or nil after `timeout` seconds.
 func first<Element: Sendable>(of stream: AsyncStream<Element>, within timeout: Double, where accepts: @escaping @Sendable (Element) -> Bool = { _ in true }) async -> Element? {

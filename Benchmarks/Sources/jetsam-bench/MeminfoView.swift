@@ -1,7 +1,7 @@
 import BenchSupport
 import Glibc
-import Jetsam
-import LinuxSystem
+import MemPressureJetsam
+import MemPressureSystem
 import MemPressureMonitor
 import Synchronization
 

@@ -1,5 +1,5 @@
-import Jetsam
-import LinuxSystem
+import MemPressureJetsam
+import MemPressureSystem
 import RankerInputs
 
 /// Timing statistics of one measured operation, in seconds.

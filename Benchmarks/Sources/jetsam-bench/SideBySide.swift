@@ -1,11 +1,11 @@
-import AppLifecycle
+import MemPressureLifecycle
 import BenchSupport
 import Foundation
 import Glibc
-import Jetsam
-import LifecycleProtocol
-import LinuxSystem
-import WorkloadProtocol
+import MemPressureJetsam
+import MemPressureLifecycleProtocol
+import MemPressureSystem
+import MemPressureWorkloadProtocol
 
 /// The same allocation spike under each contender: a device of `budgetMB`, seven model apps in
 /// every band, and the foreground app growing at a fixed rate until the budget cannot hold all.

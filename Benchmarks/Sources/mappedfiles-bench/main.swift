@@ -6,8 +6,8 @@ import ArgumentParser
 import BenchSupport
 import FoundationEssentials
 import Glibc
-import LinuxSystem
-import MappedFiles
+import MemPressureSystem
+import MemPressureMappedFiles
 
 @main
 struct MappedFilesBench: AsyncParsableCommand {

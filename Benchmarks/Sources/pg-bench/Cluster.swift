@@ -7,7 +7,7 @@
 import BenchSupport
 import Foundation
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 import SystemPackage
 
 /// One server setting (`-c NAME=VALUE` on the postmaster's command line) and why it is so.

@@ -9,7 +9,7 @@
 
 import BenchSupport
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 
 struct Settings {
     var rounds: Int

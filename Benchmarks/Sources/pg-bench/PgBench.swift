@@ -15,7 +15,7 @@ import ArgumentParser
 import BenchSupport
 import Foundation
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 
 @main
 struct PgBench: AsyncParsableCommand {

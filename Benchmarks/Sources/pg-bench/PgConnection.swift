@@ -6,7 +6,7 @@ import BenchSupport
 import CLibpq
 import Glibc
 import Foundation
-import LinuxSystem
+import MemPressureSystem
 import SystemPackage
 
 /// What libpq or the server said went wrong.

@@ -1,6 +1,6 @@
 import BenchSupport
 import Foundation
-import LinuxSystem
+import MemPressureSystem
 
 /// One freeze-and-thaw or one fast shutdown and start. Times from the thaw, or from posix_spawn
 /// of the postmaster.

@@ -1,7 +1,7 @@
 import BenchSupport
-import CachePolicies
+import MemPressureCachePolicies
 import Foundation
-import LinuxSystem
+import MemPressureSystem
 
 // Miss ratios of our policies against libCacheSim's (its Python package, run as a subprocess in
 // the same run, on the same trace files). Each trace is generated here, written to a scratch

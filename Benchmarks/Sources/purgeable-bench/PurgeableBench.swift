@@ -5,10 +5,10 @@
 
 import ArgumentParser
 import BenchSupport
-import CachePolicies
+import MemPressureCachePolicies
 import Foundation
-import LinuxSystem
-import Purgeable
+import MemPressureSystem
+import MemPressurePurgeable
 import Synchronization
 
 @main

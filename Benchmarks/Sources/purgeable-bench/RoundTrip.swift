@@ -1,7 +1,7 @@
 import BenchSupport
 import Foundation
-import LinuxSystem
-import Purgeable
+import MemPressureSystem
+import MemPressurePurgeable
 
 extension PurgeableBench {
     // MARK: Round trip

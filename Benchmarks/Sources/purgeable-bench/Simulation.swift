@@ -1,8 +1,8 @@
 import BenchSupport
-import CachePolicies
+import MemPressureCachePolicies
 import Foundation
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 import SystemPackage
 
 extension PurgeableBench {

@@ -1,8 +1,8 @@
 import BenchSupport
-import CachePolicies
+import MemPressureCachePolicies
 import Foundation
-import LinuxSystem
-import Purgeable
+import MemPressureSystem
+import MemPressurePurgeable
 import Synchronization
 
 // MARK: Throughput of the caches (owned by the hit-path work)

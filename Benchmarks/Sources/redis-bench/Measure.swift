@@ -5,7 +5,7 @@
 
 import BenchSupport
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 import SystemPackage
 
 struct Settings {

@@ -11,7 +11,7 @@ import ArgumentParser
 import BenchSupport
 import Foundation
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 
 @main
 struct RedisBench: AsyncParsableCommand {

@@ -3,7 +3,7 @@
 
 import BenchSupport
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 import SystemPackage
 
 enum Reply: Equatable {

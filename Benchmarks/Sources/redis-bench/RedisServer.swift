@@ -4,7 +4,7 @@
 
 import BenchSupport
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 
 /// A redis-server the benchmark started.
 final class RedisServer {

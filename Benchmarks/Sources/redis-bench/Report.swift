@@ -1,7 +1,7 @@
 import BenchSupport
 import Foundation
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 
 /// One stop-and-resume or one kill-and-relaunch. Times from SIGCONT, or from posix_spawn.
 struct RoundResult: Codable, Sendable {

@@ -1,11 +1,11 @@
-import AppLifecycle
+import MemPressureLifecycle
 import BenchSupport
 import Foundation
 import Glibc
-import LifecycleProtocol
-import LinuxSystem
-import VMTracker
-import WorkloadProtocol
+import MemPressureLifecycleProtocol
+import MemPressureSystem
+import MemPressureVMTracker
+import MemPressureWorkloadProtocol
 
 /// What the model app holds (MiB), the same at every trim level.
 struct AppSize: Codable, Sendable {

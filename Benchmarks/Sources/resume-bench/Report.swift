@@ -1,6 +1,6 @@
 import BenchSupport
 import Foundation
-import LinuxSystem
+import MemPressureSystem
 
 /// One point of the tradeoff: a trim level, a restore mode and a condition.
 struct Point: Codable, Sendable {

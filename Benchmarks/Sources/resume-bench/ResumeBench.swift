@@ -20,14 +20,14 @@
 //
 // Writes Reports/resume-relaunch.{md,json,gp,svg}. Needs root (memory cgroups, swapon).
 
-import AppLifecycle
+import MemPressureLifecycle
 import ArgumentParser
 import BenchSupport
 import Foundation
 import Glibc
-import LifecycleProtocol
-import LinuxSystem
-import VMTracker
+import MemPressureLifecycleProtocol
+import MemPressureSystem
+import MemPressureVMTracker
 
 @main
 struct ResumeBench: AsyncParsableCommand {

@@ -1,8 +1,8 @@
 // smaps-parse-bench FILE [ITERATIONS]: parses one saved smaps file repeatedly and prints the
 // parser's throughput, separating parsing from the kernel's cost of producing the text.
 import Glibc
-import LinuxSystem
-import VMTracker
+import MemPressureSystem
+import MemPressureVMTracker
 
 let args = CommandLine.arguments
 guard args.count >= 2 else {

@@ -5,12 +5,12 @@
 // directory, its cgroups and its children. Stopped with SIGTERM through the pidfd, SIGKILL after a
 // grace; what it leaves is checked.
 
-import AppLifecycle
+import MemPressureLifecycle
 import BenchSupport
 import FoundationEssentials
 import Glibc
-import LifecycleProtocol
-import LinuxSystem
+import MemPressureLifecycleProtocol
+import MemPressureSystem
 
 /// One configuration of the daemon: its flags, and the bounds they set.
 struct DaemonSettings: Codable, Sendable {

@@ -5,7 +5,7 @@
 // judges as the run did.
 
 import BenchSupport
-import LinuxSystem
+import MemPressureSystem
 
 /// The least-squares line through `points` (x, y): its slope and the residuals' standard
 /// deviation; nil with fewer than 3 points or one x.
@@ -247,11 +247,11 @@ struct SoakReport: RenderedReport, Sendable {
     func boundsSection() -> String {
         var md = "## The bounds, and where they are documented\n\n"
         md += "| bound | \(runs.map(\.settings.name).joined(separator: " | ")) | documented in |\n|---|\(String(repeating: "---:|", count: runs.count))---|\n"
-        md += "| app records (`--max-apps`, `SupervisorConfiguration.maximumApps`) | \(runs.map { "\($0.settings.appBound)" }.joined(separator: " | ")) | `supervise --help`; `SupervisorConfiguration.maximumApps` (Sources/AppLifecycle/SupervisorTypes.swift) |\n"
+        md += "| app records (`--max-apps`, `SupervisorConfiguration.maximumApps`) | \(runs.map { "\($0.settings.appBound)" }.joined(separator: " | ")) | `supervise --help`; `SupervisorConfiguration.maximumApps` (Sources/MemPressureLifecycle/SupervisorTypes.swift) |\n"
         md += "| log events (`--log-limit`, `logLimit`) | \(runs.map { "\($0.settings.logBound)" }.joined(separator: " | ")) | `supervise --help`; `SupervisorConfiguration.logLimit`; AppLifecycle article *The app lifecycle*, *Bounded histories* |\n"
         md += "| samples kept of an app not running (`endedTimelineLimit`) | \(runs.map { _ in "600" }.joined(separator: " | ")) | `SupervisorConfiguration.endedTimelineLimit` (its comment bounds the records: 1,000 × 600 × 56 bytes ≈ 34 MB); AppLifecycle article *The app lifecycle*, *Bounded histories* |\n"
         md += "| samples of a running app (`timelineLimit`) | \(runs.map { _ in "10000" }.joined(separator: " | ")) | `SupervisorConfiguration.timelineLimit`; AppLifecycle article *The app lifecycle* |\n"
-        md += "| an app's output file | \(runs.map { _ in "1 MiB" }.joined(separator: " | ")) | `AppOutput.fileLimit` (Sources/AppLifecycle/AppOutput.swift): cut, and removed when the run ends |\n"
+        md += "| an app's output file | \(runs.map { _ in "1 MiB" }.joined(separator: " | ")) | `AppOutput.fileLimit` (Sources/MemPressureLifecycle/AppOutput.swift): cut, and removed when the run ends |\n"
         md += "| admin connections at once, idle timeout | \(runs.map { _ in "64, 30 s" }.joined(separator: " | ")) | `SupervisorConfiguration.maximumAdminConnections`, `adminIdleTimeout` |\n\n"
         md += """
             What holds each quantity: the daemon's memory (RssAnon) is held by the app records (each with at most \

@@ -17,11 +17,11 @@
 // is a leak, named in the sample. Then the daemon's memory, its records (`apps`) and its log
 // (`log`).
 
-import AppLifecycle
+import MemPressureLifecycle
 import BenchSupport
 import Glibc
-import LifecycleProtocol
-import LinuxSystem
+import MemPressureLifecycleProtocol
+import MemPressureSystem
 
 enum CycleKind: String, Codable, Sendable, CaseIterable {
     case plain, output, workload

@@ -16,7 +16,7 @@ import ArgumentParser
 import BenchSupport
 import Foundation
 import Glibc
-import LinuxSystem
+import MemPressureSystem
 
 @main
 struct SoakBench: AsyncParsableCommand {
@@ -126,7 +126,7 @@ struct SoakBench: AsyncParsableCommand {
                 29.6, 30.7 and 33.6 MiB at cycle 5,000; jemalloc's heap profile (`MALLOC_CONF=prof:true`) put 14 of the \
                 27.8 MB live under `Supervisor.scheduleIdleCheck` (the tasks, their first slab, their dispatch timers). \
                 Now a connection holds one check, replaced by the next and cancelled when the connection goes \
-                (Sources/AppLifecycle/AdminServer.swift); the heap profile of a 10,000-cycle tight run after the fix holds \
+                (Sources/MemPressureLifecycle/AdminServer.swift); the heap profile of a 10,000-cycle tight run after the fix holds \
                 7.4 to 8.5 MB live in every dump from the fifth to the last (16, one per 512 MiB allocated), but for \
                 one transient 12.0 MB.
                 """,

@@ -1,5 +1,5 @@
 import Foundation
-import WorkloadProtocol
+import MemPressureWorkloadProtocol
 
 /// One model app of the switching benchmark (`mempressure-workload`), its sizes a multiple of
 /// a base profile: saved state, decoded images (a purgeable cache), view backing stores

@@ -1,8 +1,8 @@
-import AppLifecycle
+import MemPressureLifecycle
 import BenchSupport
 import Glibc
-import LifecycleProtocol
-import LinuxSystem
+import MemPressureLifecycleProtocol
+import MemPressureSystem
 
 /// One app's switch costs with no memory pressure (a device far larger than every app
 /// together, no killer): the model's resume and relaunch times, and its footprints.

@@ -1,12 +1,12 @@
-import AppLifecycle
+import MemPressureLifecycle
 import BenchSupport
-import CachePolicies
+import MemPressureCachePolicies
 import Foundation
 import Glibc
-import Jetsam
-import LifecycleProtocol
-import LinuxSystem
-import WorkloadProtocol
+import MemPressureJetsam
+import MemPressureLifecycleProtocol
+import MemPressureSystem
+import MemPressureWorkloadProtocol
 
 /// What every run shares: the apps, the trace, how they are built and restored.
 struct Setup: Sendable {

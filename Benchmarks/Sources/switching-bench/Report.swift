@@ -1,6 +1,6 @@
 import BenchSupport
 import Foundation
-import LinuxSystem
+import MemPressureSystem
 
 struct TraceInfo: Codable, Sendable {
     var name: String

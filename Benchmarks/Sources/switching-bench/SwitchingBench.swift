@@ -9,14 +9,14 @@
 //
 // Needs root and a memory cgroup controller (the device budget).
 
-import AppLifecycle
+import MemPressureLifecycle
 import ArgumentParser
 import BenchSupport
-import CachePolicies
+import MemPressureCachePolicies
 import Foundation
 import Glibc
-import Jetsam
-import LinuxSystem
+import MemPressureJetsam
+import MemPressureSystem
 
 enum TraceModel: String, ExpressibleByArgument, Codable, Sendable {
     case zipf, markov

@@ -7,11 +7,11 @@ import ArgumentParser
 import BenchSupport
 import FoundationEssentials
 import Glibc
-import LinuxSystem
-import MemHogClient
+import MemPressureSystem
+import MemPressureHogClient
 import Subprocess
 import SystemPackage
-import VMTracker
+import MemPressureVMTracker
 
 @main
 struct VMTrackerBench: AsyncParsableCommand {

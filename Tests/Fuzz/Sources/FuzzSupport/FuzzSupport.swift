@@ -2,8 +2,8 @@
 // and every output format of a report, exercised the way the CLI produces them.
 
 import FoundationEssentials
-import LinuxSystem
-import VMTracker
+import MemPressureSystem
+import MemPressureVMTracker
 
 /// The fuzz input as a raw buffer (libFuzzer may pass a non-nil pointer with size 0).
 public func input(_ data: UnsafePointer<UInt8>, _ size: Int) -> UnsafeRawBufferPointer {

@@ -2,11 +2,11 @@
 // each line decoded as an `AdminRequest` and validated; refusals worded with their error code,
 // and a decoded request encoded back (what `mempressure ctl` sends) must decode to itself.
 
-import AppLifecycle
+import MemPressureLifecycle
 import FoundationEssentials
 import FuzzDriver
 import FuzzSupport
-import LifecycleProtocol
+import MemPressureLifecycleProtocol
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

@@ -5,8 +5,8 @@
 import FoundationEssentials
 import FuzzDriver
 import FuzzSupport
-import LinuxSystem
-import VMTracker
+import MemPressureSystem
+import MemPressureVMTracker
 
 func decodeReport(_ bytes: UnsafeRawBufferPointer) -> VMReport? {
     do {

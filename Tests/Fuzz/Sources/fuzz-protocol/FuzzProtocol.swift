@@ -6,8 +6,8 @@
 
 import FuzzDriver
 import FuzzSupport
-import LifecycleProtocol
-import WorkloadProtocol
+import MemPressureLifecycleProtocol
+import MemPressureWorkloadProtocol
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

@@ -1,11 +1,11 @@
 // `mempressure run SCENARIO.json`: decoded and validated as `Scenario.load` does, the errors
 // worded, and the supervisor configuration a valid scenario asks for derived. Nothing is run.
 
-import AppLifecycle
+import MemPressureLifecycle
 import FoundationEssentials
 import FuzzDriver
 import FuzzSupport
-import Scenarios
+import MemPressureScenarios
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

@@ -3,8 +3,8 @@
 
 import FuzzDriver
 import FuzzSupport
-import LinuxSystem
-import VMTracker
+import MemPressureSystem
+import MemPressureVMTracker
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

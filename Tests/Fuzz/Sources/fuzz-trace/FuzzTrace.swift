@@ -4,7 +4,7 @@
 // figures computed, every policy run over it at two capacities in one pass (by objects and by
 // bytes), and LRU's exact and sampled miss-ratio curves, the exact one checked against LRU.
 
-import CachePolicies
+import MemPressureCachePolicies
 import FuzzDriver
 import FuzzSupport
 

@@ -1,0 +1,135 @@
+import MemPressureSystem
+
+/// How the jetsam killer decides: its policy and thresholds. The `jetsam` section of a scenario
+/// decodes into this (every field optional, with the defaults below):
+///
+///     "jetsam": {"policy": "ios", "highMemoryBytes": 67108864, "protected": ["Music"],
+///                "targetAvailableShare": 0.25, "warningGraceSeconds": 1, "cooldownSeconds": 2,
+///                "freezeDryBelowBytes": 16777216, "holdKernelOOMKiller": true,
+///                "limits": {"Maps": {"activeBytes": 268435456, "inactiveBytes": 67108864, "soft": false}}}
+public struct JetsamConfiguration: Sendable, Hashable, Codable {
+    public var policy: JetsamPolicyName = .ios
+    /// "High memory" for the ios policy: bytes, or a share of the budget (`highMemoryShare`);
+    /// the policy's default (an eighth of the budget) when neither is set.
+    public var highMemoryBytes: UInt64?
+    public var highMemoryShare: Double?
+    /// Apps never killed (nor frozen).
+    public var protected: [String] = []
+    /// How long warned apps have to free memory before it is measured again (seconds). Memory
+    /// turning critically short (a task at the limit, or the working set at the usage source's
+    /// critical share) ends the wait at once.
+    public var warningGraceSeconds: Double = 1
+    /// The share of the budget that must be free again once the episode is over. Default 0.25:
+    /// the usage source raises warning at 80% and lowers it again below 75%, so an episode ends
+    /// where pressure ends.
+    public var targetAvailableShare: Double = 0.25
+    /// How long to wait for a victim to exit (on its pidfd) before deciding again.
+    public var cooldownSeconds: Double = 2
+    /// Suspended apps whose footprint is under this are written out to swap (freeze-dry, as iOS 5
+    /// did below 16 MB) instead of being killed, when the machine has swap. 0 turns it off.
+    public var freezeDryBelowBytes: UInt64 = 16 << 20
+    /// Per-app limits, as XNU's active and inactive limits.
+    public var limits: [String: AppLimit] = [:]
+    /// Readings older than this are refreshed before a decision, and never decided on.
+    public var maxSampleAgeSeconds: Double = JetsamPolicy.defaultMaxSampleAgeSeconds
+    /// Where each episode's report is written (`episode-N.json`); nil keeps them in memory.
+    public var reportDirectory: String?
+    /// Hold the kernel's OOM killer of the device cgroup while jetsam is attached (cgroup v1
+    /// `oom_kill_disable`; see `KernelOOMHold`): a task at the limit waits for jetsam's choice
+    /// of victim instead of the kernel killing the largest task. Default true.
+    public var holdKernelOOMKiller: Bool = true
+
+    public init(policy: JetsamPolicyName = .ios) {
+        self.policy = policy
+    }
+
+    /// A memory limit for one app: over `activeBytes` while in the foreground (active,
+    /// inactive), over `inactiveBytes` in the background (running or suspended), the app is
+    /// killed with the reason `per-process-limit` — or, when `soft`, only warned.
+    public struct AppLimit: Sendable, Hashable, Codable {
+        public var activeBytes: UInt64?
+        public var inactiveBytes: UInt64?
+        public var soft: Bool?
+
+        public init(activeBytes: UInt64? = nil, inactiveBytes: UInt64? = nil, soft: Bool? = nil) {
+            self.activeBytes = activeBytes
+            self.inactiveBytes = inactiveBytes
+            self.soft = soft
+        }
+
+        private enum CodingKeys: String, CodingKey, CaseIterable {
+            case activeBytes, inactiveBytes, soft
+        }
+
+        public init(from decoder: any Decoder) throws {
+            try UnknownKeys.refuse(in: decoder, known: CodingKeys.self, what: "a jetsam limit")
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            activeBytes = try c.decodeIfPresent(UInt64.self, forKey: .activeBytes)
+            inactiveBytes = try c.decodeIfPresent(UInt64.self, forKey: .inactiveBytes)
+            soft = try c.decodeIfPresent(Bool.self, forKey: .soft)
+        }
+    }
+
+    /// The ranking policy these settings make.
+    public var rankingPolicy: JetsamPolicy {
+        var p = JetsamPolicy(name: policy)
+        if let b = highMemoryBytes {
+            p.highMemory = .bytes(b)
+        } else if let s = highMemoryShare {
+            p.highMemory = .shareOfBudget(s)
+        }
+        p.maxSampleAgeSeconds = maxSampleAgeSeconds
+        return p
+    }
+
+    /// Checks the ranges; says what is wrong.
+    public func validate() throws(JetsamConfigurationError) {
+        func check(_ ok: Bool, _ message: String) throws(JetsamConfigurationError) {
+            if !ok { throw JetsamConfigurationError(message) }
+        }
+        try check(highMemoryBytes == nil || highMemoryShare == nil, "give highMemoryBytes or highMemoryShare, not both")
+        if let s = highMemoryShare { try check(s > 0 && s <= 1, "highMemoryShare must be above 0 and at most 1") }
+        try check(targetAvailableShare > 0 && targetAvailableShare < 1, "targetAvailableShare must be between 0 and 1")
+        try check(warningGraceSeconds >= 0 && warningGraceSeconds <= 60, "warningGraceSeconds must be from 0 to 60")
+        try check(cooldownSeconds > 0 && cooldownSeconds <= 60, "cooldownSeconds must be above 0 and at most 60")
+        try check(maxSampleAgeSeconds > 0 && maxSampleAgeSeconds <= 3600, "maxSampleAgeSeconds must be above 0 and at most 3600")
+        do {
+            try rankingPolicy.validate()
+        } catch {
+            throw JetsamConfigurationError("\(error)")
+        }
+    }
+
+    private enum Key: String, CodingKey, CaseIterable {
+        case policy, highMemoryBytes, highMemoryShare, protected, warningGraceSeconds, targetAvailableShare, cooldownSeconds
+        case freezeDryBelowBytes, limits, maxSampleAgeSeconds, reportDirectory, holdKernelOOMKiller
+    }
+
+    public init(from decoder: any Decoder) throws {
+        try UnknownKeys.refuse(in: decoder, known: Key.self, what: "the jetsam section")
+        let c = try decoder.container(keyedBy: Key.self)
+        let d = JetsamConfiguration()
+        policy = try c.decodeIfPresent(JetsamPolicyName.self, forKey: .policy) ?? d.policy
+        highMemoryBytes = try c.decodeIfPresent(UInt64.self, forKey: .highMemoryBytes)
+        highMemoryShare = try c.decodeIfPresent(Double.self, forKey: .highMemoryShare)
+        protected = try c.decodeIfPresent([String].self, forKey: .protected) ?? d.protected
+        warningGraceSeconds = try c.decodeIfPresent(Double.self, forKey: .warningGraceSeconds) ?? d.warningGraceSeconds
+        targetAvailableShare = try c.decodeIfPresent(Double.self, forKey: .targetAvailableShare) ?? d.targetAvailableShare
+        cooldownSeconds = try c.decodeIfPresent(Double.self, forKey: .cooldownSeconds) ?? d.cooldownSeconds
+        freezeDryBelowBytes = try c.decodeIfPresent(UInt64.self, forKey: .freezeDryBelowBytes) ?? d.freezeDryBelowBytes
+        limits = try c.decodeIfPresent([String: AppLimit].self, forKey: .limits) ?? d.limits
+        maxSampleAgeSeconds = try c.decodeIfPresent(Double.self, forKey: .maxSampleAgeSeconds) ?? d.maxSampleAgeSeconds
+        reportDirectory = try c.decodeIfPresent(String.self, forKey: .reportDirectory)
+        holdKernelOOMKiller = try c.decodeIfPresent(Bool.self, forKey: .holdKernelOOMKiller) ?? d.holdKernelOOMKiller
+    }
+}
+
+/// Why `JetsamConfiguration.validate()` refused a configuration: a value out of its range, or a
+/// ranking policy that is not valid. The reason names the field.
+public struct JetsamConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What is wrong, naming the field ("targetAvailableShare must be between 0 and 1").
+    public var reason: String
+    public init(_ reason: String) { self.reason = reason }
+    public var description: String { "jetsam: \(reason)" }
+}
+

@@ -1,0 +1,196 @@
+import MemPressureCachePolicies
+import CoreMetrics
+import Glibc
+import Synchronization
+
+// MARK: The cache's metrics and internals: shards, the hit path's read buffers, eviction
+
+extension PurgeableCache {
+    // MARK: Metrics
+
+    /// Publishes the statistics to the metrics now, hits and misses included (the lookups since
+    /// the last batch, which a cache read from only now and then may still hold). Nothing
+    /// without a `metricsName`.
+    public func publishMetrics() {
+        guard metrics != nil else { return }
+        state.withLock { publishMetrics(&$0, lookups: true) }
+    }
+
+    /// Every this many lookups of a shard, a lookup of a cache with metrics offers to publish the
+    /// hits and misses (a power of two).
+    @inlinable static var lookupsPerPublishOffer: Int { 256 }
+
+    /// Publishes the hits and misses if `lookupPublishInterval` has passed since they last were
+    /// and the policy's lock is free (a lookup never waits for it): what keeps a cache that is
+    /// only read publishing.
+    @usableFromInline
+    func offerToPublishLookups() {
+        _ = state.withLockIfAvailable { publishMetrics(&$0, lookups: false) }
+    }
+
+    /// Publishes what changed (the policy's lock is held); the lookups' sums over the shards
+    /// when `lookups`, else only if the last were published `lookupPublishInterval` ago.
+    @usableFromInline
+    func publishMetrics(_ s: inout State, lookups: Bool) {
+        guard let metrics else { return }
+        var sums: (hits: Int, misses: Int)?
+        if lookups || CacheMetrics.coarseSeconds() - s.published.lookupsAt >= PurgeableCacheMetrics.lookupPublishInterval {
+            var hits = 0, misses = 0
+            for i in 0..<shards.count {
+                let (h, m) = shards.withLock(i) { ($0.hits, $0.misses) }
+                hits += h
+                misses += m
+            }
+            sums = (hits, misses)
+        }
+        let view = PurgeableCacheStatisticsView(
+            evictions: s.evictionCounts, memoryWarningEvictions: s.statistics.memoryWarningEvictions,
+            backgroundEvictions: s.statistics.backgroundEvictions, discards: s.statistics.discards, count: s.count,
+            totalCost: s.policy.totalCost)
+        metrics.publish(view, lookups: sums, &s.published)
+    }
+
+    // MARK: Internals
+
+    /// The shard that holds `key`.
+    @inlinable
+    func shardIndex(for key: Key) -> Int {
+        key.hashValue & (Self.shardCount - 1)
+    }
+
+    /// Tells the policy about a hit, through the calling thread's read buffer (see the type's
+    /// documentation for when a hit is dropped instead).
+    @inlinable
+    func recordHit(_ key: Key) {
+        let mask = readBuffers.count - 1
+        var index = Self.threadSlot() & mask
+        // A buffer another thread holds right now is passed over for the next one.
+        for _ in 0...mask {
+            let recorded: Bool? = readBuffers.withLockIfAvailable(index) { b in
+                if b.keys.count >= Self.readBufferCapacity {
+                    // Full, and the policy was busy when it filled: this hit is dropped rather
+                    // than waited for. Every 16th dropped hit tries the policy's lock again (not
+                    // every one: that would fight the thread replaying for its cache line).
+                    b.dropped &+= 1
+                    guard b.dropped & 15 == 0, replay(&b) else { return true }
+                }
+                b.keys.append(key)
+                if b.keys.count == 1 { pendingReadBuffers.bitwiseOr(1 << UInt64(index), ordering: .relaxed) }
+                if b.keys.count >= Self.readBufferCapacity { _ = replay(&b) }
+                return true
+            }
+            if recorded != nil { return }
+            index = (index + 1) & mask
+        }
+    }
+
+    /// Replays a full read buffer into the policy if its lock is free; returns whether it did.
+    @inlinable
+    func replay(_ b: inout ReadBuffer) -> Bool {
+        let replayed: Void? = state.withLockIfAvailable { s in
+            for key in b.keys { s.policy.recordHit(key) }
+        }
+        guard replayed != nil else { return false }
+        b.keys.removeAll(keepingCapacity: true)
+        return true
+    }
+
+    /// A number that tells the calling thread from the others running at once (its pthread_t,
+    /// which is the address of its control block, mixed).
+    @inlinable
+    static func threadSlot() -> Int {
+        Int(truncatingIfNeeded: (UInt64(pthread_self()) &* 0x9E37_79B9_7F4A_7C15) >> 40)
+    }
+
+    /// Replays every pending hit into the policy (the policy's lock is held).
+    @inlinable
+    func replayReadBuffers(_ s: inout State) {
+        var pending = pendingReadBuffers.load(ordering: .relaxed)
+        while pending != 0 {
+            let index = pending.trailingZeroBitCount
+            pending &= pending - 1
+            readBuffers.withLock(index) { b in
+                for key in b.keys { s.policy.recordHit(key) }
+                b.keys.removeAll(keepingCapacity: true)
+                pendingReadBuffers.bitwiseAnd(~(1 << UInt64(index)), ordering: .relaxed)
+            }
+        }
+    }
+
+    /// A lookup found `key`'s content discarded: removes the entry, if it still holds that content.
+    @usableFromInline
+    func removeDiscarded(_ key: Key, _ value: Value) {
+        mutate { s, out in
+            // Values here are DiscardableContent, hence objects: identity tells them apart.
+            guard shards.withLock(shardIndex(for: key), { $0.entries[key].map { $0.value as AnyObject } === value as AnyObject }) else { return }
+            remove(key, reason: .discarded, &s, &out)
+        }
+    }
+
+    /// Runs `body` under the policy's lock, after replaying the pending hits, then calls the
+    /// handler for what left the cache, unlocked.
+    @inlinable
+    func mutate<R>(_ body: (inout State, inout Departed) -> R) -> R {
+        var departed: Departed = []
+        var handler: (@Sendable (Key, Value, EvictionReason) -> Void)?
+        let result = state.withLock { s -> R in
+            replayReadBuffers(&s)
+            let r = body(&s, &departed)
+            epoch.wrappingAdd(1, ordering: .relaxed)
+            if metrics != nil { publishMetrics(&s, lookups: false) }
+            if !departed.isEmpty { handler = s.handler }
+            return r
+        }
+        if let handler {
+            for (key, value, reason) in departed { handler(key, value, reason) }
+        }
+        return result
+    }
+
+    /// Removes `key` from the policy and the entries.
+    @inlinable
+    func remove(_ key: Key, reason: EvictionReason, _ s: inout State, _ out: inout Departed) {
+        s.policy.remove(key)
+        drop(key, reason: reason, &s, &out)
+    }
+
+    /// Removes an entry the policy no longer holds, counting why.
+    @inlinable
+    func drop(_ key: Key, reason: EvictionReason, _ s: inout State, _ out: inout Departed) {
+        guard let entry = shards.withLock(shardIndex(for: key), { $0.entries.removeValue(forKey: key) }) else { return }
+        s.count -= 1
+        switch reason {
+        case .policy:
+            s.statistics.evictions += 1
+            s.evictionCounts.policy += 1
+        case .rejected:
+            s.statistics.evictions += 1
+            s.evictionCounts.rejected += 1
+        case .countLimit:
+            s.statistics.evictions += 1
+            s.evictionCounts.countLimit += 1
+        case .discarded: s.statistics.discards += 1
+        case .memoryWarning: s.statistics.memoryWarningEvictions += 1
+        case .background: s.statistics.backgroundEvictions += 1
+        case .removed, .replaced: s.statistics.removals += 1
+        }
+        out.append((key, entry.value, reason))
+    }
+
+    @inlinable
+    func enforceCountLimit(_ s: inout State, _ out: inout Departed) {
+        guard s.countLimit > 0 else { return }
+        while s.count > s.countLimit, let key = s.policy.evictOne() {
+            drop(key, reason: .countLimit, &s, &out)
+        }
+    }
+}
+
+extension PurgeableCache: MemoryEventHandling {
+    func handle(_ event: MemoryEvent) {
+        switch event {
+        case .memoryWarning: didReceiveMemoryWarning()
+        case .didEnterBackground: didEnterBackground()
+        }
+    }
+}
