@@ -131,6 +131,7 @@ struct ExporterReport: RenderedReport, Sendable {
         md += "Before the benchmark started anything the machine had \(baselineProcesses) processes (this container's own, and the other work on it: builds and tests of other branches come and go, so the count moves during the run; each table gives it at the start and end of its rounds).\n\n"
         md += whatIsMeasured()
         for p in populations { md += populationSection(p) }
+        md += seriesSection()
         md += targetSection()
         md += leakSection()
         md += selfCheckSection()
@@ -173,6 +174,25 @@ struct ExporterReport: RenderedReport, Sendable {
         case .mempressureCounted:
             return "the same, a second instance with the allocation counter loaded (its latency shows the counter's own cost)"
         }
+    }
+
+    /// Each exporter's series count across the population sizes: whether it grows with the
+    /// processes added (a label per process) or stays flat (series per group, as Prometheus'
+    /// guidance on cardinality asks).
+    private func seriesSection() -> String {
+        guard populations.count > 1 else { return "" }
+        var md = "## Series as processes are added\n\n"
+        md += "| exporter | " + populations.map { "\($0.extraProcesses) added" }.joined(separator: " | ") + " | |\n"
+        md += "|---|" + String(repeating: "---:|", count: populations.count) + "---|\n"
+        for id in ExporterID.allCases {
+            let counts = populations.map { p in p.run(id).flatMap { $0.samples.isEmpty ? nil : Int($0.series.p50) } }
+            guard counts.contains(where: { $0 != nil }) else { continue }
+            let known = counts.compactMap { $0 }
+            let verdict = known.count < 2 ? "" : known.max()! == known.min()! ? "flat" : "grows by \(known.last! - known.first!) from the first size to the last"
+            md += "| \(id.label) | " + counts.map { $0.map(String.init) ?? "–" }.joined(separator: " | ") + " | \(verdict) |\n"
+        }
+        md += "\nThe added processes run under 40 names. `mempressure export` groups them into apps as `mempressure top` does and, by default, labels an app's series without its PID (`--pid-label` adds it, and with it a series per process and new series at every restart), so its count follows the apps, not the processes. process-exporter groups by name as configured; node_exporter reports no process.\n\n"
+        return md
     }
 
     private func populationSection(_ p: PopulationRun) -> String {
