@@ -4,6 +4,7 @@
 #   make test-stress  runs the whole suite STRESS_RUNS (10) times beside two CPU-bound processes
 #   make bench  runs the benchmarks and rewrites Reports/
 #   make bench-micro  runs the micro-benchmarks (package-benchmark) and prints their figures
+#   make bench-check  fails when a micro-benchmark allocates more than Benchmarks/Thresholds allow
 #   make fuzz   builds the libFuzzer targets (Tests/Fuzz) and runs each for FUZZ_SECONDS (60)
 #   make docs   builds the libraries' DocC documentation into .build/docs and lists DocC's warnings
 #   make man    writes the man page of mempressure to .build/man/mempressure.1
@@ -48,7 +49,7 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 RELEASE := -c release --static-swift-stdlib
 VERSION := $(shell sed -n 's/^let mempressureVersion = "\(.*\)"$$/\1/p' Sources/mempressure/Mempressure.swift)
 
-.PHONY: deps test-deps test-packages bench-deps bench-packages build demo test test-stress fuzz bench bench-quick bench-micro reports fixtures docs man c-client install uninstall deb test-deb clean
+.PHONY: deps test-deps test-packages bench-deps bench-packages build demo test test-stress fuzz bench bench-quick bench-micro bench-check bench-thresholds reports fixtures docs man c-client install uninstall deb test-deb clean
 
 define install_missing
 	@if command -v dpkg >/dev/null 2>&1; then \
@@ -165,6 +166,16 @@ bench-quick: bench-deps
 MICRO_ARGS ?=
 bench-micro: deps
 	cd Benchmarks && $(SWIFT) package --scratch-path .build-micro --disable-sandbox --allow-writing-to-package-directory benchmark $(MICRO_ARGS)
+
+# The regression gate: the micro-benchmarks in gate mode (MEMPRESSURE_BENCH_GATE=1: the mallocs
+# of a fixed number of iterations on seeded inputs, the same in every run; nothing timed) checked
+# against the static thresholds in Benchmarks/Thresholds. Fails when any benchmark allocates more
+# than its threshold ("WORSE"), and also when one allocates less ("BETTER"), so that the thresholds
+# are lowered with it: `make bench-thresholds` records them afresh (commit the files).
+bench-check: deps
+	cd Benchmarks && MEMPRESSURE_BENCH_GATE=1 $(SWIFT) package --scratch-path .build-micro --disable-sandbox benchmark thresholds check --path Thresholds --no-progress
+bench-thresholds: deps
+	cd Benchmarks && MEMPRESSURE_BENCH_GATE=1 $(SWIFT) package --scratch-path .build-micro --disable-sandbox --allow-writing-to-package-directory benchmark thresholds update --path Thresholds --no-progress
 
 # Re-renders the reports (Markdown, and plots through gnuplot) from their JSON without measuring.
 reports: bench-deps

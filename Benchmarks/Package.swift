@@ -68,6 +68,7 @@ let package = Package(
             dependencies: [
                 "BenchSupport",
                 .product(name: "MemPressureMappedFiles", package: "MemoryPressure"),
+                .product(name: "MemPressureCachePolicies", package: "MemoryPressure"),
                 .product(name: "MemPressureSystem", package: "MemoryPressure"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

@@ -18,7 +18,7 @@ let benchmarks: @Sendable () -> Void = {
     for apps in [10, 100, 1000] {
         for name in JetsamPolicyName.allCases {
             let policy = JetsamPolicy(name: name)
-            Benchmark("Ranker.decide \(name.rawValue), \(apps) apps") { (benchmark: Benchmark, input: RankingInput) in
+            Benchmark(Micro.name("Ranker.decide \(name.rawValue), \(apps) apps")) { (benchmark: Benchmark, input: RankingInput) in
                 for _ in benchmark.scaledIterations {
                     let decision = try Ranker.decide(input, policy: policy)
                     guard !decision.victims.isEmpty else { throw NoVictims(apps: apps) }

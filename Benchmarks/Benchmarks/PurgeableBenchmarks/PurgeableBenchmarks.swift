@@ -38,7 +38,7 @@ let benchmarks: @Sendable () -> Void = {
     let perOperation = Benchmark.Configuration(scalingFactor: .kilo)
 
     for policy in PolicyKind.allCases {
-        Benchmark("PurgeableCache get hit (\(policy.rawValue))", configuration: perOperation) { (benchmark: Benchmark, state: (PurgeableCache<Int, Box>, [Int])) in
+        Benchmark(Micro.name("PurgeableCache get hit (\(policy.rawValue))"), configuration: perOperation) { (benchmark: Benchmark, state: (PurgeableCache<Int, Box>, [Int])) in
             let (cache, keys) = state
             for i in benchmark.scaledIterations {
                 blackHole(cache.object(forKey: keys[i]))
@@ -47,7 +47,7 @@ let benchmarks: @Sendable () -> Void = {
             (filledCache(policy, countLimit: 0), keySequence(below: residentKeys, seed: 1))
         }
 
-        Benchmark("PurgeableCache get miss (\(policy.rawValue))", configuration: perOperation) { (benchmark: Benchmark, state: (PurgeableCache<Int, Box>, [Int])) in
+        Benchmark(Micro.name("PurgeableCache get miss (\(policy.rawValue))"), configuration: perOperation) { (benchmark: Benchmark, state: (PurgeableCache<Int, Box>, [Int])) in
             let (cache, keys) = state
             for i in benchmark.scaledIterations {
                 blackHole(cache.object(forKey: keys[i]))
@@ -58,7 +58,7 @@ let benchmarks: @Sendable () -> Void = {
 
         // A full cache capped at its size; keys drawn from twice as many, so about half of the
         // sets insert and evict, the others replace.
-        Benchmark("PurgeableCache set (\(policy.rawValue))", configuration: perOperation) { (benchmark: Benchmark, state: (PurgeableCache<Int, Box>, [Int], Box)) in
+        Benchmark(Micro.name("PurgeableCache set (\(policy.rawValue))"), configuration: perOperation) { (benchmark: Benchmark, state: (PurgeableCache<Int, Box>, [Int], Box)) in
             let (cache, keys, value) = state
             for i in benchmark.scaledIterations {
                 cache.setObject(value, forKey: keys[i], cost: 1)
@@ -70,7 +70,7 @@ let benchmarks: @Sendable () -> Void = {
 
     for deferred in [false, true] {
         let name = "PurgeableBuffer end/begin access, 1 MiB" + (deferred ? " (deferred advice)" : "")
-        Benchmark(name) { (benchmark: Benchmark, buffer: PurgeableBuffer) in
+        Benchmark(Micro.name(name)) { (benchmark: Benchmark, buffer: PurgeableBuffer) in
             for _ in benchmark.scaledIterations {
                 try buffer.endContentAccess()
                 guard buffer.beginContentAccess() else { throw BufferLost() }

@@ -7,6 +7,7 @@ import BenchSupport
 import FoundationEssentials
 import Glibc
 import MemPressureSystem
+import MemPressureCachePolicies
 import MemPressureMappedFiles
 
 @main
@@ -14,7 +15,7 @@ struct MappedFilesBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "mappedfiles-bench")
 
     @Option(help: "File sizes in MiB.") var sizes: [Int] = [1, 16, 256, 1024]
-    @Option(help: "Rounds of each measurement (interleaved).") var rounds = 3
+    @Option(help: "Rounds of each measurement (interleaved, in a new order each round).") var rounds = 30
     @Option(help: "Directory for the test files (on the disk to measure).") var scratch = "/var/tmp"
     @Option(help: "Where to write mapped-files.md, .json, .gp and .svg.") var output = "../Reports"
     @Flag(help: "Re-render the Markdown and SVG from the JSON already in --output.") var renderOnly = false
@@ -32,37 +33,45 @@ struct MappedFilesBench: AsyncParsableCommand {
             log("mappedfiles-bench", "writing a \(mib) MiB file")
             try makeFile("\(mib)m", in: directory, bytes: mib << 20)
         }
+        let loadAtStart = Machine.loadAverage()
         var m = Measurements()
+        // Every condition in every round: the file's size, the page cache before, the method.
+        var conditions: [(mib: Int, cache: String, method: String)] = []
+        for mib in sizes { for cache in ["cold", "warm"] { for method in ["mapped", "read"] { conditions.append((mib, cache, method)) } } }
         for round in 0..<rounds {
             log("mappedfiles-bench", "round \(round + 1)/\(rounds)")
+            // A new order every round (seeded: the same in every run), so that no condition always
+            // follows the same one: what one leaves behind (a freed gigabyte, a dropped cache) is
+            // spread over all of them instead of weighing on one.
+            var order = SplitMix64(seed: 2000 + UInt64(round))
+            for c in conditions.shuffled(using: &order) {
+                let path = "\(dir)/\(c.mib)m"
+                if c.cache == "cold" { try dropPageCache(path) } else { try warm(path) }
+                // One operation, two moments: when its first byte can be used, and when every
+                // word has been read. The full scan is the first byte and then the rest, so it can
+                // never be the faster of the two.
+                let start = monotonicSeconds()
+                var firstByte = 0.0
+                if c.method == "mapped" {
+                    let file = try MappedFile(path: path)
+                    try file.withUnsafeBytes { raw in
+                        blackHole(UInt64(raw[0]))
+                        firstByte = monotonicSeconds()
+                        blackHole(scan(raw))
+                    }
+                } else {
+                    // Reading into the heap: nothing is usable before the whole file is in.
+                    let bytes = try readAll(path)
+                    blackHole(UInt64(bytes[0]))
+                    firstByte = monotonicSeconds()
+                    blackHole(bytes.withUnsafeBytes(scan))
+                }
+                let end = monotonicSeconds()
+                m.record("\(c.mib)|\(c.cache)|\(c.method)|first byte", firstByte - start)
+                m.record("\(c.mib)|\(c.cache)|\(c.method)|full scan", end - start)
+            }
             for mib in sizes {
                 let path = "\(dir)/\(mib)m"
-                for cache in ["cold", "warm"] {
-                    for method in ["mapped", "read"] {
-                        for what in ["first byte", "full scan"] {
-                            if cache == "cold" { try dropPageCache(path) } else { try warm(path) }
-                            let name = "\(mib)|\(cache)|\(method)|\(what)"
-                            try m.time(name) {
-                                if method == "mapped" {
-                                    let file = try MappedFile(path: path)
-                                    if what == "first byte" {
-                                        blackHole(try file.withUnsafeBytes { UInt64($0[0]) })
-                                    } else {
-                                        blackHole(try file.withUnsafeBytes(scan))
-                                    }
-                                } else {
-                                    // Reading into the heap: nothing is usable before the whole file is in.
-                                    let bytes = try readAll(path)
-                                    if what == "first byte" {
-                                        blackHole(UInt64(bytes[0]))
-                                    } else {
-                                        blackHole(bytes.withUnsafeBytes(scan))
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
                 // Refault after reclaim: map, touch, let the kernel take the pages, touch again.
                 try warm(path)
                 let file = try MappedFile(path: path)
@@ -75,6 +84,17 @@ struct MappedFilesBench: AsyncParsableCommand {
                 m.record("\(mib)|refault per page", seconds / Double(pages))
             }
         }
+        // What cannot be: a full scan (the first byte and then the rest) faster than its first byte.
+        var impossible: [String] = []
+        for c in conditions {
+            let name = "\(c.mib)|\(c.cache)|\(c.method)"
+            if let first = m.median(name + "|first byte"), let full = m.median(name + "|full scan"), full < first {
+                impossible.append("\(c.mib) MiB, \(c.cache), \(c.method): full scan \(full) s at the median, first byte \(first) s")
+            }
+        }
+        guard impossible.isEmpty else {
+            throw BenchError("impossible results, nothing written (a bug in the harness, not a finding): " + impossible.joined(separator: "; "))
+        }
         var rows: [Row] = []
         for mib in sizes {
             for cache in ["cold", "warm"] {
@@ -86,7 +106,9 @@ struct MappedFilesBench: AsyncParsableCommand {
             }
         }
         let refaults = sizes.map { Refault(mib: $0, nanosecondsPerPage: m.median("\($0)|refault per page")! * 1e9) }
-        try write(Report(kernel: kernelRelease(), cpus: onlineCPUs, rounds: rounds, scratch: scratch, rows: rows, refaults: refaults, measurements: m.summaries()))
+        try write(Report(
+            kernel: kernelRelease(), cpus: onlineCPUs, rounds: rounds, scratch: scratch, rows: rows, refaults: refaults, measurements: m.summaries(),
+            loadAverageAtStart: loadAtStart, loadAverageAtEnd: Machine.loadAverage()))
     }
 
     func makeFile(_ name: String, in directory: CheckedDirectory, bytes: Int) throws {
@@ -160,6 +182,8 @@ struct Report: RenderedReport {
     var rows: [Row]
     var refaults: [Refault]
     var measurements: [Measurement]
+    var loadAverageAtStart: String?
+    var loadAverageAtEnd: String?
 
     func markdown() -> String {
         func ms(_ s: Double) -> String { s < 0.001 ? ByteFormat.fixed(s * 1000, 3) : ByteFormat.fixed(s * 1000, 1) }
@@ -168,7 +192,11 @@ struct Report: RenderedReport {
 
             Regenerate with `make bench` (or `cd Benchmarks && swift run -c release mappedfiles-bench`); \
             `mapped-files.json` holds every sample. Machine: Linux \(kernel), \(cpus) CPUs; files in \
-            `\(scratch)`. \(rounds) rounds, interleaved; medians. "Cold": the file's pages dropped from the \
+            `\(scratch)`. \(rounds) rounds, the conditions in a new order each round (seeded); medians, \
+            with p90 and min–max in the table below. Load average (1, 5, 15 min) \(loadAverageAtStart ?? "not recorded") \
+            when the run began, \(loadAverageAtEnd ?? "not recorded") when it ended. "First byte" and \
+            "full scan" are two moments of one operation (the full scan is the first byte and then \
+            the rest, so it can never be the faster; a run where it is stops with an error). "Cold": the file's pages dropped from the \
             page cache (posix_fadvise DONTNEED) before the measurement; "warm": the file read once before. \
             Reading loads the whole file into a heap buffer before its first byte can be used; mapping \
             costs a system call and one page fault for the first byte. The full scan sums every 8-byte word.
@@ -180,7 +208,21 @@ struct Report: RenderedReport {
         for r in rows {
             out += "| \(r.mib) MiB | \(r.cache) | \(r.measure) | \(ms(r.mappedSeconds)) | \(ms(r.readSeconds)) | \(ByteFormat.fixed(r.mappedSeconds / r.readSeconds, 3))x |\n"
         }
-        out += "\n![mapped / read](mapped-files.svg)\n\n## Refault after reclaim\n\n"
+        out += "\n![mapped / read](mapped-files.svg)\n\n## The spread of the rounds\n\n"
+        out += "| size | page cache | method | measure | min ms | median ms | p90 ms | max ms |\n|---:|---|---|---|---:|---:|---:|---:|\n"
+        // In the order of the table above (the samples were taken in a shuffled one).
+        func sortKey(_ m: Measurement) -> [String] {
+            let p = m.name.split(separator: "|").map(String.init)
+            return [String(repeating: "0", count: max(0, 6 - (p.first?.count ?? 0))) + (p.first ?? "")] + p.dropFirst()
+        }
+        for x in measurements.sorted(by: { sortKey($0).lexicographicallyPrecedes(sortKey($1)) }) where !x.name.hasSuffix("refault per page") {
+            let parts = x.name.split(separator: "|").map(String.init)
+            guard parts.count == 4 else { continue }
+            let sorted = x.samples.sorted()
+            let p90 = sorted[min(sorted.count - 1, (sorted.count * 9 + 9) / 10 - 1)]
+            out += "| \(parts[0]) MiB | \(parts[1]) | \(parts[2]) | \(parts[3]) | \(ms(sorted.first!)) | \(ms(x.medianSeconds)) | \(ms(p90)) | \(ms(sorted.last!)) |\n"
+        }
+        out += "\n## Refault after reclaim\n\n"
         out += "Map the file, touch every page, make the kernel drop them (MADV_PAGEOUT), touch every page again: the time per page that came back from the file.\n\n"
         out += "| size | µs per page |\n|---:|---:|\n"
         for r in refaults { out += "| \(r.mib) MiB | \(ByteFormat.fixed(r.nanosecondsPerPage / 1000, 2)) |\n" }
@@ -190,6 +232,7 @@ struct Report: RenderedReport {
 
             - The first byte of a mapping is available after a system call and one page fault whatever \
             the size, so its ratio to reading falls as files grow.
+            \(coldLine())
             - A full scan with a cold cache does the same disk reads either way. With a warm cache, \
             reading still pays for a new heap buffer (a page fault and a zeroed page for every page) \
             and a copy, while the mapping only maps pages already in the page cache (several per \
@@ -200,6 +243,16 @@ struct Report: RenderedReport {
 
             """
         return out
+    }
+
+    /// The cold figures of the largest file, in words.
+    func coldLine() -> String {
+        guard let mib = rows.map(\.mib).max(),
+            let first = rows.first(where: { $0.mib == mib && $0.cache == "cold" && $0.measure == "first byte" }),
+            let full = rows.first(where: { $0.mib == mib && $0.cache == "cold" && $0.measure == "full scan" })
+        else { return "" }
+        func ms(_ s: Double) -> String { ByteFormat.fixed(s * 1000, 1) }
+        return "- Cold, \(mib) MiB: the first byte of the mapping costs one page fault that reads a window around it from the disk (\(ms(first.mappedSeconds)) ms), while reading must bring the whole file in first (\(ms(first.readSeconds)) ms); the rest of the scan then adds \(ms(full.readSeconds - first.readSeconds)) ms to the read (summing memory already there) and brings the mapping to \(ms(full.mappedSeconds)) ms, less than the read because its faults read ahead in large windows into pages used where they land, while reading also faults in and zeroes a heap buffer of the file's size and copies every byte into it."
     }
 
     func plots() -> [Plot] {

@@ -16,8 +16,8 @@ struct PurgeableBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "purgeable-bench")
 
     @Option(help: "Keys resident in the caches for the hit measurements.") var keys = 100_000
-    @Option(help: "Operations per thread per measurement.") var operations = 1_000_000
-    @Option(help: "Rounds of each throughput measurement (interleaved).") var rounds = 5
+    @Option(help: "Operations per thread per measurement.") var operations = 500_000
+    @Option(help: "Rounds of each throughput measurement (interleaved, in a new order each round).") var rounds = 30
     @Option(help: "Round trips (and recreations) of a 1 MiB entry per round.") var roundTrips = 500
     @Option(help: "Requests in each simulated trace.") var requests = 1_000_000
     @Option(help: "Objects in each simulated trace.") var objects = 100_000
@@ -41,12 +41,14 @@ struct PurgeableBench: AsyncParsableCommand {
             return
         }
         var report = Report(kernel: kernelRelease(), cpus: onlineCPUs, keys: keys, operations: operations, rounds: rounds, requests: requests, objects: objects)
+        report.loadAverageAtStart = Machine.loadAverage()
         if !missRatiosOnly {
             report.throughput = try measureThroughput()
             report.roundTrip = try measureRoundTrip()
             report.simulatorStream = try measureSimulator()
         }
         (report.missRatios, report.libCacheSimVersion, report.libCacheSimMissing) = try measureMissRatios()
+        report.loadAverageAtEnd = Machine.loadAverage()
         try write(report)
     }
 
@@ -73,6 +75,9 @@ struct Report: RenderedReport {
     var libCacheSimVersion: String?
     /// Why libCacheSim's miss ratios were not measured.
     var libCacheSimMissing: String?
+    /// The machine's load average (1, 5, 15 min) when the run began and when it ended.
+    var loadAverageAtStart: String?
+    var loadAverageAtEnd: String?
 
     func markdown() -> String {
         var out = """
@@ -80,7 +85,9 @@ struct Report: RenderedReport {
 
             Regenerate with `make bench` (or `cd Benchmarks && swift run -c release purgeable-bench`); \
             `purgeable-cache.json` holds every sample. Machine: Linux \(kernel), \(cpus) CPUs. Every figure \
-            below was measured in the same run, rounds interleaved (\(rounds) rounds; medians).
+            below was measured in the same run, rounds interleaved (\(rounds) rounds; medians). Load \
+            average (1, 5, 15 min) \(loadAverageAtStart ?? "not recorded") when the run began, \
+            \(loadAverageAtEnd ?? "not recorded") when it ended.
 
 
             """

@@ -43,6 +43,14 @@ extension PurgeableBench {
         }
     }
 
+    /// One measured condition: a cache, an operation, a thread count.
+    struct Condition: Hashable {
+        var kind: Kind
+        var op: Operation
+        var threads: Int
+        var key: String { "\(kind.rawValue)|\(op.rawValue)|\(threads)" }
+    }
+
     func measureThroughput() throws -> [Throughput] {
         var samples: [String: [Double]] = [:]
         var rng = SplitMix64(seed: 1)
@@ -53,35 +61,37 @@ extension PurgeableBench {
         // keys must not all write the reference count of one shared object (that would measure
         // the contention on that count, not the caches).
         let values = (0..<(2 * keys)).map { Box($0) }
+        var conditions: [Condition] = []
+        for kind in Kind.allCases { for threads in [1, 2] { for op in Operation.allCases { conditions.append(Condition(kind: kind, op: op, threads: threads)) } } }
         for round in 0..<rounds {
             log("purgeable-bench", "throughput round \(round + 1)/\(rounds)")
-            for kind in Kind.allCases {
-                for threads in [1, 2] {
-                    for op in Operation.allCases {
-                        // Hits and misses on a cache holding every key; sets on one capped at
-                        // `keys`, so half of them insert and evict.
-                        let cache = makeCache(kind, countLimit: op == .set ? keys : 0)
-                        for k in 0..<keys { cache.set(k, values[k]) }
-                        let work: [Int] = op == .hit ? hitKeys : op == .miss ? missKeys : setKeys
-                        let seconds = try runThreads(threads) { t in
-                            // Each thread takes its share of the same key sequence, offset.
-                            let n = work.count
-                            var i = (t * n) / threads
-                            var sink = 0
-                            for _ in 0..<n {
-                                let k = work[i]
-                                switch op {
-                                case .hit, .miss: if cache.get(k) != nil { sink &+= 1 }
-                                case .set: cache.set(k, values[k])
-                                }
-                                i += 1
-                                if i == n { i = 0 }
-                            }
-                            blackHole(sink)
+            // A new order every round (seeded: the same in every run), so that no condition
+            // always follows the same one, nor always runs at the same point of a round.
+            var order = SplitMix64(seed: 1000 + UInt64(round))
+            for c in conditions.shuffled(using: &order) {
+                // Hits and misses on a cache holding every key; sets on one capped at `keys`,
+                // so half of them insert and evict.
+                let cache = makeCache(c.kind, countLimit: c.op == .set ? keys : 0)
+                for k in 0..<keys { cache.set(k, values[k]) }
+                let work: [Int] = c.op == .hit ? hitKeys : c.op == .miss ? missKeys : setKeys
+                let op = c.op, threads = c.threads
+                let seconds = try runThreads(threads) { t in
+                    // Each thread takes its share of the same key sequence, offset.
+                    let n = work.count
+                    var i = (t * n) / threads
+                    var sink = 0
+                    for _ in 0..<n {
+                        let k = work[i]
+                        switch op {
+                        case .hit, .miss: if cache.get(k) != nil { sink &+= 1 }
+                        case .set: cache.set(k, values[k])
                         }
-                        samples["\(kind.rawValue)|\(op.rawValue)|\(threads)", default: []].append(Double(operations * threads) / seconds)
+                        i += 1
+                        if i == n { i = 0 }
                     }
+                    blackHole(sink)
                 }
+                samples[c.key, default: []].append(Double(operations * threads) / seconds)
             }
         }
         var out: [Throughput] = []
@@ -94,7 +104,44 @@ extension PurgeableBench {
                 }
             }
         }
+        try Self.refuseImpossible(out, cpus: onlineCPUs)
         return out
+    }
+
+    /// What the machine cannot have done fails the run instead of reaching the report. Two
+    /// threads are at most `cpus` times one (× 1.1 for noise), at the median and at p90, unless
+    /// the same run's control says otherwise: the harness alone (no lock, no shared write) shows
+    /// what this host gives a second thread. On our shared hosts one thread alone runs slower than
+    /// each of two together (Benchmarks/scripts/host-scaling.swift shows it with plain pthreads), so the
+    /// control itself can exceed 2×; then no cache may scale more than the control (× 1.1), since
+    /// none can do better than the same loop without a lock.
+    static func refuseImpossible(_ rows: [Throughput], cpus: Int) throws {
+        func ratios(_ cache: String, _ operation: String) -> (median: Double, p90: Double)? {
+            guard let one = rows.first(where: { $0.cache == cache && $0.operation == operation && $0.threads == 1 }),
+                let two = rows.first(where: { $0.cache == cache && $0.operation == operation && $0.threads == 2 })
+            else { return nil }
+            return (two.medianOpsPerSecond / one.medianOpsPerSecond, two.p90 / one.p90)
+        }
+        var problems: [String] = []
+        let cpuLimit = Double(min(2, cpus)) * 1.1
+        for op in Operation.allCases {
+            let control = ratios(Kind.harness.rawValue, op.rawValue)
+            let limit = max(cpuLimit, control.map { max($0.median, $0.p90) * 1.1 } ?? cpuLimit)
+            for kind in Kind.allCases where kind != .harness {
+                guard let r = ratios(kind.rawValue, op.rawValue) else { continue }
+                if r.median > limit || r.p90 > limit {
+                    problems.append("\(kind.rawValue), \(op.rawValue): 2 threads did \(ByteFormat.fixed(r.median, 2))x one thread at the median and \(ByteFormat.fixed(r.p90, 2))x at p90, more than \(ByteFormat.fixed(limit, 2))x, which \(cpus) CPUs and the harness alone in this run (\(control.map { ByteFormat.fixed($0.median, 2) + "x" } ?? "not measured")) allow")
+                }
+            }
+        }
+        if !problems.isEmpty { throw ImpossibleResult(problems: problems) }
+    }
+}
+
+struct ImpossibleResult: Error, CustomStringConvertible {
+    var problems: [String]
+    var description: String {
+        "impossible results, nothing written (a bug in the harness, not a finding):\n" + problems.map { "  - " + $0 }.joined(separator: "\n")
     }
 }
 
@@ -105,14 +152,17 @@ struct Throughput: Codable {
     /// Operations per second (all threads together), one per round, sorted.
     var samples: [Double]
     var medianOpsPerSecond: Double
+    /// The 90th percentile of the rounds (nearest rank).
+    var p90: Double { samples.isEmpty ? 0 : samples[min(samples.count - 1, (samples.count * 9 + 9) / 10 - 1)] }
 }
 
-/// The hit-path targets of issue 13.
+/// The hit-path targets (issue 25): every policy at least 10 M hits a second on one thread and at
+/// least the textbook dictionary + LRU list under one lock, measured in the same run; SIEVE, whose
+/// hit sets one bit, at least 20 M.
 enum HitTargets {
-    /// Hits per second on one thread.
     static let oneThread = 10e6
-    /// Two threads' hits per second over one thread's.
-    static let scaling = 1.6
+    static let sieve = 20e6
+    static func target(_ kind: PurgeableBench.Kind) -> Double { kind == .purgeableSIEVE ? sieve : oneThread }
 }
 
 extension Report {
@@ -129,7 +179,7 @@ extension Report {
         /// The median, and the spread of the rounds (min–max).
         func spread(_ kind: PurgeableBench.Kind, _ op: PurgeableBench.Operation, _ t: Int) -> String {
             guard let r = row(kind, op, t), let lo = r.samples.min(), let hi = r.samples.max() else { return "-" }
-            return "\(mops(r.medianOpsPerSecond)) (\(mops(lo))–\(mops(hi)))"
+            return "\(mops(r.medianOpsPerSecond)) (p90 \(mops(r.p90)), \(mops(lo))–\(mops(hi)))"
         }
         func scaling(_ kind: PurgeableBench.Kind, _ op: PurgeableBench.Operation) -> Double {
             let one = median(kind, op, 1)
@@ -143,7 +193,12 @@ extension Report {
             \(keys) entries over \(2 * keys) keys, so half of them insert and evict. Every key has a value \
             object of its own, stored by reference, so this measures the caches, not copying nor the \
             reference count of one shared object. Millions of operations per second (2 threads: both \
-            together): the median of \(rounds) rounds, with the slowest and the fastest round in brackets.
+            together): the median of \(rounds) rounds, with the 90th percentile and the slowest and \
+            fastest round in brackets. Every condition runs on fresh threads (one as well as two), \
+            started together at a gate; the conditions run in a new order each round (seeded). A run \
+            in which a cache's two threads do more than 1.1 × 2 times its one thread (at the median \
+            or p90), and more than 1.1 times what the harness alone gains from a second thread in \
+            the same run, stops with an error instead of writing this page.
 
             ### Hits
 
@@ -162,19 +217,24 @@ extension Report {
             under one `Mutex` \(mops(floor)) M: the harness is \(harness >= 2 * max(floor, HitTargets.oneThread) ? "not" : "close to") \
             the limit of what is measured here. With two threads the harness alone does \
             \(ByteFormat.fixed(scaling(.harness, .hit), 2))x its one-thread figure, a control: well below 2x \
-            means the machine's two CPUs were not both free while it ran (on a shared machine this varies \
-            from one measurement to the next, so read every ratio with the spreads beside it).
+            means the machine's two CPUs were not both free while it ran; above 2x, that this host ran \
+            one thread alone slower than each of two together (Benchmarks/scripts/host-scaling.swift \
+            shows it with plain pthreads), so no ratio here is read against 2x but against this one.
 
-            Targets (issue 13): at least \(mops(HitTargets.oneThread)) M hits a second on one thread, and \
-            two threads at least \(ByteFormat.fixed(HitTargets.scaling, 1))x one thread.
+            Targets (issue 25): on one thread, at least \(mops(HitTargets.oneThread)) M hits a second for \
+            every policy (\(mops(HitTargets.sieve)) M for SIEVE) and at least the textbook dictionary + LRU \
+            list under one lock (\(mops(median(.dictionaryLRU, .hit, 1))) M in this run). Two threads are \
+            shown, not targeted: on a shared two-CPU machine what a second thread adds depends on what \
+            else runs.
 
-            | PurgeableCache | 1 thread | met | 2 threads / 1 | met |
-            |---|---:|---|---:|---|
+            | PurgeableCache | 1 thread | target | met | ≥ textbook LRU | 2 threads / 1 |
+            |---|---:|---:|---|---|---:|
 
             """
+        let textbook = median(.dictionaryLRU, .hit, 1)
         for kind in PurgeableBench.Kind.allCases where kind.isPurgeable {
-            let one = median(kind, .hit, 1), ratio = scaling(kind, .hit)
-            out += "| \(kind.rawValue) | \(mops(one)) | \(one >= HitTargets.oneThread ? "yes" : "**no**") | \(ByteFormat.fixed(ratio, 2))x | \(ratio >= HitTargets.scaling ? "yes" : "**no**") |\n"
+            let one = median(kind, .hit, 1), ratio = scaling(kind, .hit), target = HitTargets.target(kind)
+            out += "| \(kind.rawValue) | \(mops(one)) | \(mops(target)) | \(one >= target ? "yes" : "**no**") | \(one >= textbook ? "yes" : "**no**") | \(ByteFormat.fixed(ratio, 2))x |\n"
         }
         out += """
 
@@ -312,16 +372,25 @@ final class DictionaryLRU: BenchCache {
 
 // MARK: Threads
 
-/// Runs `body(threadIndex)` on `count` OS threads at once; returns the wall time. Throws when
-/// the threads cannot be had (the measurement would not be of `count` threads).
+/// Runs `body(threadIndex)` on `count` new OS threads at once, one thread as well as two, so
+/// that every thread count is measured on threads of the same kind (never the calling thread for
+/// one and fresh threads for two). The threads are created first and wait at a gate; the time
+/// runs from opening the gate to the last one's end. Throws when the threads cannot be had (the
+/// measurement would not be of `count` threads).
 func runThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) throws -> Double {
-    let start = monotonicSeconds()
-    if count == 1 {
-        body(0)
-    } else {
-        let threads = try (0..<count).map { i in try OSThread { body(i) } }
-        for t in threads { t.join() }
+    let ready = Atomic<Int>(0)
+    let go = Atomic<Bool>(false)
+    let threads = try (0..<count).map { i in
+        try OSThread {
+            ready.wrappingAdd(1, ordering: .releasing)
+            while !go.load(ordering: .acquiring) {}
+            body(i)
+        }
     }
+    while ready.load(ordering: .acquiring) < count {}
+    let start = monotonicSeconds()
+    go.store(true, ordering: .releasing)
+    for t in threads { t.join() }
     return monotonicSeconds() - start
 }
 
