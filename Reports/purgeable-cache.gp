@@ -8,23 +8,23 @@ set key noautotitle
 set border lc rgb '#555555'
 $bars << EOD
 # row	label	value	highlight	text
-13	"NSCache (Foundation), 1 thread"	0.960271526376213	1	"0.96"
-12	"NSCache (Foundation), 2 threads"	0.6371910073675113	1	"0.64"
-11	"Dictionary, one Mutex (get/set only), 1 thread"	26.086118365416382	0	"26.09"
-10	"Dictionary, one Mutex (get/set only), 2 threads"	11.287773801237423	0	"11.29"
-9	"Dictionary + LRU list, one lock, 1 thread"	5.18429809033535	0	"5.18"
-8	"Dictionary + LRU list, one lock, 2 threads"	2.742831690622123	0	"2.74"
-7	"PurgeableCache (LRU), 1 thread"	3.713193898385187	0	"3.71"
-6	"PurgeableCache (LRU), 2 threads"	7.494524285070754	0	"7.49"
-5	"PurgeableCache (SIEVE), 1 thread"	11.217410785677297	0	"11.22"
-4	"PurgeableCache (SIEVE), 2 threads"	28.029481352553294	0	"28.03"
-3	"PurgeableCache (S3-FIFO), 1 thread"	7.423755176296564	0	"7.42"
-2	"PurgeableCache (S3-FIFO), 2 threads"	23.896224433003788	0	"23.90"
-1	"PurgeableCache (W-TinyLFU), 1 thread"	2.415237581262212	0	"2.42"
-0	"PurgeableCache (W-TinyLFU), 2 threads"	7.475544447802696	0	"7.48"
+13	"NSCache (Foundation), 1 thread"	0.39230069187012623	1	"0.39"
+12	"NSCache (Foundation), 2 threads"	0.2497295878079089	1	"0.25"
+11	"Dictionary, one Mutex (get/set only), 1 thread"	2.589999839557484	0	"2.59"
+10	"Dictionary, one Mutex (get/set only), 2 threads"	2.193575207302107	0	"2.19"
+9	"Dictionary + LRU list, one lock, 1 thread"	1.0939435104077713	0	"1.09"
+8	"Dictionary + LRU list, one lock, 2 threads"	0.9555666888726098	0	"0.96"
+7	"PurgeableCache (LRU), 1 thread"	0.9183772155717737	0	"0.92"
+6	"PurgeableCache (LRU), 2 threads"	1.963015646639745	0	"1.96"
+5	"PurgeableCache (SIEVE), 1 thread"	1.7398564177996554	0	"1.74"
+4	"PurgeableCache (SIEVE), 2 threads"	3.8574619215915718	0	"3.86"
+3	"PurgeableCache (S3-FIFO), 1 thread"	1.366758009082099	0	"1.37"
+2	"PurgeableCache (S3-FIFO), 2 threads"	3.3786252805280426	0	"3.38"
+1	"PurgeableCache (W-TinyLFU), 1 thread"	0.7864226445692939	0	"0.79"
+0	"PurgeableCache (W-TinyLFU), 2 threads"	1.673276709261024	0	"1.67"
 EOD
 set style fill solid 0.9 noborder
-set xrange [0:33.07478799601289]
+set xrange [0:4.551805067478054]
 set yrange [-0.6:13.6]
 set ytics scale 0 nomirror
 set xtics nomirror
