@@ -14,10 +14,12 @@
 // the supervisor closes the connection.
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mempressure_client.h"
 
@@ -60,12 +62,17 @@ static void free_cache(app *a) {
     fflush(stdout);
 }
 
-/* Writes the state to a temporary file beside PATH and renames it over PATH. */
+/* Writes the state to a temporary file beside PATH and renames it over PATH. The temporary file
+   is made anew (O_EXCL, O_NOFOLLOW; a leftover is unlinked first, which never follows a link), so
+   a link planted in the data directory cannot redirect the write when the app runs as root. */
 static void save_state(mp_client *c, app *a, const char *why) {
     long task = mp_client_begin_background_task(c, "save-state", NULL, NULL);
     char temporary[4096];
     snprintf(temporary, sizeof temporary, "%s.tmp", a->state_path);
-    FILE *f = fopen(temporary, "w");
+    (void)unlink(temporary);
+    int fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (fd >= 0 && f == NULL) close(fd);
     int ok = f != NULL;
     if (f) {
         a->saves++;

@@ -218,9 +218,8 @@ struct Report: RenderedReport {
         for x in measurements.sorted(by: { sortKey($0).lexicographicallyPrecedes(sortKey($1)) }) where !x.name.hasSuffix("refault per page") {
             let parts = x.name.split(separator: "|").map(String.init)
             guard parts.count == 4 else { continue }
-            let sorted = x.samples.sorted()
-            let p90 = sorted[min(sorted.count - 1, (sorted.count * 9 + 9) / 10 - 1)]
-            out += "| \(parts[0]) MiB | \(parts[1]) | \(parts[2]) | \(parts[3]) | \(ms(sorted.first!)) | \(ms(x.medianSeconds)) | \(ms(p90)) | \(ms(sorted.last!)) |\n"
+            let p = Percentiles(x.samples)
+            out += "| \(parts[0]) MiB | \(parts[1]) | \(parts[2]) | \(parts[3]) | \(ms(p.min)) | \(ms(x.medianSeconds)) | \(ms(p.p90)) | \(ms(p.max)) |\n"
         }
         out += "\n## Refault after reclaim\n\n"
         out += "Map the file, touch every page, make the kernel drop them (MADV_PAGEOUT), touch every page again: the time per page that came back from the file.\n\n"

@@ -98,7 +98,7 @@ extension PurgeableBench {
         for kind in Kind.allCases {
             for op in Operation.allCases {
                 for threads in [1, 2] {
-                    let s = samples["\(kind.rawValue)|\(op.rawValue)|\(threads)", default: []].sorted()
+                    let s = samples[Condition(kind: kind, op: op, threads: threads).key, default: []].sorted()
                     guard !s.isEmpty else { continue }
                     out.append(Throughput(cache: kind.rawValue, operation: op.rawValue, threads: threads, samples: s, medianOpsPerSecond: s[s.count / 2]))
                 }
@@ -152,8 +152,8 @@ struct Throughput: Codable {
     /// Operations per second (all threads together), one per round, sorted.
     var samples: [Double]
     var medianOpsPerSecond: Double
-    /// The 90th percentile of the rounds (nearest rank).
-    var p90: Double { samples.isEmpty ? 0 : samples[min(samples.count - 1, (samples.count * 9 + 9) / 10 - 1)] }
+    /// The 90th percentile of the rounds.
+    var p90: Double { Percentiles(samples).p90 }
 }
 
 /// The hit-path targets (issue 25): every policy at least 10 M hits a second on one thread and at

@@ -75,7 +75,14 @@ class CacheApp(mp.Delegate):
         try:
             self.saves += 1
             temporary = self.state_path + ".tmp"
-            with open(temporary, "w") as f:
+            # Made anew (O_EXCL, O_NOFOLLOW; a leftover unlinked first, which never follows a
+            # link), so a link planted in the data directory cannot redirect the write.
+            try:
+                os.unlink(temporary)
+            except FileNotFoundError:
+                pass
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            with os.fdopen(fd, "w") as f:
                 f.write("app=%s saved=%s saves=%d warnings=%d cache_bytes=%d\n"
                         % (client.app_name, why, self.saves, self.warnings, self.cache_bytes()))
             os.replace(temporary, self.state_path)
