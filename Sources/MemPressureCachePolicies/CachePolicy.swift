@@ -22,6 +22,16 @@ public protocol CachePolicy<Key>: Sendable {
     /// A request for a resident key (a hit).
     mutating func recordHit(_ key: Key)
 
+    /// Where `key` lives in the policy while it stays resident, for `recordHit(_:at:)`: a cache
+    /// that keeps it beside its value tells the policy of a hit without a second lookup of the
+    /// key. Nil when `key` is not resident (or the policy has no such places).
+    func slot(of key: Key) -> CacheSlot?
+
+    /// A hit on `key`, which `slot(of:)` placed at `slot`: the same as `recordHit(key)`, without
+    /// looking the key up while the slot still holds it. A slot that no longer holds `key` (the
+    /// key was removed, its slot reused) is only a hint: the key is then looked up.
+    mutating func recordHit(_ key: Key, at slot: CacheSlot)
+
     /// A new key of `cost`. Keys evicted to make room are appended to `evicted` (which may
     /// include `key` itself when an admission policy turns it away). Returns whether `key` is
     /// resident afterwards: a key costing more than the capacity never is.
@@ -39,7 +49,20 @@ public protocol CachePolicy<Key>: Sendable {
     mutating func evictOne() -> Key?
 }
 
+/// Where a resident key lives in a policy (see `CachePolicy.slot(of:)`): the same from the key's
+/// insertion to its eviction or removal, whatever the policy does on hits.
+public struct CacheSlot: Hashable, Sendable {
+    public var rawValue: Int32
+    @inlinable public init(rawValue: Int32) { self.rawValue = rawValue }
+}
+
 extension CachePolicy {
+    /// No places to tell: nil.
+    @inlinable public func slot(of key: Key) -> CacheSlot? { nil }
+
+    /// The key looked up, as `recordHit(key)`.
+    @inlinable public mutating func recordHit(_ key: Key, at slot: CacheSlot) { recordHit(key) }
+
     /// One request: a hit if resident, else a miss that inserts it. Returns whether it hit.
     @discardableResult
     @inlinable public mutating func access(_ key: Key, cost: Int, evicted: inout [Key]) -> Bool {
@@ -144,8 +167,37 @@ public enum AnyCachePolicy<Key: Hashable & Sendable>: CachePolicy {
         }
     }
 
+    @inlinable public func slot(of key: Key) -> CacheSlot? {
+        switch self {
+        case .lru(let p): p.slot(of: key)
+        case .sieve(let p): p.slot(of: key)
+        case .s3fifo(let p): p.slot(of: key)
+        case .tinylfu(let p): p.slot(of: key)
+        }
+    }
+
     // The mutating members move the payload out, mutate it and put it back, so the enum never
     // holds a second reference to a policy's storage (which would force a copy on write).
+
+    @inlinable public mutating func recordHit(_ key: Key, at slot: CacheSlot) {
+        switch consume self {
+        case .lru(var p): p.recordHit(key, at: slot); self = .lru(p)
+        case .sieve(var p): p.recordHit(key, at: slot); self = .sieve(p)
+        case .s3fifo(var p): p.recordHit(key, at: slot); self = .s3fifo(p)
+        case .tinylfu(var p): p.recordHit(key, at: slot); self = .tinylfu(p)
+        }
+    }
+
+    /// Tells the policy of hits in the order given, each with its slot: one dispatch on the
+    /// policy's kind for the whole batch, not one per hit (a cache replaying what it buffered).
+    @inlinable public mutating func recordHits<S: Sequence>(_ hits: S) where S.Element == (Key, CacheSlot) {
+        switch consume self {
+        case .lru(var p): for (k, s) in hits { p.recordHit(k, at: s) }; self = .lru(p)
+        case .sieve(var p): for (k, s) in hits { p.recordHit(k, at: s) }; self = .sieve(p)
+        case .s3fifo(var p): for (k, s) in hits { p.recordHit(k, at: s) }; self = .s3fifo(p)
+        case .tinylfu(var p): for (k, s) in hits { p.recordHit(k, at: s) }; self = .tinylfu(p)
+        }
+    }
 
     @inlinable public mutating func recordHit(_ key: Key) {
         switch consume self {

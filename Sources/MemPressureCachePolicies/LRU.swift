@@ -18,6 +18,13 @@ public struct LRUPolicy<Key: Hashable & Sendable>: CachePolicy {
         store.moveToHead(slot, &list)
     }
 
+    @inlinable public func slot(of key: Key) -> CacheSlot? { store.slot(of: key).map(CacheSlot.init(rawValue:)) }
+
+    @inlinable public mutating func recordHit(_ key: Key, at slot: CacheSlot) {
+        guard store.holds(slot.rawValue, key) else { return recordHit(key) }
+        store.moveToHead(slot.rawValue, &list)
+    }
+
     @discardableResult
     @inlinable public mutating func insert(_ key: Key, cost: Int, evicted: inout [Key]) -> Bool {
         if contains(key) { remove(key) }

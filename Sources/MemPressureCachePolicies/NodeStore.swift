@@ -1,16 +1,30 @@
 /// Entries of a policy in flat arrays, with intrusive doubly linked lists threaded through them
-/// by index. One dictionary lookup per request; no allocation per entry once slots are reused.
+/// by index. One dictionary lookup per request, none for a hit that comes with its slot
+/// (`CacheSlot`); no allocation per entry once slots are reused. A slot stays the same from
+/// `add` to `release`, whichever lists it moves between.
 @usableFromInline
 struct NodeStore<Key: Hashable & Sendable>: Sendable {
     @inlinable static var none: Int32 { -1 }
 
+    /// A slot's neighbours on its list and its per-policy bits, side by side (12 bytes): a hit
+    /// reads and writes one cache line per entry it touches, not one in each of four arrays.
+    @usableFromInline
+    struct Links: Sendable {
+        @usableFromInline var newer: Int32
+        @usableFromInline var older: Int32
+        /// Per-policy bits: a frequency counter, a visited bit.
+        @usableFromInline var mark: UInt8 = 0
+        /// Which of the policy's lists the slot is on.
+        @usableFromInline var list: UInt8 = 0
+        @inlinable init(newer: Int32, older: Int32) {
+            self.newer = newer
+            self.older = older
+        }
+    }
+
     @usableFromInline var keys: [Key?] = []
     @usableFromInline var costs: [Int] = []
-    /// Per-policy bits: a frequency counter, a visited bit, which list the slot is on.
-    @usableFromInline var marks: [UInt8] = []
-    @usableFromInline var lists: [UInt8] = []
-    @usableFromInline var newer: [Int32] = []
-    @usableFromInline var older: [Int32] = []
+    @usableFromInline var links: [Links] = []
     @usableFromInline var free: [Int32] = []
     @usableFromInline var index: [Key: Int32] = [:]
 
@@ -21,6 +35,11 @@ struct NodeStore<Key: Hashable & Sendable>: Sendable {
     @inlinable func slot(of key: Key) -> Int32? { index[key] }
 
     @inlinable func key(_ slot: Int32) -> Key { keys[Int(slot)]! }
+
+    /// Whether `slot` is a slot of this store that holds `key` now.
+    @inlinable func holds(_ slot: Int32, _ key: Key) -> Bool {
+        slot >= 0 && Int(slot) < keys.count && keys[Int(slot)] == key
+    }
     @inlinable func cost(_ slot: Int32) -> Int { costs[Int(slot)] }
 
     /// A new slot for `key` (not on any list yet).
@@ -30,16 +49,13 @@ struct NodeStore<Key: Hashable & Sendable>: Sendable {
             slot = reused
             keys[Int(slot)] = key
             costs[Int(slot)] = cost
-            marks[Int(slot)] = 0
-            lists[Int(slot)] = 0
+            links[Int(slot)].mark = 0
+            links[Int(slot)].list = 0
         } else {
             slot = Int32(keys.count)
             keys.append(key)
             costs.append(cost)
-            marks.append(0)
-            lists.append(0)
-            newer.append(Self.none)
-            older.append(Self.none)
+            links.append(Links(newer: Self.none, older: Self.none))
         }
         index[key] = slot
         return slot
@@ -70,31 +86,42 @@ struct NodeStore<Key: Hashable & Sendable>: Sendable {
 
     @inlinable mutating func pushHead(_ slot: Int32, _ list: inout List) {
         let s = Int(slot)
-        older[s] = list.head
-        newer[s] = Self.none
-        if list.head != Self.none { newer[Int(list.head)] = slot } else { list.tail = slot }
+        links[s].newer = Self.none
+        links[s].older = list.head
+        if list.head != Self.none { links[Int(list.head)].newer = slot } else { list.tail = slot }
         list.head = slot
         list.count += 1
         list.cost += costs[s]
     }
 
     @inlinable mutating func unlink(_ slot: Int32, _ list: inout List) {
-        let s = Int(slot)
-        let n = newer[s], o = older[s]
-        if n != Self.none { older[Int(n)] = o } else { list.head = o }
-        if o != Self.none { newer[Int(o)] = n } else { list.tail = n }
-        newer[s] = Self.none
-        older[s] = Self.none
+        detach(slot, &list)
         list.count -= 1
-        list.cost -= costs[s]
+        list.cost -= costs[Int(slot)]
     }
 
+    /// Takes `slot` off its list's links, leaving the list's count and cost as they were.
+    @inlinable mutating func detach(_ slot: Int32, _ list: inout List) {
+        let s = Int(slot)
+        let l = links[s]
+        if l.newer != Self.none { links[Int(l.newer)].older = l.older } else { list.head = l.older }
+        if l.older != Self.none { links[Int(l.older)].newer = l.newer } else { list.tail = l.newer }
+        links[s].newer = Self.none
+        links[s].older = Self.none
+    }
+
+    /// Moves `slot` (on `list`) to its head. Its count and cost stay as they are, so the entry's
+    /// cost is not read: a hit touches only the links of the entry and of its neighbours.
     @inlinable mutating func moveToHead(_ slot: Int32, _ list: inout List) {
         guard list.head != slot else { return }
-        unlink(slot, &list)
-        pushHead(slot, &list)
+        detach(slot, &list)
+        let oldHead = list.head
+        links[Int(slot)].newer = Self.none
+        links[Int(slot)].older = oldHead
+        if oldHead != Self.none { links[Int(oldHead)].newer = slot } else { list.tail = slot }
+        list.head = slot
     }
 
     /// The next newer entry (towards the head), or none.
-    @inlinable func newerThan(_ slot: Int32) -> Int32 { newer[Int(slot)] }
+    @inlinable func newerThan(_ slot: Int32) -> Int32 { links[Int(slot)].newer }
 }

@@ -38,8 +38,20 @@ public struct S3FIFOPolicy<Key: Hashable & Sendable>: CachePolicy {
 
     @inlinable public mutating func recordHit(_ key: Key) {
         guard let slot = store.slot(of: key) else { return }
+        hit(slot)
+    }
+
+    @inlinable public func slot(of key: Key) -> CacheSlot? { store.slot(of: key).map(CacheSlot.init(rawValue:)) }
+
+    @inlinable public mutating func recordHit(_ key: Key, at slot: CacheSlot) {
+        guard store.holds(slot.rawValue, key) else { return recordHit(key) }
+        hit(slot.rawValue)
+    }
+
+    /// A hit: the entry's frequency, capped at 3; nothing moves.
+    @inlinable mutating func hit(_ slot: Int32) {
         let s = Int(slot)
-        if store.marks[s] < 3 { store.marks[s] += 1 }
+        if store.links[s].mark < 3 { store.links[s].mark += 1 }
     }
 
     @discardableResult
@@ -52,10 +64,10 @@ public struct S3FIFOPolicy<Key: Hashable & Sendable>: CachePolicy {
         while cost > capacity - totalCost, let victim = evictOne() { evicted.append(victim) }
         let slot = store.add(key, cost: cost)
         if remembered {
-            store.lists[Int(slot)] = Self.inMain
+            store.links[Int(slot)].list = Self.inMain
             store.pushHead(slot, &main)
         } else {
-            store.lists[Int(slot)] = Self.inSmall
+            store.links[Int(slot)].list = Self.inSmall
             store.pushHead(slot, &small)
         }
         return true
@@ -64,7 +76,7 @@ public struct S3FIFOPolicy<Key: Hashable & Sendable>: CachePolicy {
     @discardableResult
     @inlinable public mutating func remove(_ key: Key) -> Bool {
         guard let slot = store.slot(of: key) else { return false }
-        if store.lists[Int(slot)] == Self.inSmall { store.unlink(slot, &small) } else { store.unlink(slot, &main) }
+        if store.links[Int(slot)].list == Self.inSmall { store.unlink(slot, &small) } else { store.unlink(slot, &main) }
         store.release(slot)
         return true
     }
@@ -80,9 +92,9 @@ public struct S3FIFOPolicy<Key: Hashable & Sendable>: CachePolicy {
             if !small.isEmpty && (small.cost >= smallCapacity || main.isEmpty) {
                 let t = small.tail
                 store.unlink(t, &small)
-                if store.marks[Int(t)] >= promotionThreshold {
-                    store.marks[Int(t)] = 0
-                    store.lists[Int(t)] = Self.inMain
+                if store.links[Int(t)].mark >= promotionThreshold {
+                    store.links[Int(t)].mark = 0
+                    store.links[Int(t)].list = Self.inMain
                     store.pushHead(t, &main)
                     continue
                 }
@@ -92,8 +104,8 @@ public struct S3FIFOPolicy<Key: Hashable & Sendable>: CachePolicy {
                 return key
             }
             let t = main.tail
-            if store.marks[Int(t)] > 0 {
-                store.marks[Int(t)] -= 1
+            if store.links[Int(t)].mark > 0 {
+                store.links[Int(t)].mark -= 1
                 store.moveToHead(t, &main)
                 continue
             }

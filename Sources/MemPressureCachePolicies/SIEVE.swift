@@ -21,7 +21,14 @@ public struct SIEVEPolicy<Key: Hashable & Sendable>: CachePolicy {
 
     @inlinable public mutating func recordHit(_ key: Key) {
         guard let slot = store.slot(of: key) else { return }
-        store.marks[Int(slot)] = 1
+        store.links[Int(slot)].mark = 1
+    }
+
+    @inlinable public func slot(of key: Key) -> CacheSlot? { store.slot(of: key).map(CacheSlot.init(rawValue:)) }
+
+    @inlinable public mutating func recordHit(_ key: Key, at slot: CacheSlot) {
+        guard store.holds(slot.rawValue, key) else { return recordHit(key) }
+        store.links[Int(slot.rawValue)].mark = 1
     }
 
     @discardableResult
@@ -51,8 +58,8 @@ public struct SIEVEPolicy<Key: Hashable & Sendable>: CachePolicy {
     @inlinable public mutating func evictOne() -> Key? {
         guard !list.isEmpty else { return nil }
         var p = hand == NodeStore<Key>.none ? list.tail : hand
-        while store.marks[Int(p)] != 0 {
-            store.marks[Int(p)] = 0
+        while store.links[Int(p)].mark != 0 {
+            store.links[Int(p)].mark = 0
             let next = store.newerThan(p)
             p = next == NodeStore<Key>.none ? list.tail : next
         }

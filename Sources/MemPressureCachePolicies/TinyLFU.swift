@@ -108,13 +108,26 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
 
     @inlinable public mutating func recordHit(_ key: Key) {
         guard let slot = store.slot(of: key) else { return }
+        hit(key, slot)
+    }
+
+    @inlinable public func slot(of key: Key) -> CacheSlot? { store.slot(of: key).map(CacheSlot.init(rawValue:)) }
+
+    @inlinable public mutating func recordHit(_ key: Key, at slot: CacheSlot) {
+        guard store.holds(slot.rawValue, key) else { return recordHit(key) }
+        hit(key, slot.rawValue)
+    }
+
+    /// A hit on `key`, resident at `slot`: counted in the sketch; recency refreshed in the window
+    /// and protected, a promotion from probation to protected.
+    @inlinable mutating func hit(_ key: Key, _ slot: Int32) {
         sketch.increment(hasher.hash(key))
-        switch store.lists[Int(slot)] {
+        switch store.links[Int(slot)].list {
         case Self.inWindow:
             store.moveToHead(slot, &window)
         case Self.inProbation:
             store.unlink(slot, &probation)
-            store.lists[Int(slot)] = Self.inProtected
+            store.links[Int(slot)].list = Self.inProtected
             store.pushHead(slot, &protected)
             demoteFromProtected(keeping: slot)
         default:
@@ -128,7 +141,7 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
         while protected.cost > protectedCapacity, protected.tail != NodeStore<Key>.none, protected.tail != keeping {
             let demoted = protected.tail
             store.unlink(demoted, &protected)
-            store.lists[Int(demoted)] = Self.inProbation
+            store.links[Int(demoted)].list = Self.inProbation
             store.pushHead(demoted, &probation)
         }
     }
@@ -142,7 +155,7 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
         sketch.ensureCapacity(forEntries: store.count + 1)
         sketch.increment(hasher.hash(key))
         let slot = store.add(key, cost: cost)
-        store.lists[Int(slot)] = Self.inWindow
+        store.links[Int(slot)].list = Self.inWindow
         store.pushHead(slot, &window)
         drainWindow(evicted: &evicted)
         return contains(key)
@@ -154,7 +167,7 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
             let candidate = window.tail
             store.unlink(candidate, &window)
             if admitToMain(candidate, evicted: &evicted) {
-                store.lists[Int(candidate)] = Self.inProbation
+                store.links[Int(candidate)].list = Self.inProbation
                 store.pushHead(candidate, &probation)
             } else {
                 evicted.append(store.release(candidate))
@@ -243,8 +256,8 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
             while true {
                 let oldest = probation.tail != NodeStore<Key>.none ? probation.tail : protected.tail
                 guard oldest != NodeStore<Key>.none, store.cost(oldest) <= windowCapacity - window.cost else { break }
-                if store.lists[Int(oldest)] == Self.inProbation { store.unlink(oldest, &probation) } else { store.unlink(oldest, &protected) }
-                store.lists[Int(oldest)] = Self.inWindow
+                if store.links[Int(oldest)].list == Self.inProbation { store.unlink(oldest, &probation) } else { store.unlink(oldest, &protected) }
+                store.links[Int(oldest)].list = Self.inWindow
                 store.pushHead(oldest, &window)
             }
         } else {
@@ -256,7 +269,7 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
             while window.cost > windowCapacity, window.tail != NodeStore<Key>.none {
                 let oldest = window.tail
                 store.unlink(oldest, &window)
-                store.lists[Int(oldest)] = Self.inProbation
+                store.links[Int(oldest)].list = Self.inProbation
                 store.pushHead(oldest, &probation)
             }
         }
@@ -271,7 +284,7 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
     }
 
     @inlinable mutating func unlinkFromItsList(_ slot: Int32) {
-        switch store.lists[Int(slot)] {
+        switch store.links[Int(slot)].list {
         case Self.inWindow: store.unlink(slot, &window)
         case Self.inProbation: store.unlink(slot, &probation)
         default: store.unlink(slot, &protected)

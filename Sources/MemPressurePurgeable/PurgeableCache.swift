@@ -25,7 +25,9 @@ import Synchronization
 /// value under a separate lock. A hit does not take it: it appends the key to a read buffer (one
 /// of several, chosen by the calling thread, each under its own lock), and a buffer that fills
 /// up is replayed into the policy (`recordHit`, in the order the hits happened) if the policy's
-/// lock is free at that moment, as Caffeine does. With SIEVE and S3-FIFO, whose state after hits
+/// lock is free at that moment, as Caffeine does. Each entry keeps the slot the policy gave its
+/// key (`CacheSlot`) and a hit is buffered with it, so the replay goes straight to the policy's
+/// entry instead of looking the key up a second time. With SIEVE and S3-FIFO, whose state after hits
 /// does not depend on their order and stops changing after a few hits on an entry (a visited bit;
 /// a frequency capped at 3), a hit that can no longer change it since the last write is not sent
 /// at all: in a run of lookups, a hit on an entry already seen costs one shard lock. Every write
@@ -119,6 +121,9 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
         /// last sent, times 4, plus how many were sent in it (at most 3; see `hitsThatCount`).
         /// -1 (no epoch) until the first hit.
         @usableFromInline var sent = -1
+        /// Where the policy keeps this entry's key (`CacheSlot`), told with each hit so that the
+        /// policy need not look the key up again; -1 until the store that made it has asked.
+        @usableFromInline var slot: Int32 = -1
 
         @inlinable init(value: Value) {
             self.value = value
@@ -135,10 +140,10 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
         @inlinable init() {}
     }
 
-    /// Keys hit since the policy last heard of them, oldest first.
+    /// Keys hit since the policy last heard of them, oldest first, each with its slot in the policy.
     @usableFromInline
     struct ReadBuffer {
-        @usableFromInline var keys: [Key] = []
+        @usableFromInline var keys: [(Key, CacheSlot)] = []
         /// Hits dropped while the buffer was full (the policy's lock busy).
         @usableFromInline var dropped = 0
 
@@ -164,15 +169,6 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     }
 
     @usableFromInline typealias Departed = [(Key, Value, EvictionReason)]
-
-    /// What a lookup found in its shard.
-    @usableFromInline
-    enum Lookup {
-        /// Found; `record`: the policy must hear of this hit.
-        case hit(Value, record: Bool)
-        case miss
-        case discarded(Value)
-    }
 
     /// The policy's lock: every write holds it.
     @usableFromInline let state: Mutex<State>
@@ -343,44 +339,52 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     /// and counts as a miss and a discard.
     @inlinable
     public func object(forKey key: Key) -> Value? {
-        var lookups = 0  // the shard's lookups so far, this one included
-        let found = shards.withLock(shardIndex(for: key)) { s -> Lookup in
+        // What the lookup found, in locals the closure writes (no enum to build and copy): the
+        // value is copied out of its entry once, the only reference count a hit changes.
+        var value: Value? = nil
+        var discarded = false
+        var record = false
+        var slot: Int32 = -1
+        let lookups = shards.withLock(shardIndex(for: key)) { s -> Int in
             guard let index = s.entries.index(forKey: key) else {
                 s.misses += 1
-                lookups = s.hits &+ s.misses
-                return .miss
+                return s.hits &+ s.misses
             }
-            let entry = s.entries.values[index]
-            if let isDiscarded = contentIsDiscarded, evictsDiscarded.load(ordering: .relaxed), isDiscarded(entry.value) {
-                s.misses += 1
-                lookups = s.hits &+ s.misses
-                return .discarded(entry.value)
+            // The entry in place (Dictionary.Values' modify accessor), not a copy of it.
+            Self.visit(&s.entries.values[index]) { entry in
+                if let isDiscarded = contentIsDiscarded, evictsDiscarded.load(ordering: .relaxed), isDiscarded(entry.value) {
+                    discarded = true
+                } else if hitsThatCount == Int.max {
+                    record = true
+                } else {
+                    let now = epoch.load(ordering: .relaxed) &<< 2
+                    if entry.sent & ~3 != now {
+                        entry.sent = now | 1
+                        record = true
+                    } else if entry.sent & 3 < hitsThatCount {
+                        entry.sent += 1
+                        record = true
+                    }
+                }
+                value = entry.value
+                slot = entry.slot
             }
-            s.hits += 1
-            lookups = s.hits &+ s.misses
-            guard hitsThatCount != Int.max else { return .hit(entry.value, record: true) }
-            let now = epoch.load(ordering: .relaxed) &<< 2
-            if entry.sent & ~3 != now {
-                s.entries.values[index].sent = now | 1
-            } else if entry.sent & 3 < hitsThatCount {
-                s.entries.values[index].sent += 1
-            } else {
-                return .hit(entry.value, record: false)
-            }
-            return .hit(entry.value, record: true)
+            if discarded { s.misses += 1 } else { s.hits += 1 }
+            return s.hits &+ s.misses
         }
         if lookups & (Self.lookupsPerPublishOffer - 1) == 0, metrics != nil { offerToPublishLookups() }
-        switch found {
-        case .hit(let value, let record):
-            if record { recordHit(key) }
-            return value
-        case .miss:
-            return nil
-        case .discarded(let value):
-            removeDiscarded(key, value)
+        guard let found = value else { return nil }
+        if discarded {
+            removeDiscarded(key, found)
             return nil
         }
+        if record { recordHit(key, slot: slot) }
+        return found
     }
+
+    /// Runs `body` on an entry where it lies.
+    @inlinable
+    static func visit(_ entry: inout Entry, _ body: (inout Entry) -> Void) { body(&entry) }
 
     /// Stores `value` under `key` with `cost`; entries the policy or the limits choose are
     /// evicted. A value costing more than `totalCostLimit` is not stored (it would evict
@@ -414,6 +418,11 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
                 s.statistics.evictions += 1
                 s.evictionCounts.rejected += 1
                 out.append((key, value, .rejected))
+            } else if let slot = s.policy.slot(of: key) {
+                // Kept beside the value: a hit then tells the policy where the key is.
+                shards.withLock(home) { shard in
+                    if let i = shard.entries.index(forKey: key) { Self.visit(&shard.entries.values[i]) { $0.slot = slot.rawValue } }
+                }
             }
             enforceCountLimit(&s, &out)
         }

@@ -61,7 +61,7 @@ extension PurgeableCache {
     /// Tells the policy about a hit, through the calling thread's read buffer (see the type's
     /// documentation for when a hit is dropped instead).
     @inlinable
-    func recordHit(_ key: Key) {
+    func recordHit(_ key: Key, slot: Int32) {
         let mask = readBuffers.count - 1
         var index = Self.threadSlot() & mask
         // A buffer another thread holds right now is passed over for the next one.
@@ -74,7 +74,7 @@ extension PurgeableCache {
                     b.dropped &+= 1
                     guard b.dropped & 15 == 0, replay(&b) else { return true }
                 }
-                b.keys.append(key)
+                b.keys.append((key, CacheSlot(rawValue: slot)))
                 if b.keys.count == 1 { pendingReadBuffers.bitwiseOr(1 << UInt64(index), ordering: .relaxed) }
                 if b.keys.count >= Self.readBufferCapacity { _ = replay(&b) }
                 return true
@@ -88,7 +88,7 @@ extension PurgeableCache {
     @inlinable
     func replay(_ b: inout ReadBuffer) -> Bool {
         let replayed: Void? = state.withLockIfAvailable { s in
-            for key in b.keys { s.policy.recordHit(key) }
+            s.policy.recordHits(b.keys)
         }
         guard replayed != nil else { return false }
         b.keys.removeAll(keepingCapacity: true)
@@ -110,7 +110,7 @@ extension PurgeableCache {
             let index = pending.trailingZeroBitCount
             pending &= pending - 1
             readBuffers.withLock(index) { b in
-                for key in b.keys { s.policy.recordHit(key) }
+                s.policy.recordHits(b.keys)
                 b.keys.removeAll(keepingCapacity: true)
                 pendingReadBuffers.bitwiseAnd(~(1 << UInt64(index)), ordering: .relaxed)
             }

@@ -28,6 +28,7 @@ struct PurgeableBench: AsyncParsableCommand {
     @Option(help: "Where to write purgeable-cache.md, .json, .gp and .svg.") var output = "../Reports"
     @Flag(help: "Re-render the Markdown and SVG from the JSON already in --output.") var renderOnly = false
     @Flag(help: "Measure only the miss ratios against libCacheSim (a quick check of a policy change).") var missRatiosOnly = false
+    @Flag(help: "Measure only the hits' throughput and print its table, writing nothing (a quick check of a hit-path change; try --rounds 5).") var hitsOnly = false
     @Option(help: "Give every PurgeableCache measured this metrics name (it publishes through swift-metrics; no backend is bootstrapped, so swift-metrics' no-op one takes the figures): what publishing costs.") var metricsName: String?
 
     func run() async throws {
@@ -38,6 +39,12 @@ struct PurgeableBench: AsyncParsableCommand {
         }
         if renderOnly {
             try write(try readReport(Report.self, from: output, named: "purgeable-cache"))
+            return
+        }
+        if hitsOnly {
+            var report = Report(kernel: kernelRelease(), cpus: onlineCPUs, keys: keys, operations: operations, rounds: rounds, requests: requests, objects: objects)
+            report.throughput = try measureThroughput(operations: [.hit])
+            print(report.throughputMarkdown())
             return
         }
         var report = Report(kernel: kernelRelease(), cpus: onlineCPUs, keys: keys, operations: operations, rounds: rounds, requests: requests, objects: objects)

@@ -51,7 +51,7 @@ extension PurgeableBench {
         var key: String { "\(kind.rawValue)|\(op.rawValue)|\(threads)" }
     }
 
-    func measureThroughput() throws -> [Throughput] {
+    func measureThroughput(operations measured: [Operation] = Operation.allCases) throws -> [Throughput] {
         var samples: [String: [Double]] = [:]
         var rng = SplitMix64(seed: 1)
         let hitKeys = (0..<operations).map { _ in Int.random(in: 0..<keys, using: &rng) }
@@ -62,7 +62,7 @@ extension PurgeableBench {
         // the contention on that count, not the caches).
         let values = (0..<(2 * keys)).map { Box($0) }
         var conditions: [Condition] = []
-        for kind in Kind.allCases { for threads in [1, 2] { for op in Operation.allCases { conditions.append(Condition(kind: kind, op: op, threads: threads)) } } }
+        for kind in Kind.allCases { for threads in [1, 2] { for op in measured { conditions.append(Condition(kind: kind, op: op, threads: threads)) } } }
         for round in 0..<rounds {
             log("purgeable-bench", "throughput round \(round + 1)/\(rounds)")
             // A new order every round (seeded: the same in every run), so that no condition

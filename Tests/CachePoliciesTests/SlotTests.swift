@@ -1,0 +1,60 @@
+import MemPressureCachePolicies
+import MemPressureTestSupport
+import Testing
+
+/// A hit told with the key's slot (`recordHit(_:at:)`, what PurgeableCache replays) leaves every
+/// policy exactly as a hit told by key would, also when the slot is stale: its key was removed
+/// and the slot given to another.
+@Suite("Hits told with slots")
+struct SlotTests {
+    @Test("the same evictions as hits told by key, with slots kept by the caller and often stale", arguments: PolicyKind.allCases)
+    func sameAsByKey(kind: PolicyKind) {
+        var byKey = kind.make(capacity: 2_000, keyType: Int.self)
+        var bySlot = kind.make(capacity: 2_000, keyType: Int.self)
+        // What a cache would keep beside its values: the slot each key had when it was stored.
+        var slots: [Int: CacheSlot] = [:]
+        var rng = SplitMix64(seed: 25)
+        var stale = 0
+        for step in 0..<40_000 {
+            let key = Int.random(in: 0..<600, using: &rng)
+            var evictedA: [Int] = [], evictedB: [Int] = []
+            switch Int.random(in: 0..<10, using: &rng) {
+            case 0..<6:
+                guard byKey.contains(key) else { fallthrough }
+                byKey.recordHit(key)
+                // A slot of another key's (or one never given) is as good as a stale one.
+                let slot = slots[key] ?? CacheSlot(rawValue: Int32(Int.random(in: -1..<700, using: &rng)))
+                if bySlot.slot(of: key) != slot { stale += 1 }
+                bySlot.recordHit(key, at: slot)
+            case 6..<9:
+                let cost = Int.random(in: 1...40, using: &rng)
+                byKey.insert(key, cost: cost, evicted: &evictedA)
+                bySlot.insert(key, cost: cost, evicted: &evictedB)
+                // Now and then the caller does not learn the new slot: its old one goes stale.
+                if step % 7 != 0 { slots[key] = bySlot.slot(of: key) }
+            default:
+                byKey.remove(key)
+                bySlot.remove(key)
+            }
+            #expect(evictedA == evictedB, "step \(step)")
+            if evictedA != evictedB { return }
+        }
+        #expect(byKey.count == bySlot.count && byKey.totalCost == bySlot.totalCost)
+        var drainA: [Int] = [], drainB: [Int] = []
+        while let k = byKey.evictOne() { drainA.append(k) }
+        while let k = bySlot.evictOne() { drainB.append(k) }
+        #expect(drainA == drainB, "the orders of eviction differ")
+        #expect(stale > 100, "too few stale slots to test the fallback (\(stale))")
+    }
+
+    @Test("a resident key's slot stays the same while hits move it between lists", arguments: PolicyKind.allCases)
+    func stable(kind: PolicyKind) {
+        var policy = kind.make(capacity: 100, keyType: Int.self)
+        var evicted: [Int] = []
+        for k in 0..<100 { policy.insert(k, cost: 1, evicted: &evicted) }
+        let before = (0..<100).map { policy.slot(of: $0) }
+        for _ in 0..<3 { for k in 0..<100 where policy.contains(k) { policy.recordHit(k, at: policy.slot(of: k)!) } }
+        for k in 0..<100 where policy.contains(k) { #expect(policy.slot(of: k) == before[k]) }
+        #expect(policy.slot(of: 1_000) == nil)
+    }
+}
