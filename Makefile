@@ -39,7 +39,7 @@ TEST_APT_PACKAGES := prometheus gcc python3 python3-venv
 # app through pkg-config and scrapes the exporter with python3.
 DEB_APT_PACKAGES := dpkg-dev
 TEST_DEB_APT_PACKAGES := systemd man-db gcc pkg-config python3
-BENCH_APT_PACKAGES := smem procps earlyoom nohang util-linux gnuplot-nox redis-server postgresql postgresql-contrib libpq-dev prometheus-node-exporter prometheus-process-exporter
+BENCH_APT_PACKAGES := smem time procps earlyoom nohang util-linux gnuplot-nox redis-server postgresql postgresql-contrib libpq-dev prometheus-node-exporter prometheus-process-exporter
 
 export PATH := /opt/swift/usr/bin:$(PATH)
 
@@ -47,7 +47,7 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 # libstdc++, jemalloc, libunwind and zlib, and run where Swift is not installed (make test-deb
 # checks it with the toolchain's directory hidden). The demo and the benchmarks run these too.
 RELEASE := -c release --static-swift-stdlib
-VERSION := $(shell sed -n 's/^let mempressureVersion = "\(.*\)"$$/\1/p' Sources/mempressure/Mempressure.swift)
+VERSION := $(shell sed -n 's/^let mempressureVersion = "\(.*\)"$$/\1/p' Sources/MemPressureCommands/Mempressure.swift)
 
 .PHONY: deps test-deps test-packages bench-deps bench-packages build demo test test-stress fuzz bench bench-quick bench-micro bench-check bench-thresholds reports fixtures docs man c-client install uninstall deb test-deb clean
 
@@ -199,7 +199,7 @@ fixtures:
 # one combined archive, .build/docs/MemoryPressure.doccarchive (a static site: serve the folder and
 # open /documentation/vmtracker, ...). DocC's own warnings (broken symbol links, undocumented
 # parameters) are listed at the end with their count; SwiftPM's warnings about packages are not.
-DOC_TARGETS := MemPressureVMTracker MemPressurePurgeable MemPressureCachePolicies MemPressureMappedFiles MemPressureMonitor MemPressureLifecycleProtocol MemPressureLifecycle MemPressureJetsam MemPressureExporter MemPressureClient
+DOC_TARGETS := MemPressureVMTracker MemPressurePurgeable MemPressureCachePolicies MemPressureMappedFiles MemPressureMonitor MemPressureLifecycleProtocol MemPressureLifecycle MemPressureJetsam MemPressureExporter MemPressureExporterServer MemPressureClient
 docs: deps
 	@mkdir -p .build/docs
 	@log=.build/docs/docc.log; \
@@ -236,8 +236,9 @@ c-client: deps
 
 # Where `make install` puts things: the usual places under PREFIX, each overridable, and DESTDIR
 # in front of all of them for staging (as `make deb` does). The helpers the supervisor starts
-# (mempressure-exec, mempressure-guard) and the model app and hog the scenarios and the demo run
-# are found next to `mempressure`, so they go to BINDIR with it. The man page installed is the
+# (mempressure-exec, mempressure-guard), the model app and hog the scenarios and the demo run,
+# and mempressure-server (the commands with the HTTP stack, which `export` and
+# `supervise --export` run in) are found next to `mempressure`, so they go to BINDIR with it. The man page installed is the
 # one in Sources/mempressure/Packaging (`make man` regenerates it; a test checks it covers every
 # subcommand and option of --help). Completions are printed by the binary being installed.
 PREFIX ?= /usr/local
@@ -251,7 +252,7 @@ BASH_COMPLETION_DIR ?= $(DATADIR)/bash-completion/completions
 ZSH_COMPLETION_DIR ?= $(DATADIR)/zsh/site-functions
 FISH_COMPLETION_DIR ?= $(DATADIR)/fish/vendor_completions.d
 SYSTEMD_UNIT_DIR ?= $(PREFIX)/lib/systemd/system
-PROGRAMS := mempressure mempressure-exec mempressure-guard mempressure-workload mempressure-hog
+PROGRAMS := mempressure mempressure-server mempressure-exec mempressure-guard mempressure-workload mempressure-hog
 UNITS := mempressure-supervise.service mempressure-export.service
 PACKAGING := Sources/mempressure/Packaging
 # Every file `make install` writes, relative to DESTDIR (what `make uninstall` removes).

@@ -15,6 +15,9 @@ let package = Package(
     name: "MemoryPressure",
     products: [
         .executable(name: "mempressure", targets: ["mempressure"]),
+        // The same commands with the HTTP stack: `mempressure export` and `supervise --export`
+        // run in it (mempressure executes it for them), so that the one-shot commands load none of it.
+        .executable(name: "mempressure-server", targets: ["mempressure-server"]),
         .executable(name: "mempressure-hog", targets: ["MemPressureHog"]),
         .executable(name: "mempressure-exec", targets: ["mempressure-exec"]),
         .executable(name: "mempressure-guard", targets: ["mempressure-guard"]),
@@ -36,7 +39,7 @@ let package = Package(
         .library(name: "MemPressureLifecycle", targets: ["MemPressureLifecycle"]),
         .library(name: "MemPressureJetsam", targets: ["MemPressureJetsam"]),
         .library(name: "MemPressureScenarios", targets: ["MemPressureScenarios"]),
-        .library(name: "MemPressureExporter", targets: ["MemPressureExporter"]),
+        .library(name: "MemPressureExporter", targets: ["MemPressureExporter", "MemPressureExporterServer"]),
         // Not for users: the model app's wire protocol and the memory hog's client, which the
         // benchmarks and fuzz targets (packages of their own) link. The underscore says so, as
         // swift-nio's _NIO* products do; test support (MemPressureTestSupport) is no product at all.
@@ -148,7 +151,7 @@ let package = Package(
             dependencies: ["MemPressureLifecycle", "MemPressureLifecycleProtocol", "MemPressureMonitor", "MemPressureValues", "MemPressureVMTracker", "MemPressureSystem"],
             swiftSettings: strict
         ),
-        // The Prometheus/OpenMetrics exporter: collects at scrape time, serves /metrics over Hummingbird.
+        // The Prometheus/OpenMetrics exporter: collects at scrape time and renders the exposition.
         // Operator/ holds what ships beside it for operators (rules, their promtool tests, a
         // Grafana dashboard): files, not sources.
         .target(
@@ -158,11 +161,24 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            exclude: ["Operator"],
+            swiftSettings: strict
+        ),
+        // The exporter's HTTP server (`ExporterService`, over Hummingbird), apart from the rest:
+        // Hummingbird brings SwiftNIO and Foundation with ICU, which the one-shot commands must
+        // not load (their start-up is measured in Reports/vmtracker.md).
+        .target(
+            name: "MemPressureExporterServer",
+            dependencies: [
+                "MemPressureExporter", "MemPressureVMTracker", "MemPressureSystem",
+                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            exclude: ["Operator"],
             swiftSettings: strict
         ),
         // Scripted experiments: a device, its apps, the steps; run under a supervisor of their own.
@@ -195,8 +211,9 @@ let package = Package(
             dependencies: ["MemPressureSystem", "MemPressureRegionTags", "MemPressureLifecycleProtocol", "MemPressureValues"],
             swiftSettings: strict
         ),
-        .executableTarget(
-            name: "mempressure",
+        // The command line: every command of `mempressure`, for its two executables.
+        .target(
+            name: "MemPressureCommands",
             dependencies: [
                 "MemPressureVMTracker",
                 "MemPressureSystem",
@@ -220,9 +237,27 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            // Packaging/: what `make install` and `make deb` put beside the binaries (systemd
-            // units, the man page, the package's control file).
+            swiftSettings: strict
+        ),
+        // `mempressure`: the commands without the HTTP stack (no SwiftNIO, no Foundation with ICU).
+        // Packaging/: what `make install` and `make deb` put beside the binaries (systemd units,
+        // the man page, the package's control file).
+        .executableTarget(
+            name: "mempressure",
+            dependencies: ["MemPressureCommands"],
             exclude: ["Packaging"],
+            swiftSettings: strict
+        ),
+        // `mempressure-server`: the same commands with the exporter's HTTP server, for `export`
+        // and `supervise --export`.
+        .executableTarget(
+            name: "mempressure-server",
+            dependencies: [
+                "MemPressureCommands", "MemPressureExporter", "MemPressureExporterServer",
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Sources/MempressureServer",
             swiftSettings: strict
         ),
         // Joins cgroups, then execs the app: how the supervisor starts apps inside their cgroups.
@@ -279,8 +314,9 @@ let package = Package(
         .testTarget(
             name: "CLITests",
             dependencies: [
-                "MemPressureTestSupport", "MemPressureVMTracker", "MemPressureValues", "MemPressureSystem", "MemPressureHogClient", "MemPressureLifecycle", "MemPressureLifecycleProtocol", "mempressure", "MemPressureHog", "MemPressureWorkload",
+                "MemPressureTestSupport", "MemPressureVMTracker", "MemPressureValues", "MemPressureSystem", "MemPressureHogClient", "MemPressureLifecycle", "MemPressureLifecycleProtocol", "mempressure", "mempressure-server", "MemPressureCommands", "MemPressureHog", "MemPressureWorkload",
                 "mempressure-exec", "mempressure-guard", .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: strict
@@ -327,7 +363,7 @@ let package = Package(
         .testTarget(
             name: "ExporterTests",
             dependencies: [
-                "MemPressureExporter", "MemPressureMonitor", "MemPressureValues", "MemPressureVMTracker", "MemPressureSystem", "MemPressureTestSupport", "MemPressureHogClient", "MemPressureHog", "mempressure",
+                "MemPressureExporter", "MemPressureExporterServer", "MemPressureMonitor", "MemPressureValues", "MemPressureVMTracker", "MemPressureSystem", "MemPressureTestSupport", "MemPressureHogClient", "MemPressureHog", "mempressure", "mempressure-server",
                 "mempressure-exec", "MemPressureWorkload", "CMemPressureZlib",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),

@@ -150,6 +150,7 @@ let package = Package(
             name: "vmtracker-bench",
             dependencies: [
                 "BenchSupport",
+                .product(name: "MemPressureCachePolicies", package: "MemoryPressure"),
                 .product(name: "MemPressureVMTracker", package: "MemoryPressure"),
                 .product(name: "MemPressureSystem", package: "MemoryPressure"),
                 .product(name: "_MemPressureHogClient", package: "MemoryPressure"),

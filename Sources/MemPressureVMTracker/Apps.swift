@@ -146,6 +146,64 @@ extension Snapshotter {
         return ProcessTable(processes: table)
     }
 
+    /// A process's descendants read from the kernel's child lists (`/proc/PID/task/TID/children`,
+    /// CONFIG_PROC_CHILDREN): only the tree's own processes are read, not every process's stat,
+    /// which made `vm PID` read the whole machine to find a process with no children. In the
+    /// order of `ProcessTable.descendants(of:)`: breadth first, each one's children by PID.
+    /// Throws `noSuchProcess` when `pid` is gone; nil where the kernel keeps no child lists (or
+    /// /proc is a fixture without them): then the process table is read instead. A child that
+    /// exits meanwhile is left out, as a table read a moment later would leave it out.
+    package func descendantsFromChildrenLists(of pid: Int32) throws(ProcError) -> [Int32]? {
+        _ = try proc.open(pid)  // the root must exist (and be ours to read)
+        var buffer = ReadBuffer(capacity: 4096)
+        var result: [Int32] = []
+        var seen: Set<Int32> = [pid]
+        var queue = [pid]
+        var next = 0
+        while next < queue.count {
+            let parent = queue[next]
+            next += 1
+            guard let children = childrenList(of: parent, buffer: &buffer) else {
+                // No list for a process that has a task directory: the kernel has none.
+                if parent == pid { return nil }
+                continue
+            }
+            for child in children.sorted() where seen.insert(child).inserted {
+                result.append(child)
+                queue.append(child)
+            }
+        }
+        return result
+    }
+
+    /// The children of every thread of `pid`; [] when it has exited, nil when its threads have
+    /// no `children` file.
+    private func childrenList(of pid: Int32, buffer: inout ReadBuffer) -> [Int32]? {
+        let tasks = "\(proc.root)/\(pid)/task"
+        let threads: [[UInt8]]
+        do {
+            threads = try ProcFS.listDirectory(tasks)
+        } catch {
+            return []  // exited (or unreadable): no children to add
+        }
+        var children: [Int32] = []
+        var listed = false
+        for thread in threads {
+            do {
+                try ProcFS.readFile("\(tasks)/\(String(decoding: thread, as: UTF8.self))/children", into: &buffer)
+            } catch {
+                continue  // this thread exited, or the kernel keeps no lists (decided below)
+            }
+            listed = true
+            buffer.withBytes { b in
+                for token in b.split(separator: 0x20) {
+                    if let v = ByteScanner.unsigned(token), v > 0, v <= UInt64(Int32.max) { children.append(Int32(v)) }
+                }
+            }
+        }
+        return listed || threads.isEmpty ? children : nil
+    }
+
     /// The PIDs that make up an app now.
     func members(of definition: AppDefinition, table: ProcessTable) throws -> [Int32] {
         switch definition {
@@ -213,9 +271,13 @@ extension Snapshotter {
             pids = [pid]  // no need to read every process's stat
         case .tree(let pid):
             rootPID = pid
-            let table = try processTable()
-            guard table[pid] != nil else { throw ProcError.noSuchProcess(pid: pid) }
-            pids = try members(of: definition, table: table)
+            if let tree = try descendantsFromChildrenLists(of: pid) {
+                pids = [pid] + tree
+            } else {
+                let table = try processTable()
+                guard table[pid] != nil else { throw ProcError.noSuchProcess(pid: pid) }
+                pids = try members(of: definition, table: table)
+            }
         case .cgroup(let path):
             rootPID = nil
             pids = try cgroupMembers(path)

@@ -150,15 +150,23 @@ extension Snapshotter {
         max(1, min(8, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))))
     }
 
-    /// A snapshot of every user process. Processes are read by `workers` threads, each with its
-    /// own buffer; one process that vanishes or cannot be read is listed in `skipped` and never
-    /// spoils the rest.
+    /// Processes a rollup-only snapshot gives each thread beyond the first: reading one
+    /// process's `smaps_rollup` and `stat` costs tens of microseconds, starting a thread about as
+    /// much as a few of them, so below this a second thread costs more CPU than it saves.
+    public static var rollupProcessesPerWorker: Int { 256 }
+
+    /// A snapshot of every user process. Processes are read by at most `workers` threads, each
+    /// with its own buffer (a rollup-only snapshot by one more thread per
+    /// `rollupProcessesPerWorker` processes: `mempressure top` on an ordinary machine reads on
+    /// the calling thread alone); one process that vanishes or cannot be read is listed in
+    /// `skipped` and never spoils the rest.
     public func machine(options: SnapshotOptions = .totalsOnly, workers: Int = Snapshotter.defaultWorkers) throws(ProcError) -> MachineSnapshot {
         let pids = try proc.pids()
         let capturedAt = Timestamp.now()
         let next = Atomic<Int>(0)
         let results = Mutex<(processes: [ProcessSnapshot], skipped: [ProcError], kernelThreads: Int)>(([], [], 0))
-        let workerCount = max(1, min(workers, pids.count))
+        let useful = options.detail == .rollup ? 1 + pids.count / Self.rollupProcessesPerWorker : pids.count
+        let workerCount = max(1, min(workers, useful))
         let body: @Sendable (Int) -> Void = { _ in
             var buffer = ReadBuffer()
             var processes: [ProcessSnapshot] = []

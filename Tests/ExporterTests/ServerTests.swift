@@ -1,4 +1,5 @@
 import MemPressureExporter
+import MemPressureExporterServer
 import Glibc
 import InMemoryLogging
 import Logging

@@ -71,11 +71,14 @@ public func runMempressure(_ arguments: [String], asUser uid: UInt32? = nil, env
     try await runBuilt("mempressure", arguments, asUser: uid, environment: environment)
 }
 
-/// Runs the built executable `program` (standard input /dev/null) with `arguments`, as the
+/// Runs the built executable `program` (standard input /dev/null; from `directory`, the build
+/// directory unless told otherwise) with `arguments`, as the
 /// user `uid` if given, with `environment` changing the inherited one (nil removes a variable),
 /// and collects its output.
-public func runBuilt(_ program: String, _ arguments: [String], asUser uid: UInt32? = nil, environment: [Environment.Key: String?] = [:]) async throws -> CommandResult {
-    let executable = buildDirectory + "/" + program
+public func runBuilt(
+    _ program: String, _ arguments: [String], asUser uid: UInt32? = nil, environment: [Environment.Key: String?] = [:], in directory: String = buildDirectory
+) async throws -> CommandResult {
+    let executable = directory + "/" + program
     var argv = arguments
     var path = executable
     if let uid {

@@ -74,6 +74,7 @@ struct JetsamCommand: AsyncParsableCommand {
 
     struct Report: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "report",
             abstract: "Render episode reports as text.",
             discussion: "FILE is an episode report (JSON), an array of them, or a scenario log (`mempressure run --json`) with its episodes."
         )
@@ -91,6 +92,7 @@ struct JetsamCommand: AsyncParsableCommand {
 
     struct Replay: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "replay",
             abstract: "Replay every recorded decision under other policies, side by side, with what each would have cost in relaunch time.",
             discussion: "Deterministic: the same file gives the same output in any process."
         )

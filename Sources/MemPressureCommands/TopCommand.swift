@@ -7,8 +7,9 @@ import MemPressureValues
 import MemPressureRegionTags
 import MemPressureVMTracker
 
-struct Top: AsyncParsableCommand {
+struct Top: AsyncParsableCommand, InstantCommand {
     static let configuration = CommandConfiguration(
+        commandName: "top",
         abstract: "Every app on the machine by footprint, with dirty, purgeable and swapped memory.",
         discussion: """
             Reads /proc/PID/smaps_rollup of every process (the kernel's totals, cheaper than full \
@@ -92,28 +93,42 @@ struct Top: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if try runInstantly() { return }
         do {
-            if outputFormat == .openmetrics { return try printExposition(grouping: grouping, source: source) }
-            let uid = try user.map(userID)
-            let snapshot = TopSnapshot(
-                snapshotter: source.snapshotter, procRoot: source.procRoot, cgroupRoot: source.cgroupRoot,
-                options: SnapshotOptions(detail: full ? .regions : .rollup, status: uid != nil, cgroup: grouping != .process),
-                grouping: grouping, limit: limit, sort: sort, filter: TopFilter(namePattern: match, uid: uid))
-            guard let interval else {
-                let report = try snapshot.take()
-                if format.json {
-                    output(try encodeJSON(report))
-                } else if format.csv {
-                    output(report.renderCSV())
-                } else {
-                    output(report.renderText(exactBytes: bytes))
-                }
-                return
-            }
-            try await refresh(snapshot, every: interval)
+            try await refresh(try snapshot(), every: interval ?? 1)
         } catch {
             throw fail(error)
         }
+    }
+
+    /// One table (or exposition) at once; false, having done nothing, with --interval.
+    func runInstantly() throws -> Bool {
+        do {
+            if outputFormat == .openmetrics {
+                try printExposition(grouping: grouping, source: source)
+                return true
+            }
+            guard interval == nil else { return false }
+            let report = try snapshot().take()
+            if format.json {
+                output(try encodeJSON(report))
+            } else if format.csv {
+                output(report.renderCSV())
+            } else {
+                output(report.renderText(exactBytes: bytes))
+            }
+            return true
+        } catch {
+            throw fail(error)
+        }
+    }
+
+    func snapshot() throws -> TopSnapshot {
+            let uid = try user.map(userID)
+            return TopSnapshot(
+                snapshotter: source.snapshotter, procRoot: source.procRoot, cgroupRoot: source.cgroupRoot,
+                options: SnapshotOptions(detail: full ? .regions : .rollup, status: uid != nil, cgroup: grouping != .process),
+                grouping: grouping, limit: limit, sort: sort, filter: TopFilter(namePattern: match, uid: uid))
     }
 
     /// The --interval loop. SIGINT and SIGTERM (through `Interrupts`) cancel it between two

@@ -1,11 +1,11 @@
 import ArgumentParser
+import Dispatch
 import FoundationEssentials
 import Glibc
 import MemPressureLifecycleProtocol
 import MemPressureSystem
 import MemPressureVMTracker
 
-@main
 struct Mempressure: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mempressure",
@@ -19,26 +19,61 @@ struct Mempressure: AsyncParsableCommand {
         subcommands: [VM.self, Top.self, Watch.self, Diff.self, Check.self, Cache.self, Load.self, Run.self, Supervise.self, Apps.self, AppCommand.self, JetsamCommand.self, Demo.self, Export.self]
     )
 
-    /// ArgumentParser's main, after `Interrupts.install()`, with two manners it lacks: a
-    /// mistyped subcommand gets "did you mean", and a negative number after an option is read as
-    /// its value (so that `--interval -1` is told what is wrong with -1, not that a value is
-    /// missing).
-    static func main() async {
-        Interrupts.install()
+    /// ArgumentParser's main with two manners it lacks: a mistyped subcommand gets "did you
+    /// mean", and a negative number after an option is read as its value (so that
+    /// `--interval -1` is told what is wrong with -1, not that a value is missing). A command
+    /// that can answer at once (`InstantCommand`: `vm`, a single `top`, …) runs on the main
+    /// thread without starting Swift's concurrency runtime, whose threads cost every one-shot
+    /// command a fifth of its start-up; the others run as an async task.
+    static func main() -> Never {
+        let command = parseOrExit()
+        if let instant = command as? any InstantCommand {
+            do {
+                if try instant.runInstantly() { Glibc.exit(0) }
+            } catch {
+                exit(withError: error)
+            }
+        }
+        let task = CommandToRun(command: command)
+        Task.detached {
+            await task.run()
+            Glibc.exit(0)
+        }
+        dispatchMain()
+    }
+
+    /// The parsed command; on a parse error (or `--help`, `--version`) the process ends here.
+    private static func parseOrExit() -> any ParsableCommand {
         let arguments = Array(CommandLine.arguments.dropFirst())
-        var command: any ParsableCommand
         do {
-            command = try parseAsRoot(arguments)
+            return try parseAsRoot(arguments)
         } catch {
             let joined = CommandLineManners.joiningNegativeValues(arguments)
             if joined != arguments, let parsed = try? parseAsRoot(joined) {
-                command = parsed
+                return parsed
             } else if joined != arguments, case .failure(let second) = Result(catching: { try parseAsRoot(joined) }) {
                 exit(withError: CommandLineManners.suggesting(for: second, arguments: joined))
             } else {
                 exit(withError: CommandLineManners.suggesting(for: error, arguments: arguments))
             }
         }
+    }
+}
+
+/// A command that may answer without Swift's concurrency runtime: `runInstantly` does the whole
+/// command on the calling thread and returns true, or returns false at once, having done nothing,
+/// when this invocation needs the async `run` (a `top --interval`, say).
+protocol InstantCommand: ParsableCommand {
+    func runInstantly() throws -> Bool
+}
+
+/// A parsed command handed to the task that runs it (parsed on the main thread, run on the
+/// concurrency runtime's; nothing else touches it).
+private final class CommandToRun: @unchecked Sendable {
+    var command: any ParsableCommand
+    init(command: any ParsableCommand) { self.command = command }
+
+    func run() async {
         do {
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
@@ -46,7 +81,7 @@ struct Mempressure: AsyncParsableCommand {
                 try command.run()
             }
         } catch {
-            exit(withError: error)
+            Mempressure.exit(withError: error)
         }
     }
 }

@@ -8,6 +8,7 @@ import MemPressureVMTracker
 
 struct Cache: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "cache",
         abstract: "Cache policies and purgeable memory.",
         subcommands: [Simulate.self, CacheDemo.self]
     )
@@ -28,6 +29,7 @@ enum CurveKind: String, ExpressibleByArgument, CaseIterable {
 
 struct Simulate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "simulate",
         abstract: "Replay a trace through cache policies and print hits, misses and miss ratios.",
         discussion: """
             The trace is streamed from a file in constant memory, in one of three formats (by the \

@@ -8,6 +8,7 @@ import MemPressureVMTracker
 
 struct Load: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "load",
         abstract: "Load a file by mapping it and by reading it into the heap, and show what the kernel can take back.",
         discussion: """
             Without --compare: loads FILE the way the loader chooses (mapped when it is a regular \

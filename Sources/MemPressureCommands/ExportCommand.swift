@@ -9,6 +9,7 @@ import MemPressureVMTracker
 
 struct Export: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "export",
         abstract: "Serve /metrics for Prometheus: memory per app, per memory cgroup and for the machine, read at each scrape.",
         discussion: """
             Each scrape reads every process's smaps_rollup, stat, cgroup and io, the memory \
@@ -24,7 +25,8 @@ struct Export: AsyncParsableCommand {
             process_* metrics; HEAD as GET without the body; gzip when the scraper accepts it. \
             Rules, their promtool tests and a Grafana dashboard ship in the repository \
             (Sources/MemPressureExporter/Operator). Stops on SIGINT or SIGTERM, finishing the scrapes in \
-            flight.
+            flight. Runs in mempressure-server, installed beside mempressure: the program with the \
+            HTTP stack, which the other commands do not load.
             """
     )
 
@@ -51,6 +53,7 @@ struct Export: AsyncParsableCommand {
 
     func run() async throws {
         do {
+            try ExporterServer.executeServerUnlessServing()
             var configuration = ExporterConfiguration()
             (configuration.host, configuration.port) = try ExporterConfiguration.parseListen(listen)
             configuration.collector = collection.collectorOptions
@@ -65,7 +68,7 @@ struct Export: AsyncParsableCommand {
             // goes to this registry, served in the same response.
             let registry = PrometheusCollectorRegistry()
             MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
-            let service = ExporterService(configuration: configuration, registry: registry)
+            let service = try ExporterServer.service(configuration, registry)
             // SIGTERM, SIGINT and SIGHUP come through `Interrupts`, as for `supervise`.
             let group = ServiceGroup(configuration: .init(services: [.init(service: service)], logger: logger))
             try await Interrupts.handling({ _ in Task { await group.triggerGracefulShutdown() } }) { try await group.run() }

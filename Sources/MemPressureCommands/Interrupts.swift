@@ -14,9 +14,12 @@ enum Interrupts {
     static let signals: [Int32] = [SIGINT, SIGTERM, SIGHUP]
     private static let handler = Mutex<(@Sendable (Int32) -> Void)?>(nil)
 
-    /// Called first thing in `main`. When it cannot (no pipe, no thread), the signals keep their
-    /// default actions, as without it.
-    static func install() {
+    /// Installed by the first `handling`, once: until a command handles the signals their
+    /// default actions are what it would do anyway, and a one-shot command starts no thread for
+    /// them. When it cannot (no pipe, no thread), the signals keep their default actions.
+    private static let installed: Void = install()
+
+    private static func install() {
         var ends: [Int32] = [-1, -1]
         guard pipe(&ends) == 0 else { return }
         for fd in ends { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
@@ -35,6 +38,7 @@ enum Interrupts {
 
     /// Runs `body` with `onSignal` as the handler of the three signals, then removes it.
     static func handling<T>(_ onSignal: @escaping @Sendable (Int32) -> Void, _ body: () async throws -> T) async rethrows -> T {
+        _ = installed
         handler.withLock { $0 = onSignal }
         defer { handler.withLock { $0 = nil } }
         return try await body()

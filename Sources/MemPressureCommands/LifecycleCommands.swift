@@ -17,6 +17,7 @@ extension SuspendMethod: ExpressibleByArgument {}
 
 struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "run",
         abstract: "Run a scripted experiment (a scenario) and print its event log.",
         discussion: """
             SCENARIO.json names the device (an optional RAM budget), how apps are suspended, the \
@@ -139,6 +140,7 @@ extension String {
 /// machine's apps and the supervisor's own metrics (`SupervisorMetrics`).
 struct Supervise: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "supervise",
         abstract: "Run the app supervisor as a service; drive it with `mempressure app` and `mempressure apps`.",
         discussion: """
             Listens on DIR/control.sock (apps) and DIR/admin.sock (this user's commands), in a \
@@ -183,6 +185,8 @@ struct Supervise: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // With --export, in mempressure-server (the HTTP stack is there), before anything starts.
+        if export != nil { try ExporterServer.executeServerUnlessServing() }
         var c = SupervisorConfiguration()
         c.runtimeDirectory = dir
         c.suspendMethod = suspend
@@ -227,7 +231,7 @@ struct Supervise: AsyncParsableCommand {
 extension Supervise {
     /// The exporter's service for `--export`, after bootstrapping swift-metrics with
     /// swift-prometheus over the registry it serves (time to ready in `SupervisorMetrics`' buckets).
-    func exporter(listen: String) throws -> ExporterService {
+    func exporter(listen: String) throws -> any Service {
         var configuration = ExporterConfiguration()
         (configuration.host, configuration.port) = try ExporterConfiguration.parseListen(listen)
         configuration.collector.buildInfo = BuildInfo(version: mempressureVersion)
@@ -241,7 +245,7 @@ extension Supervise {
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.durationHistogramBuckets[SupervisorMetrics.timeToReady] = SupervisorMetrics.timeToReadyBuckets
         MetricsSystem.bootstrap(factory)
-        return ExporterService(configuration: configuration, registry: registry)
+        return try ExporterServer.service(configuration, registry)
     }
 }
 
@@ -275,6 +279,7 @@ struct SupervisorService: Service {
 
 struct Apps: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "apps",
         abstract: "The running supervisor's apps, with their accounting per lifecycle state.",
         discussion: """
             CPU time, minor and major faults, storage I/O and seconds spent in each state, and the \

@@ -13,6 +13,7 @@ import MemPressureVMTracker
 
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "demo",
         abstract: "The built-in scenario: a process's VM report, then two apps through their lifecycle on a small device.",
         discussion: """
             Part 1 starts mempressure-hog holding dirty anonymous memory, a clean read-only file \

@@ -7,8 +7,9 @@ import MemPressureValues
 import MemPressureRegionTags
 import MemPressureVMTracker
 
-struct VM: AsyncParsableCommand {
+struct VM: AsyncParsableCommand, InstantCommand {
     static let configuration = CommandConfiguration(
+        commandName: "vm",
         abstract: "The VM Tracker report of a process or app: a summary by region type, and with --regions every region.",
         discussion: """
             An app is a process and its descendants unless --only is given; --cgroup and --match \
@@ -43,7 +44,9 @@ struct VM: AsyncParsableCommand {
         if stacks && !regions { throw ValidationError("--stacks shows stacks in the regions map: add --regions") }
     }
 
-    func run() async throws {
+    func run() async throws { _ = try runInstantly() }
+
+    func runInstantly() throws -> Bool {
         do {
             let snapshotter = source.snapshotter
             var options = SnapshotOptions.detailed
@@ -57,6 +60,7 @@ struct VM: AsyncParsableCommand {
             } else {
                 output(report.renderText(fullPaths: fullPaths))
             }
+            return true
         } catch {
             throw fail(error)
         }
@@ -65,6 +69,7 @@ struct VM: AsyncParsableCommand {
 
 struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "watch",
         abstract: "A timeline of a process or app, one snapshot per interval, with state markers.",
         discussion: """
             Each row shows the app's totals; markers say which processes started, exited, were \
@@ -143,6 +148,7 @@ struct Watch: AsyncParsableCommand {
 
 struct Diff: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "diff",
         abstract: "What changed between two VM reports (`mempressure vm --json [--regions]` or `watch --save`).",
         discussion: """
             Shows growth per region type and, when both reports have regions, region by region: a \
@@ -208,6 +214,7 @@ struct Diff: AsyncParsableCommand {
 
 struct Check: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "check",
         abstract: "Check the smaps parser against the kernel's own smaps_rollup totals, process by process.",
         discussion: """
             For each process the sum over its regions must equal smaps_rollup. Processes whose \

@@ -20,6 +20,7 @@ struct VMTrackerBench: AsyncParsableCommand {
     @Option(help: "Hog processes to start before measuring.") var processes = 400
     @Option(help: "Rounds of each whole-machine measurement.") var rounds = 15
     @Option(help: "Rounds of smem (it is slow).") var smemRounds = 3
+    @Option(help: "Rounds of the start-up measurements (whole processes, before the hogs start).") var startupRounds = 30
     @Option(help: "Regions (x2) of the process used for the per-process comparison.") var bigRegions = 10_000
     @Option(help: "Directory holding the release build of mempressure and mempressure-hog.") var mempressureBuild = "../.build/release"
     @Option(help: "Where to write vmtracker.md, .json, .gp and .svg.") var output = "../Reports"
@@ -38,6 +39,8 @@ struct VMTrackerBench: AsyncParsableCommand {
         let directory = try CheckedDirectory.makeUnique(prefix: "vmtracker-bench-")
         defer { directory.removeTree() }
         let scratch = directory.path
+        // One-shot commands as whole processes, on the machine as it is: before any hog starts.
+        let startup = try Startup.measure(cli: cli, rounds: startupRounds, scratch: scratch)
 
         let gate = Gate()
         let ready = Arrivals()
@@ -79,7 +82,8 @@ struct VMTrackerBench: AsyncParsableCommand {
             let bigPID = await big.pid!
             log("started \(processes + 1) processes")
             do {
-                let report = try await measure(cli: cli, bigPID: bigPID)
+                var report = try await measure(cli: cli, bigPID: bigPID)
+                report.startup = startup
                 try write(report)
             } catch {
                 await gate.open()
@@ -274,6 +278,8 @@ struct BenchReport: RenderedReport {
     var measurements: [Measurement]
     var ratios: [Ratio]
     var notes: [String]
+    /// One-shot commands as whole processes (nil in reports made before it was measured).
+    var startup: StartupReport? = nil
 
     func markdown() -> String {
         func ms(_ s: Double) -> String { ByteFormat.fixed(s * 1000, 2) }
@@ -314,6 +320,7 @@ struct BenchReport: RenderedReport {
         out += "- `pmap -XX` and `mempressure vm --only --regions` print the same region table (all smaps fields vs. the "
         out += "VM Tracker columns) for a process with tens of thousands of regions.\n"
         if !notes.isEmpty { out += notes.map { "- \($0)\n" }.joined() }
+        if let startup { out += startup.markdown() }
         return out
     }
 

@@ -1,0 +1,230 @@
+// What a one-shot command costs as a whole process, on the machine as it is (before the
+// benchmark starts its hogs): CPU time (user + system, from wait4's rusage) and peak resident
+// set (ru_maxrss), against the floor of `cat /proc/self/status`, against smem -t, and against the
+// same /proc reads done by cat. Every condition runs `rounds` times, in a new seeded order each
+// round.
+
+import BenchSupport
+import MemPressureCachePolicies
+import Glibc
+import MemPressureSystem
+import SystemPackage
+
+struct StartupReport: Codable {
+    struct Row: Codable {
+        var name: String
+        /// The command line, as run.
+        var command: String
+        /// CPU (user + system) per run, ms.
+        var cpu: Percentiles
+        /// Peak resident set per run, KiB.
+        var peakKiB: Percentiles
+        var cpuSamples: [Double]
+        var peakSamples: [Double]
+    }
+
+    var processes: Int
+    var rounds: Int
+    var loadAtStart: String
+    var loadAtEnd: String
+    var rows: [Row]
+    var notes: [String]
+
+    static let floorName = "floor: cat /proc/self/status"
+    static let versionName = "mempressure --version"
+    static let vmName = "mempressure vm PID (a sleep, no children)"
+    static let topName = "mempressure top"
+    static let smemName = "smem -t"
+    static let sameReadsName = "cat of every /proc/PID/stat and smaps_rollup (top's reads)"
+    static let serverName = "mempressure-server --version (the same commands with the HTTP stack)"
+    static let swiftName = "a static Swift program that prints one line"
+
+    /// Targets (issue 25).
+    static let cpuAboveFloorTarget = 4.0  // ms
+    static let peakTargetKiB = 12.0 * 1024
+    static let smemRatioTarget = 10.0
+
+    func row(_ name: String) -> Row? { rows.first { $0.name == name } }
+
+    func markdown() -> String {
+        func ms(_ v: Double) -> String { ByteFormat.fixed(v, 2) }
+        func mib(_ kib: Double) -> String { ByteFormat.fixed(kib / 1024, 1) }
+        let floor = row(Self.floorName)?.cpu.p50 ?? 0
+        var out = """
+
+            ## Start-up: one-shot commands as whole processes
+
+            Measured before the benchmark started its processes, on the machine as it was (\(processes) \
+            processes); load average \(loadAtStart) at the start of this part, \(loadAtEnd) at its end. Each \
+            command ran \(rounds) times as a whole process (posix_spawn, output to /dev/null), the commands in a \
+            new seeded order each round. CPU is user + system time from wait4; the peak resident set \
+            (the kernel's ru_maxrss) is from one more run per round under GNU time (`%M`; `Startup.peak` \
+            says why not from the same run): the median, with p90 (CPU) and the least and most in brackets.
+
+            | command | CPU ms | above the floor, ms | peak MiB |
+            |---|---:|---:|---:|
+
+            """
+        for r in rows {
+            out += "| \(r.name) | \(ms(r.cpu.p50)) (p90 \(ms(r.cpu.p90)), \(ms(r.cpu.min))–\(ms(r.cpu.max))) "
+            out += "| \(r.name == Self.floorName ? "–" : ms(r.cpu.p50 - floor)) "
+            out += "| \(mib(r.peakKiB.p50)) (\(mib(r.peakKiB.min))–\(mib(r.peakKiB.max))) |\n"
+        }
+        out += "\n| target (issue 25) | measured | met |\n|---|---:|---|\n"
+        for name in [Self.versionName, Self.vmName, Self.topName] {
+            guard let r = row(name) else { continue }
+            let above = r.cpu.p50 - floor
+            out += "| \(name): at most \(ms(Self.cpuAboveFloorTarget)) ms of CPU above the floor | \(ms(above)) ms | \(above <= Self.cpuAboveFloorTarget ? "yes" : "**no**") |\n"
+            out += "| \(name): peak under \(mib(Self.peakTargetKiB)) MiB | \(mib(r.peakKiB.p50)) MiB | \(r.peakKiB.p50 < Self.peakTargetKiB ? "yes" : "**no**") |\n"
+        }
+        if let smem = row(Self.smemName), let top = row(Self.topName) {
+            let ratio = smem.cpu.p50 / top.cpu.p50
+            out += "| smem -t / mempressure top, CPU, at least \(ByteFormat.fixed(Self.smemRatioTarget, 0))x | \(ByteFormat.fixed(ratio, 2))x | \(ratio >= Self.smemRatioTarget ? "yes" : "**no**") |\n"
+        }
+        out += "\n"
+        if let smem = row(Self.smemName), let reads = row(Self.sameReadsName), let swift = row(Self.swiftName) {
+            // What no Swift program can go below: printing one line, plus the kernel's share of
+            // top's reads (cat's run less cat's own start, the floor).
+            let kernel = max(0, reads.cpu.p50 - floor)
+            let least = swift.cpu.p50 + kernel
+            out += "- How far `top` can go: cat reading the same files as `top` costs \(ms(reads.cpu.p50)) ms, \(ms(kernel)) ms of it "
+            out += "the kernel producing them (above cat's own start, the floor); a static Swift program that only prints a line costs "
+            out += "\(ms(swift.cpu.p50)) ms and peaks at \(mib(swift.peakKiB.p50)) MiB. No Swift `top` can cost less than their sum, "
+            out += "\(ms(least)) ms, which is \(ByteFormat.fixed(smem.cpu.p50 / least, 1))x below smem -t's \(ms(smem.cpu.p50)) ms: "
+            out += "on a machine this quiet, smem is mostly the start of a Python interpreter, and 10x is "
+            out += least * Self.smemRatioTarget <= smem.cpu.p50 ? "within reach only with nothing but the reads and a line of output.\n" : "beyond what any Swift program could do.\n"
+        }
+        if let server = row(Self.serverName), let version = row(Self.versionName) {
+            out += "- `mempressure-server` is the same command line with the exporter's HTTP stack (SwiftNIO, Hummingbird, "
+            out += "Foundation with ICU); `mempressure` executes it for `export` and `supervise --export` only. Its `--version` "
+            out += "costs \(ms(server.cpu.p50 - version.cpu.p50)) ms more CPU and \(mib(server.peakKiB.p50 - version.peakKiB.p50)) MiB "
+            out += "more at its peak than mempressure's: what every command paid while they were one program.\n"
+        }
+        out += notes.map { "- \($0)\n" }.joined()
+        return out
+    }
+}
+
+enum Startup {
+    /// One whole-process run: CPU ms (user + system, from wait4). Output to /dev/null; the exit
+    /// status is checked unless `anyStatus` (cat of files that may vanish meanwhile).
+    static func cpu(_ argv: [String], anyStatus: Bool = false) throws -> Double {
+        let (usage, status) = try spawnAndWait(argv)
+        guard anyStatus || status == 0 else { throw BenchError("\(argv.joined(separator: " ")) ended \(describe(status))") }
+        func ms(_ t: timeval) -> Double { Double(t.tv_sec) * 1000 + Double(t.tv_usec) / 1000 }
+        return ms(usage.ru_utime) + ms(usage.ru_stime)
+    }
+
+    /// One run's peak resident set in KiB, as GNU time's %M reports it. Not from our own wait4:
+    /// a child spawned by this process (posix_spawn, which shares our memory until exec) has
+    /// our resident set, some 20 MiB, as its ru_maxrss whatever it uses itself; GNU time forks
+    /// from its own small process (about 1.5 MiB, which is also the floor's own peak).
+    static func peak(_ argv: [String], anyStatus: Bool, scratch: String) throws -> Double {
+        let out = "\(scratch)/peak"
+        unlink(out)
+        let (_, status) = try spawnAndWait([gnuTime, "-f", "%M", "-o", out] + argv)
+        guard anyStatus || status == 0 else { throw BenchError("\(argv.joined(separator: " ")) ended \(describe(status)) under \(gnuTime)") }
+        let text = String(decoding: try ProcFS.readBytes(out), as: UTF8.self)
+        // "Command exited with non-zero status N" comes first when it failed.
+        guard let last = text.split(separator: "\n").last, let kib = Double(last) else { throw BenchError("\(gnuTime) wrote '\(text)'") }
+        return kib
+    }
+
+    static let gnuTime = "/usr/bin/time"
+
+    private static func spawnAndWait(_ argv: [String]) throws -> (rusage, Int32) {
+        var options = SpawnOptions(argv)
+        options.standardOutput = .null
+        options.standardError = .null
+        let handle = try Spawn.start(options)
+        var status: Int32 = 0
+        var usage = rusage()
+        let r = retryOnInterrupt { wait4(handle.pid, &status, 0, &usage) }
+        guard r == handle.pid else { throw BenchError("wait4 for \(argv[0]): \(String(cString: strerror(errno)))") }
+        return (usage, status)
+    }
+
+    /// Every /proc/PID/stat and smaps_rollup path now (what `top` reads).
+    static func topReads() throws -> [String] {
+        try ProcFS().pids().flatMap { ["/proc/\($0)/stat", "/proc/\($0)/smaps_rollup"] }
+    }
+
+    /// Compiles a one-line static Swift program into `directory`; nil (with the reason) when
+    /// swiftc is not at hand.
+    static func swiftFloor(in directory: String) -> (path: String?, note: String?) {
+        let source = "\(directory)/hello.swift", binary = "\(directory)/hello"
+        do {
+            try Array("print(\"0.0.0\")\n".utf8).withUnsafeBytes { bytes in
+                let fd = open(source, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+                guard fd >= 0 else { throw SystemCallError("open", errno: Errno(rawValue: errno), subject: source) }
+                defer { close(fd) }
+                try writeAll(fd, bytes)
+            }
+            var options = SpawnOptions(["swiftc", "-O", "-static-stdlib", source, "-o", binary])
+            options.searchPath = true
+            options.standardOutput = .null
+            options.standardError = .null
+            let handle = try Spawn.start(options)
+            var status: Int32 = 0
+            guard retryOnInterrupt({ waitpid(handle.pid, &status, 0) }) == handle.pid, status == 0 else {
+                return (nil, "swiftc could not build the one-line Swift program (\(describe(status))): no Swift floor in this run")
+            }
+            return (binary, nil)
+        } catch {
+            return (nil, "no Swift floor in this run: \(error)")
+        }
+    }
+
+    static func measure(cli: String, rounds: Int, scratch: String) throws -> StartupReport {
+        var notes: [String] = []
+        let loadAtStart = Machine.loadAverage()
+        let processes = try ProcFS().pids().count
+        // The process `vm` reports on: a sleep of our own, with no children.
+        var sleeper = SpawnOptions(["/bin/sleep", "3600"])
+        sleeper.standardOutput = .null
+        let sleep = try Spawn.start(sleeper)
+        defer {
+            do { try sleep.signal(SIGKILL) } catch { log("SIGKILL to the sleep: \(error)") }
+            var status: Int32 = 0
+            _ = retryOnInterrupt { waitpid(sleep.pid, &status, 0) }
+        }
+        let (swift, swiftNote) = swiftFloor(in: scratch)
+        if let swiftNote { notes.append(swiftNote) }
+        let smem = "/usr/bin/smem"
+        let haveSmem = access(smem, X_OK) == 0
+        if !haveSmem { notes.append("smem is not installed: no smem comparison (apt-get install smem)") }
+        let haveTime = access(gnuTime, X_OK) == 0
+        if !haveTime { notes.append("GNU time is not installed (apt-get install time): no peak figures") }
+        let server = cli + "-server"
+        var conditions: [(name: String, argv: () throws -> [String], anyStatus: Bool)] = [
+            (StartupReport.floorName, { ["/bin/cat", "/proc/self/status"] }, false),
+            (StartupReport.versionName, { [cli, "--version"] }, false),
+            (StartupReport.vmName, { [cli, "vm", "\(sleep.pid)"] }, false),
+            (StartupReport.topName, { [cli, "top"] }, false),
+            (StartupReport.sameReadsName, { ["/bin/cat"] + (try topReads()) }, true),
+        ]
+        if access(server, X_OK) == 0 { conditions.append((StartupReport.serverName, { [server, "--version"] }, false)) }
+        if haveSmem { conditions.append((StartupReport.smemName, { [smem, "-t"] }, false)) }
+        if let swift { conditions.append((StartupReport.swiftName, { [swift] }, false)) }
+        var cpu: [String: [Double]] = [:], peak: [String: [Double]] = [:]
+        var commands: [String: String] = [:]
+        for round in 0..<rounds {
+            if round % 10 == 0 { log("start-up round \(round + 1)/\(rounds)") }
+            var order = SplitMix64(seed: 7000 + UInt64(round))
+            for c in conditions.shuffled(using: &order) {
+                let argv = try c.argv()
+                cpu[c.name, default: []].append(try Startup.cpu(argv, anyStatus: c.anyStatus))
+                if haveTime { peak[c.name, default: []].append(try Startup.peak(argv, anyStatus: c.anyStatus, scratch: scratch)) }
+                if commands[c.name] == nil {
+                    commands[c.name] = argv.count > 4 ? argv.prefix(2).joined(separator: " ") + " … (\(argv.count - 1) files)" : argv.joined(separator: " ")
+                }
+            }
+        }
+        let rows = conditions.map { c in
+            StartupReport.Row(
+                name: c.name, command: commands[c.name] ?? "", cpu: Percentiles(cpu[c.name] ?? []), peakKiB: Percentiles(peak[c.name] ?? []),
+                cpuSamples: cpu[c.name] ?? [], peakSamples: peak[c.name] ?? [])
+        }
+        return StartupReport(processes: processes, rounds: rounds, loadAtStart: loadAtStart, loadAtEnd: Machine.loadAverage(), rows: rows, notes: notes)
+    }
+}

@@ -1,0 +1,83 @@
+import ArgumentParser
+import Glibc
+@testable import MemPressureCommands
+import MemPressureSystem
+import MemPressureTestSupport
+import Testing
+
+/// `mempressure` is the command line without the HTTP stack; `mempressure-server` is the same
+/// with it, and `export` and `supervise --export` run there (mempressure executes it). The
+/// one-shot commands' start-up is measured in Reports/vmtracker.md; these check the split holds.
+@Suite("mempressure and mempressure-server")
+struct ServerSplitTests {
+    /// Whether the file holds `needle` (a mangled module name) anywhere.
+    static func contains(_ path: String, _ needle: String) throws -> Bool {
+        let bytes = try ProcFS.readBytes(path)
+        let n = Array(needle.utf8)
+        return bytes.withUnsafeBytes { b in
+            n.withUnsafeBytes { needle in
+                guard let base = b.baseAddress, let wanted = needle.baseAddress, b.count >= needle.count else { return false }
+                var at = 0
+                // Each place the needle's first byte occurs, compared whole.
+                while at <= b.count - needle.count, let hit = memchr(base + at, Int32(n[0]), b.count - needle.count + 1 - at) {
+                    if memcmp(hit, wanted, needle.count) == 0 { return true }
+                    at = base.distance(to: UnsafeRawPointer(hit)) + 1
+                }
+                return false
+            }
+        }
+    }
+
+    @Test("mempressure links no HTTP stack; mempressure-server does")
+    func noHTTPStack() throws {
+        // Swift's mangled names carry the module's name with its length.
+        for module in ["11Hummingbird", "7NIOCore", "25MemPressureExporterServer"] {
+            #expect(try !Self.contains(buildDirectory + "/mempressure", "$s" + module), "mempressure holds \(module)")
+            #expect(try Self.contains(buildDirectory + "/mempressure-server", "$s" + module), "mempressure-server lacks \(module)")
+        }
+    }
+
+    @Test("without mempressure-server beside it, export and supervise --export say what is missing; the rest works")
+    func serverMissing() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let lone = dir.path + "/mempressure"
+        try copyFile(buildDirectory + "/mempressure", to: lone)
+        for arguments in [["export", "--listen", "127.0.0.1:0"], ["supervise", "--dir", dir.path + "/run", "--export", "127.0.0.1:0"]] {
+            let result = try await runProgram(lone, arguments)
+            #expect(result.status != 0)
+            #expect(result.standardError.contains("mempressure-server is not installed beside this program (in \(dir.path))"), "\(result.standardError)")
+            #expect(!result.standardError.contains("Fatal error"))
+        }
+        #expect(access(dir.path + "/run", F_OK) != 0, "supervise started before finding it could not serve")
+        let vm = try await runProgram(lone, ["vm", "--only", "\(getpid())"])
+        #expect(vm.status == 0, "\(vm.standardError)")
+    }
+
+    @Test("every command names itself: ArgumentParser would otherwise derive each name from the type's, by reflection, at every start")
+    func explicitNames() {
+        var pending: [any ParsableCommand.Type] = [Mempressure.self]
+        var unnamed: [String] = []
+        while let command = pending.popLast() {
+            if command.configuration.commandName == nil { unnamed.append("\(command)") }
+            pending += command.configuration.subcommands
+        }
+        #expect(unnamed.isEmpty, "commands without a commandName: \(unnamed.joined(separator: ", "))")
+    }
+}
+
+/// Copies a file (an executable: mode 0755) to a new path.
+func copyFile(_ from: String, to: String) throws {
+    let bytes = try ProcFS.readBytes(from)
+    let fd = open(to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o755)
+    guard fd >= 0 else { throw TestFailure("open \(to): errno \(errno)") }
+    defer { close(fd) }
+    try bytes.withUnsafeBytes { try writeAll(fd, $0) }
+}
+
+/// Runs `path` with `arguments` and collects its output.
+func runProgram(_ path: String, _ arguments: [String]) async throws -> CommandResult {
+    let name = String(path[path.index(after: path.lastIndex(of: "/")!)...])
+    let directory = String(path[..<path.lastIndex(of: "/")!])
+    return try await runBuilt(name, arguments, in: directory)
+}
