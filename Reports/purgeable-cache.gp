@@ -8,23 +8,23 @@ set key noautotitle
 set border lc rgb '#555555'
 $bars << EOD
 # row	label	value	highlight	text
-13	"NSCache (Foundation), 1 thread"	0.8743538007358853	1	"0.87"
-12	"NSCache (Foundation), 2 threads"	0.639522459881735	1	"0.64"
-11	"Dictionary, one Mutex (get/set only), 1 thread"	19.650666949616358	0	"19.65"
-10	"Dictionary, one Mutex (get/set only), 2 threads"	11.070801952196659	0	"11.07"
-9	"Dictionary + LRU list, one lock, 1 thread"	3.308576052780178	0	"3.31"
-8	"Dictionary + LRU list, one lock, 2 threads"	2.914382384684735	0	"2.91"
-7	"PurgeableCache (LRU), 1 thread"	5.468023197205579	0	"5.47"
-6	"PurgeableCache (LRU), 2 threads"	11.103000739145749	0	"11.10"
-5	"PurgeableCache (SIEVE), 1 thread"	7.354404162131782	0	"7.35"
-4	"PurgeableCache (SIEVE), 2 threads"	18.329280912632225	0	"18.33"
-3	"PurgeableCache (S3-FIFO), 1 thread"	7.7322544220043925	0	"7.73"
-2	"PurgeableCache (S3-FIFO), 2 threads"	19.7199358927594	0	"19.72"
-1	"PurgeableCache (W-TinyLFU), 1 thread"	3.206000627772372	0	"3.21"
-0	"PurgeableCache (W-TinyLFU), 2 threads"	6.658206217197758	0	"6.66"
+13	"NSCache (Foundation), 1 thread"	0.9090296751993528	1	"0.91"
+12	"NSCache (Foundation), 2 threads"	0.6506297223218044	1	"0.65"
+11	"Dictionary, one Mutex (get/set only), 1 thread"	22.180267999147162	0	"22.18"
+10	"Dictionary, one Mutex (get/set only), 2 threads"	9.986645258719179	0	"9.99"
+9	"Dictionary + LRU list, one lock, 1 thread"	3.081314908244429	0	"3.08"
+8	"Dictionary + LRU list, one lock, 2 threads"	3.2318036157616987	0	"3.23"
+7	"PurgeableCache (LRU), 1 thread"	5.351730270038329	0	"5.35"
+6	"PurgeableCache (LRU), 2 threads"	10.633261891647045	0	"10.63"
+5	"PurgeableCache (SIEVE), 1 thread"	10.715973173910413	0	"10.72"
+4	"PurgeableCache (SIEVE), 2 threads"	23.48520376982999	0	"23.49"
+3	"PurgeableCache (S3-FIFO), 1 thread"	5.406127137946345	0	"5.41"
+2	"PurgeableCache (S3-FIFO), 2 threads"	14.3513015790962	0	"14.35"
+1	"PurgeableCache (W-TinyLFU), 1 thread"	3.829633543493199	0	"3.83"
+0	"PurgeableCache (W-TinyLFU), 2 threads"	9.657347648107342	0	"9.66"
 EOD
 set style fill solid 0.9 noborder
-set xrange [0:23.269524353456088]
+set xrange [0:27.712540448399388]
 set yrange [-0.6:13.6]
 set ytics scale 0 nomirror
 set xtics nomirror
