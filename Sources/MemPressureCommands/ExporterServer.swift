@@ -52,18 +52,7 @@ package enum ExporterServer {
             throw CLIError("\(program) is not installed beside this program (in \(directory)): it serves HTTP for `mempressure export` and `supervise --export`; install it with the rest (make install, or the .deb)")
         }
         // Signal handlers reset to their defaults across exec; the interrupt pipe is close-on-exec.
-        let arguments = [path] + CommandLine.arguments.dropFirst()
-        let error = withCStrings(arguments) { argv in
-            execv(path, argv)
-            return errno
-        }
-        throw CLIError("cannot run \(path): \(String(cString: strerror(error)))")
-    }
-
-    private static func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
-        var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
-        pointers.append(nil)
-        defer { for p in pointers { free(p) } }
-        return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+        let error = Spawn.replaceProcess(with: [path] + CommandLine.arguments.dropFirst())
+        throw CLIError("cannot run \(path): \(error)")
     }
 }

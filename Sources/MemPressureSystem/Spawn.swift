@@ -137,7 +137,7 @@ public enum Spawn {
             for (k, v) in environment where k.utf8.contains(0) || v.utf8.contains(0) { throw .nulByte("environment variable \(k)") }
             envp = environment.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") } + [nil]
         }
-        let argv = options.arguments.map { strdup($0) } + [nil]
+        let argv = cStrings(options.arguments)
         defer {
             for p in argv { free(p) }
             for p in envp { free(p) }
@@ -164,6 +164,22 @@ public enum Spawn {
             _ = retryOnInterrupt { waitpid(pid, &status, 0) }
             throw .pidfd(pid: pid, error.errno)
         }
+    }
+
+    /// Replaces this process with `arguments` (`arguments[0]` a path), in the same environment:
+    /// execv(2). Returns only if it failed, with why. Signals this process handles reset to their
+    /// defaults; descriptors opened close-on-exec (all of this project's) close.
+    public static func replaceProcess(with arguments: [String]) -> Errno {
+        guard let program = arguments.first, !arguments.contains(where: { $0.utf8.contains(0) }) else { return .invalidArgument }
+        let argv = cStrings(arguments)
+        defer { for p in argv { free(p) } }
+        execv(program, argv)
+        return Errno(rawValue: errno)
+    }
+
+    /// `strings` as a NULL-terminated array of C strings (each to be freed).
+    private static func cStrings(_ strings: [String]) -> [UnsafeMutablePointer<CChar>?] {
+        strings.map { strdup($0) } + [nil]
     }
 
     /// The parent's environment, as a dictionary (to add to it for a child).

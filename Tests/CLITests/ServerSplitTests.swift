@@ -41,16 +41,15 @@ struct ServerSplitTests {
     func serverMissing() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        let lone = dir.path + "/mempressure"
-        try copyFile(buildDirectory + "/mempressure", to: lone)
+        try CheckedDirectory.open(buildDirectory).copyFile("mempressure", maxBytes: 1 << 30, to: CheckedDirectory.open(dir.path), as: "mempressure", mode: 0o755)
         for arguments in [["export", "--listen", "127.0.0.1:0"], ["supervise", "--dir", dir.path + "/run", "--export", "127.0.0.1:0"]] {
-            let result = try await runProgram(lone, arguments)
+            let result = try await runBuilt("mempressure", arguments, in: dir.path)
             #expect(result.status != 0)
             #expect(result.standardError.contains("mempressure-server is not installed beside this program (in \(dir.path))"), "\(result.standardError)")
             #expect(!result.standardError.contains("Fatal error"))
         }
         #expect(access(dir.path + "/run", F_OK) != 0, "supervise started before finding it could not serve")
-        let vm = try await runProgram(lone, ["vm", "--only", "\(getpid())"])
+        let vm = try await runBuilt("mempressure", ["vm", "--only", "\(getpid())"], in: dir.path)
         #expect(vm.status == 0, "\(vm.standardError)")
     }
 
@@ -64,20 +63,4 @@ struct ServerSplitTests {
         }
         #expect(unnamed.isEmpty, "commands without a commandName: \(unnamed.joined(separator: ", "))")
     }
-}
-
-/// Copies a file (an executable: mode 0755) to a new path.
-func copyFile(_ from: String, to: String) throws {
-    let bytes = try ProcFS.readBytes(from)
-    let fd = open(to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o755)
-    guard fd >= 0 else { throw TestFailure("open \(to): errno \(errno)") }
-    defer { close(fd) }
-    try bytes.withUnsafeBytes { try writeAll(fd, $0) }
-}
-
-/// Runs `path` with `arguments` and collects its output.
-func runProgram(_ path: String, _ arguments: [String]) async throws -> CommandResult {
-    let name = String(path[path.index(after: path.lastIndex(of: "/")!)...])
-    let directory = String(path[..<path.lastIndex(of: "/")!])
-    return try await runBuilt(name, arguments, in: directory)
 }

@@ -132,8 +132,9 @@ enum Startup {
 
     static let gnuTime = "/usr/bin/time"
 
-    private static func spawnAndWait(_ argv: [String]) throws -> (rusage, Int32) {
+    private static func spawnAndWait(_ argv: [String], searchPath: Bool = false) throws -> (rusage, Int32) {
         var options = SpawnOptions(argv)
+        options.searchPath = searchPath
         options.standardOutput = .null
         options.standardError = .null
         let handle = try Spawn.start(options)
@@ -151,31 +152,19 @@ enum Startup {
 
     /// Compiles a one-line static Swift program into `directory`; nil (with the reason) when
     /// swiftc is not at hand.
-    static func swiftFloor(in directory: String) -> (path: String?, note: String?) {
-        let source = "\(directory)/hello.swift", binary = "\(directory)/hello"
+    static func swiftFloor(in directory: CheckedDirectory) -> (path: String?, note: String?) {
         do {
-            try Array("print(\"0.0.0\")\n".utf8).withUnsafeBytes { bytes in
-                let fd = open(source, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-                guard fd >= 0 else { throw SystemCallError("open", errno: Errno(rawValue: errno), subject: source) }
-                defer { close(fd) }
-                try writeAll(fd, bytes)
-            }
-            var options = SpawnOptions(["swiftc", "-O", "-static-stdlib", source, "-o", binary])
-            options.searchPath = true
-            options.standardOutput = .null
-            options.standardError = .null
-            let handle = try Spawn.start(options)
-            var status: Int32 = 0
-            guard retryOnInterrupt({ waitpid(handle.pid, &status, 0) }) == handle.pid, status == 0 else {
-                return (nil, "swiftc could not build the one-line Swift program (\(describe(status))): no Swift floor in this run")
-            }
+            try directory.replaceFile("hello.swift", with: Array("print(\"0.0.0\")\n".utf8))
+            let binary = "\(directory.path)/hello"
+            let (_, status) = try spawnAndWait(["swiftc", "-O", "-static-stdlib", "\(directory.path)/hello.swift", "-o", binary], searchPath: true)
+            guard status == 0 else { return (nil, "swiftc could not build the one-line Swift program (\(describe(status))): no Swift floor in this run") }
             return (binary, nil)
         } catch {
             return (nil, "no Swift floor in this run: \(error)")
         }
     }
 
-    static func measure(cli: String, rounds: Int, scratch: String) throws -> StartupReport {
+    static func measure(cli: String, rounds: Int, scratch: CheckedDirectory) throws -> StartupReport {
         var notes: [String] = []
         let loadAtStart = Machine.loadAverage()
         let processes = try ProcFS().pids().count
@@ -214,7 +203,7 @@ enum Startup {
             for c in conditions.shuffled(using: &order) {
                 let argv = try c.argv()
                 cpu[c.name, default: []].append(try Startup.cpu(argv, anyStatus: c.anyStatus))
-                if haveTime { peak[c.name, default: []].append(try Startup.peak(argv, anyStatus: c.anyStatus, scratch: scratch)) }
+                if haveTime { peak[c.name, default: []].append(try Startup.peak(argv, anyStatus: c.anyStatus, scratch: scratch.path)) }
                 if commands[c.name] == nil {
                     commands[c.name] = argv.count > 4 ? argv.prefix(2).joined(separator: " ") + " … (\(argv.count - 1) files)" : argv.joined(separator: " ")
                 }

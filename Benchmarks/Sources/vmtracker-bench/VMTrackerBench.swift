@@ -40,7 +40,7 @@ struct VMTrackerBench: AsyncParsableCommand {
         defer { directory.removeTree() }
         let scratch = directory.path
         // One-shot commands as whole processes, on the machine as it is: before any hog starts.
-        let startup = try Startup.measure(cli: cli, rounds: startupRounds, scratch: scratch)
+        let startup = try Startup.measure(cli: cli, rounds: startupRounds, scratch: directory)
 
         let gate = Gate()
         let ready = Arrivals()
