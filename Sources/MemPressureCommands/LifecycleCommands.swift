@@ -167,6 +167,7 @@ struct Supervise: AsyncParsableCommand {
     @Option(name: .customLong("high-memory"), help: "For jetsam: high memory in bytes (k, m, g) or a share of the budget (12.5%).") var highMemory: String?
     @Option(name: .customLong("protect"), help: "For jetsam: an app never killed (repeatable).") var protect: [String] = []
     @Option(name: .customLong("jetsam-reports"), help: "For jetsam: a directory for each episode's report (episode-N.json, mode 0600; made 0700 if missing; one of another user, or that others may write in, is refused).", completion: .directory) var jetsamReports: String?
+    @Flag(name: .customLong("no-oom-score-adj"), help: "Leave the apps' oom_score_adj as they inherit it (default: set from each app's state, so that the kernel's OOM killer follows the jetsam bands: active 0, inactive 100, background-running 300, suspended 500, high-memory 700 and 900).") var noOOMScoreAdj = false
     @Option(name: .customLong("max-apps"), help: "The most apps kept on record: one more forgets the app not running idle longest (default 1000).") var maxApps: Int?
     @Option(name: .customLong("log-limit"), help: "The most events the log keeps, the oldest going first (default 100000).") var logLimit: Int?
     @Option(name: .customLong("export"), help: "Also serve /metrics for Prometheus on HOST:PORT ([IPv6]:PORT, or :PORT for every IPv4 address), the supervisor's metrics included (default: off).") var export: String?
@@ -195,6 +196,7 @@ struct Supervise: AsyncParsableCommand {
         if let maxApps { c.maximumApps = maxApps }
         if let logLimit { c.logLimit = logLimit }
         if warnOnPressure { c.policies.append(WarnOnPressure()) }
+        if noOOMScoreAdj { c.oomScoreBands = nil }
         do {
             if let budget { c.budgetBytes = try parseBytes(budget, flag: "--budget") }
             if jetsam {

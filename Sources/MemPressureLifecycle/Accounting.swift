@@ -22,6 +22,7 @@ extension Supervisor {
         a.stateSince = time
         record(SupervisorEvent(t: now(), app: a.name, pid: a.pid, .state(from: from, to: state)))
         sample(a)
+        applyOOMScore(a)
         checkWaiters(a.name)
     }
 
@@ -97,6 +98,8 @@ extension Supervisor {
         a.timeline.append(s)
         a.latest = (s, readAt)
         a.lifetimeMaxFootprint = max(a.lifetimeMaxFootprint, c.footprint)
+        // A reading that moves the app across the high-memory line moves its band.
+        if a.oomScore != nil { applyOOMScore(a) }
         if !sampleSubscribers.isEmpty {
             let v = view(a)
             sampleSubscribers.yield(v)

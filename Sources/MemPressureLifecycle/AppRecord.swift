@@ -59,6 +59,10 @@ final class AppRecord {
     /// The latest footprint reading of the current run, and when it was taken (monotonic).
     var latest: (sample: FootprintSample, at: Double)?
     var lifetimeMaxFootprint: UInt64 = 0
+    /// The `oom_score_adj` last given to this run's processes (`OOMScoreBands`), with the run.
+    var oomScore: (generation: Int, value: Int32)?
+    /// Whether a failure to set it was logged for this run (once per run).
+    var oomScoreFailureLogged = 0
     var activations = 0
     var lastActiveAt: Double?
     /// Launch to first ready of recent runs (the relaunch cost), oldest first, at most 16.

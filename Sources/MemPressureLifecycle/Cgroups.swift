@@ -132,10 +132,19 @@ final class DeviceCgroups: Sendable {
 
     /// How many times the kernel's memory-cgroup OOM killer has killed a process in the device
     /// cgroup (v1 `memory.oom_control`, v2 `memory.events`: `oom_kill N`); nil without one.
+    /// On v2 the count is hierarchical (the kills in its app groups included); on v1 it counts
+    /// only the kills of processes in the device group itself — a victim in an app's group is
+    /// counted in that group's `memory.oom_control` — so the supervisor adds the app groups'
+    /// (`Supervisor.kernelOOMKills()`).
     func kernelOOMKills() -> UInt64? {
         guard let memory else { return nil }
+        return Self.oomKills(memory, isV2: isV2)
+    }
+
+    /// The `oom_kill` count of one memory group; nil when it cannot be read (gone).
+    static func oomKills(_ group: CgroupDirectory, isV2: Bool) -> UInt64? {
         do {
-            return ByteScanner.value(of: "oom_kill", inSpaceSeparatedLines: try memory.read(isV2 ? "memory.events" : "memory.oom_control"))
+            return ByteScanner.value(of: "oom_kill", inSpaceSeparatedLines: try group.read(isV2 ? "memory.events" : "memory.oom_control"))
         } catch {
             return nil  // the cgroup is gone
         }

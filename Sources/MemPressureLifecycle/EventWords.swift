@@ -124,6 +124,7 @@ struct EventWords {
         if let c = d.droppingPrefix("suspend: ") { return .suspend(cause: c) }
         if let c = d.droppingPrefix("resume: ") { return .resume(cause: c) }
         if let c = d.droppingPrefix("kill: ") { return .kill(cause: c) }
+        if let c = d.droppingPrefix("oom_score_adj: ") { return .oomScore(cause: c) }
         if let c = d.droppingPrefix("launch: ") { return .launch(cause: c) }
         if let c = d.droppingPrefix("memory warning command: ") { return .warningCommand(cause: c) }
         if let c = d.droppingPrefix("abort: ") { return .abort(cause: c) }

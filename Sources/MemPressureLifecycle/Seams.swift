@@ -28,7 +28,8 @@ extension Supervisor: SupervisedDevice {
             secondsSinceLaunch: a.process.map { t - $0.launchedAt },
             activations: a.activations, launches: a.generation, latest: a.latest?.sample, sampleAgeSeconds: a.latest.map { t - $0.at },
             lifetimeMaxFootprintBytes: a.lifetimeMaxFootprint, launchToReadySeconds: a.launchToReady, isClient: a.isClient,
-            backgroundStay: a.backgroundPeriod, isDying: alive && a.terminating, callbacksInProgress: alive ? Set(a.callbacksInProgress.keys) : [])
+            backgroundStay: a.backgroundPeriod, isDying: alive && a.terminating, callbacksInProgress: alive ? Set(a.callbacksInProgress.keys) : [],
+            oomScoreAdj: alive ? a.oomScore.flatMap { $0.generation == a.generation ? $0.value : nil } : nil)
     }
 
     /// Reads the app's footprint now (when a policy will not decide on an old reading).
@@ -116,7 +117,18 @@ extension Supervisor: SupervisedDevice {
 
     /// How many processes the kernel's memory-cgroup OOM killer has killed in the device cgroup
     /// since it was created (nil without a budget, or when the kernel does not say).
-    public func kernelOOMKills() -> UInt64? { cgroups?.kernelOOMKills() }
+    public func kernelOOMKills() -> UInt64? {
+        guard let cgroups, let device = cgroups.kernelOOMKills() else { return nil }
+        guard !cgroups.isV2 else { return device }
+        // cgroup v1 counts a kill in the victim's own group: the apps' groups, those of apps
+        // running now and those removed (counted as each was removed), are added.
+        var total = device &+ endedAppOOMKills
+        for name in order {
+            guard let process = records[name]?.process, case .cgroup(let group) = process.members, let memory = group.memory else { continue }
+            total &+= DeviceCgroups.oomKills(memory, isV2: false) ?? 0
+        }
+        return total
+    }
 
     /// Every change of the merged pressure level from now on (a finished stream when the
     /// supervisor does not watch pressure). Subscribers get the monitor's events directly,

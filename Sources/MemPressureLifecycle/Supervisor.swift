@@ -95,6 +95,10 @@ public actor Supervisor {
     var warningCommands: [Int32: (handle: ProcessHandle, ending: Task<Void, Never>)] = [:]
     /// The metrics it emits (`SupervisorMetrics`), through the factory current when it was made.
     let metrics = SupervisorMetricsRecorder()
+    /// The high-memory line of `OOMScoreBands` in bytes, once worked out (OOMScoreAdjust.swift).
+    var oomHighMemoryLine: UInt64?
+    /// The kernel's OOM kills counted in app groups already removed (cgroup v1; `kernelOOMKills()`).
+    var endedAppOOMKills: UInt64 = 0
 
     enum Phase {
         /// Commands start.
@@ -460,6 +464,9 @@ public actor Supervisor {
         a.timeline.trim(to: configuration.endedTimelineLimit)
         switch process.members {
         case .cgroup(let group):
+            // cgroup v1 counts the kernel's OOM kills of the app's processes in its own group:
+            // kept before the group goes (`kernelOOMKills()`).
+            if let memory = group.memory, cgroups?.isV2 == false { endedAppOOMKills &+= DeviceCgroups.oomKills(memory, isV2: false) ?? 0 }
             for failure in group.remove() {
                 record(.error(.cgroupRemoval(cause: "\(failure)")), a)
                 leftovers.append("\(name): \(failure)")

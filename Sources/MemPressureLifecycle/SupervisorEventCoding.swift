@@ -351,6 +351,7 @@ extension SupervisorEvent {
         case "watchdog": return .watchdog(cause: cause)
         case "othersRunOn": return .othersRunOn(cause: cause)
         case "cgroupRemoval": return .cgroupRemoval(cause: cause)
+        case "oomScore": return .oomScore(cause: cause)
         case "runRecord": return try c.decodeIfPresent(String.self, forKey: .path).map { .runRecord(path: $0, cause: cause) }
         case "abort": return .abort(cause: cause)
         case "shutdown": return .shutdown(cause: cause)

@@ -156,6 +156,7 @@ extension SupervisorFault: CustomStringConvertible {
         case .stopNotSeen(let stopped, let seconds):
             "still \(stopped ? "running" : "stopped") \(ByteFormat.fixed(seconds, 1)) s after being \(stopped ? "suspended" : "resumed")"
         case .kill(let cause): "kill: \(cause)"
+        case .oomScore(let cause): "oom_score_adj: \(cause)"
         case .letRun(let cause), .watchdog(let cause), .cgroupRemoval(let cause), .shutdown(let cause), .unclassified(let cause): cause
         case .launch(let cause): "launch: \(cause)"
         case .warningCommand(let cause): "memory warning command: \(cause)"

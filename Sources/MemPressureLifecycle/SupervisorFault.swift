@@ -42,6 +42,9 @@ public enum SupervisorFault: Sendable, Hashable {
     case othersRunOn(cause: String)
     /// A cgroup could not be removed.
     case cgroupRemoval(cause: String)
+    /// The app's processes could not be given the `oom_score_adj` of their state
+    /// (`OOMScoreBands`): the kernel's OOM killer sees the value they inherited.
+    case oomScore(cause: String)
     /// The run record (what the next supervisor on the directory would clean up) could not be written.
     case runRecord(path: String, cause: String)
     /// An abort could not take an app down.
@@ -121,6 +124,7 @@ extension SupervisorFault {
         case .watchdog: "watchdog"
         case .othersRunOn: "othersRunOn"
         case .cgroupRemoval: "cgroupRemoval"
+        case .oomScore: "oomScore"
         case .runRecord: "runRecord"
         case .abort: "abort"
         case .shutdown: "shutdown"
@@ -135,7 +139,7 @@ extension SupervisorFault {
     public var cause: String? {
         switch self {
         case .suspend(let c), .resume(let c), .kill(let c), .letRun(let c), .launch(let c), .warningCommand(let c), .command(_, let c), .watchdog(let c),
-            .othersRunOn(let c), .cgroupRemoval(let c), .runRecord(_, let c), .abort(let c), .shutdown(let c), .adminAnswerThread(let c),
+            .othersRunOn(let c), .cgroupRemoval(let c), .oomScore(let c), .runRecord(_, let c), .abort(let c), .shutdown(let c), .adminAnswerThread(let c),
             .unclassified(let c):
             c
         case .stopNotSeen, .noCallbacks, .callbackNotDelivered, .callbackNotAcknowledged, .notReading, .connectionsNotClosed, .adminConnectionsFull:

@@ -124,6 +124,11 @@ public struct SupervisorConfiguration: Sendable {
     /// The most apps the supervisor keeps records of: registering one more forgets the app not
     /// running that has been idle longest (logged); with every app running it is refused.
     public var maximumApps = 1000
+    /// The `oom_score_adj` of every app's processes, set from its state (`OOMScoreBands`: the
+    /// kernel's OOM killer and any other killer that reads it follow jetsam's bands); nil leaves
+    /// the apps at the value they inherit from the supervisor. An attached jetsam sets the
+    /// high-memory line to its own.
+    public var oomScoreBands: OOMScoreBands? = OOMScoreBands()
 
     public init() {}
 
@@ -156,6 +161,7 @@ public struct SupervisorConfiguration: Sendable {
         guard maximumApps > 0 else { throw .notPositive("maximumApps", maximumApps) }
         guard endedTimelineLimit > 0 else { throw .notPositive("endedTimelineLimit", endedTimelineLimit) }
         guard maximumAdminConnections > 0 else { throw .notPositive("maximumAdminConnections", maximumAdminConnections) }
+        try oomScoreBands?.validate()
     }
 }
 
@@ -166,6 +172,8 @@ public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertib
     case notPositive(String, Int)
     /// Process-group containment with what only cgroups give (a budget, the freezer).
     case needsCgroups(String)
+    /// The OOM score bands are out of the kernel's range or out of order.
+    case oomScoreBands(String)
 
     public var description: String {
         switch self {
@@ -174,6 +182,7 @@ public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertib
             "expirationWarning (\(ByteFormat.fixed(w, 3)) s) must not exceed backgroundTaskLimit (\(ByteFormat.fixed(l, 3)) s)"
         case .notPositive(let what, let value): "\(what) must be positive, not \(value)"
         case .needsCgroups(let what): "\(what) needs apps in cgroups: containment process-group cannot have it"
+        case .oomScoreBands(let what): "oomScoreBands: \(what)"
         }
     }
 }
@@ -256,14 +265,18 @@ public struct AppView: Sendable, Hashable {
     /// The lifecycle callbacks delivered to the app and not yet acknowledged: an app in
     /// didEnterBackground is saving its state.
     public var callbacksInProgress: Set<LifecycleCallback>
+    /// The `oom_score_adj` its processes were given for their state (`OOMScoreBands`); nil when
+    /// the supervisor sets none, or not yet for this run.
+    public var oomScoreAdj: Int32?
 
     /// A view of an app (a device other than the supervisor makes them: TestSupport's fake).
     public init(
         name: String, pid: Int32?, generation: Int, state: LifecycleState, secondsInState: Double, secondsSinceBackgrounded: Double? = nil,
         secondsSinceActive: Double? = nil, secondsSinceLaunch: Double? = nil, activations: Int = 0, launches: Int = 1,
         latest: FootprintSample? = nil, sampleAgeSeconds: Double? = nil, lifetimeMaxFootprintBytes: UInt64 = 0, launchToReadySeconds: [Double] = [],
-        isClient: Bool = true, backgroundStay: Int = 0, isDying: Bool = false, callbacksInProgress: Set<LifecycleCallback> = []
+        isClient: Bool = true, backgroundStay: Int = 0, isDying: Bool = false, callbacksInProgress: Set<LifecycleCallback> = [], oomScoreAdj: Int32? = nil
     ) {
+        self.oomScoreAdj = oomScoreAdj
         self.name = name
         self.pid = pid
         self.generation = generation

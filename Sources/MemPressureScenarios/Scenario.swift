@@ -26,6 +26,10 @@ public struct Scenario: Sendable {
     public var warnOnPressure: Bool?
     /// Jetsam attached to the supervisor: its policy and thresholds (see `JetsamConfiguration`).
     public var jetsam: JetsamConfiguration?
+    /// The apps' `oom_score_adj` by state (`OOMScoreBands`): the default bands if absent, these
+    /// values if given; `oomScoreAdjust: false` leaves the apps at the value they inherit.
+    public var oomScoreBands: OOMScoreBands?
+    public var oomScoreAdjust: Bool?
     public var apps: [AppSpec]
     public var steps: [Command]
 
@@ -98,6 +102,7 @@ public struct Scenario: Sendable {
         if let t = callbackTimeout { c.callbackTimeout = t }
         if let t = launchTimeout { c.launchTimeout = t }
         if warnOnPressure == true { c.policies.append(WarnOnPressure()) }
+        c.oomScoreBands = oomScoreAdjust == false ? nil : (oomScoreBands ?? OOMScoreBands())
         c.executableDirectory = executableDirectory
         return c
     }
@@ -151,7 +156,7 @@ public enum ScenarioError: Error, Sendable, CustomStringConvertible {
 
 extension Scenario: Codable {
     private enum Key: String, CodingKey, CaseIterable {
-        case budgetBytes, suspendWith, backgroundTaskLimit, expirationWarning, callbackTimeout, launchTimeout, warnOnPressure, jetsam, apps, steps
+        case budgetBytes, suspendWith, backgroundTaskLimit, expirationWarning, callbackTimeout, launchTimeout, warnOnPressure, jetsam, oomScoreBands, oomScoreAdjust, apps, steps
     }
 
     public init(from decoder: any Decoder) throws {
@@ -165,6 +170,8 @@ extension Scenario: Codable {
         launchTimeout = try c.decodeIfPresent(Double.self, forKey: .launchTimeout)
         warnOnPressure = try c.decodeIfPresent(Bool.self, forKey: .warnOnPressure)
         jetsam = try c.decodeIfPresent(JetsamConfiguration.self, forKey: .jetsam)
+        oomScoreBands = try c.decodeIfPresent(OOMScoreBands.self, forKey: .oomScoreBands)
+        oomScoreAdjust = try c.decodeIfPresent(Bool.self, forKey: .oomScoreAdjust)
         apps = try c.decode([AppSpec].self, forKey: .apps)
         // Each step on its own, so that an error names the step.
         var list = try c.nestedUnkeyedContainer(forKey: .steps)
@@ -190,6 +197,8 @@ extension Scenario: Codable {
         try c.encodeIfPresent(launchTimeout, forKey: .launchTimeout)
         try c.encodeIfPresent(warnOnPressure, forKey: .warnOnPressure)
         try c.encodeIfPresent(jetsam, forKey: .jetsam)
+        try c.encodeIfPresent(oomScoreBands, forKey: .oomScoreBands)
+        try c.encodeIfPresent(oomScoreAdjust, forKey: .oomScoreAdjust)
         try c.encode(apps, forKey: .apps)
         try c.encode(steps, forKey: .steps)
     }

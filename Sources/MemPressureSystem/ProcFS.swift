@@ -191,6 +191,17 @@ public struct ProcessDirectory: ~Copyable {
         }
     }
 
+    /// Writes `bytes` to the existing file `/proc/PID/<name>` in one write (`oom_score_adj`):
+    /// through this directory, so that a PID reused since it was opened is never written to.
+    public func write(_ name: String, _ bytes: [UInt8]) throws(ProcError) {
+        let file = "\(path)/\(name)"
+        let fileFD = openat(fd, name, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
+        if fileFD < 0 { throw classify(Errno(rawValue: errno), call: "open", file: file) }
+        defer { close(fileFD) }
+        let n = bytes.withUnsafeBytes { Glibc.write(fileFD, $0.baseAddress!, $0.count) }
+        if n != bytes.count { throw classify(Errno(rawValue: n < 0 ? errno : EIO), call: "write", file: file) }
+    }
+
     /// The target of the symbolic link `/proc/PID/<name>` (for example `exe`), as bytes.
     func readLink(_ name: String) throws(ProcError) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: 4096)

@@ -161,7 +161,7 @@ struct EventFormatTests {
         .error(.notReading(what: "expire")), .error(.command(.background, cause: "x")), .error(.othersRunOn(cause: "x")),
         .error(.runRecord(path: "/run/x/supervisor.lock", cause: "x")), .error(.abort(cause: "x")), .error(.connectionsNotClosed(count: 2)),
         .error(.adminAnswerThread(cause: "x")), .error(.adminConnectionsFull(limit: 64, refused: 1000)), .error(.letRun(cause: "thaw")),
-        .error(.watchdog(cause: "w")), .error(.cgroupRemoval(cause: "rmdir")), .error(.shutdown(cause: "s")),
+        .error(.watchdog(cause: "w")), .error(.cgroupRemoval(cause: "rmdir")), .error(.oomScore(cause: "oom_score_adj 900: EACCES")), .error(.shutdown(cause: "s")),
         .impostor(.controlConnection(pid: 9, uid: 1000)), .impostor(.badHello), .impostor(.adminConnection(uid: 1000)),
         .protocolFailure(.channelClosed(.flood(limit: 1000))), .protocolFailure(.channelClosed(.protocolError(.lineTooLong(limit: 4096)))),
         .protocolFailure(.channelClosed(.protocolError(.unknownMessage("hi")))), .protocolFailure(.channelClosed(.secondHello)),

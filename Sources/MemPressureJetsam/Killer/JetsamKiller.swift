@@ -47,9 +47,18 @@ public final class JetsamKiller: SupervisorPolicy {
     public var watchesPressure: Bool { true }
 
     /// Adds the killer to a supervisor's configuration (it watches pressure: the supervisor
-    /// starts its monitor for it, with the configuration's `pressure`, or the default).
+    /// starts its monitor for it, with the configuration's `pressure`, or the default), and
+    /// gives the supervisor's OOM score bands its high-memory line.
     public func attach(to c: inout SupervisorConfiguration) {
         c.policies.append(self)
+        // The kernel's killer (and any that reads oom_score_adj) splits the bands where jetsam does.
+        switch configuration.rankingPolicy.highMemory {
+        case .bytes(let bytes):
+            c.oomScoreBands?.highMemoryBytes = bytes
+        case .shareOfBudget(let share):
+            c.oomScoreBands?.highMemoryBytes = nil
+            c.oomScoreBands?.highMemoryShare = share
+        }
     }
 
     /// The episodes so far, oldest first (at most `episodeLimit`, the newest; with a

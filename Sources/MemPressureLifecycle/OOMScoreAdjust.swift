@@ -1,0 +1,69 @@
+import MemPressureLifecycleProtocol
+import MemPressureSystem
+
+// MARK: Each app's oom_score_adj from its state (`OOMScoreBands`)
+
+extension Supervisor {
+    /// The high-memory line the bands split by: `OOMScoreBands.highMemoryLine` of the device's
+    /// budget, or of the machine's memory without one.
+    func oomScoreHighMemoryLine(_ bands: OOMScoreBands) -> UInt64 {
+        if let line = oomHighMemoryLine { return line }
+        var budget = configuration.budgetBytes.map { UInt64($0) } ?? 0
+        if budget == 0 {
+            do {
+                budget = try ProcFS.readBytes("/proc/meminfo").withUnsafeBytes { MemInfo.parse($0) }.totalBytes ?? 0
+            } catch {
+                budget = 0  // unknown: every app counts as low memory (the line is 0: see `score`)
+            }
+        }
+        let line = bands.highMemoryLine(budgetBytes: budget)
+        oomHighMemoryLine = line
+        return line
+    }
+
+    /// Gives the app's processes the `oom_score_adj` of its state and footprint, if that is not
+    /// what they were last given: at each transition and each footprint reading. A failure is
+    /// logged once per run (the kernel's killer then sees the value the app inherited).
+    func applyOOMScore(_ a: AppRecord) {
+        guard let bands = configuration.oomScoreBands, let process = a.process else { return }
+        let footprint = a.latest?.sample.footprintBytes
+        guard let value = bands.score(for: a.state, footprintBytes: footprint, highMemoryLine: oomScoreHighMemoryLine(bands)) else { return }
+        if let last = a.oomScore, last.generation == a.generation, last.value == value { return }
+        // The main process first, by its PID: it is the supervisor's unreaped child, so the PID
+        // is its own; written before mempressure-exec has joined the app's cgroup, the value
+        // goes with it into the group and across its exec.
+        var result = OOMScore.set(value, pids: [process.pid]) { _, _ in true }
+        switch process.members {
+        case .cgroup(let group):
+            do {
+                result.add(try group.members.setOOMScoreAdjust(value))
+            } catch {
+                noteOOMScoreFailure(a, "\(error)")
+                return
+            }
+        case .processGroup:
+            let pgid = process.pid
+            let others = OOMScore.set(value, pids: AppProcess.processes(inGroup: pgid)) { dir, buffer in
+                do {
+                    try dir.read("stat", into: &buffer)
+                    let stat = try buffer.withBytes { (b) throws(ProcError) in try ProcessStat.parse(b, pid: dir.pid) }
+                    return stat.processGroup == pgid
+                } catch {
+                    return false
+                }
+            }
+            result.add(others)
+        }
+        if let failure = result.failure {
+            noteOOMScoreFailure(a, "oom_score_adj \(value): \(failure)")
+            return
+        }
+        a.oomScore = (a.generation, value)
+    }
+
+    private func noteOOMScoreFailure(_ a: AppRecord, _ cause: String) {
+        guard a.oomScoreFailureLogged != a.generation else { return }
+        a.oomScoreFailureLogged = a.generation
+        record(.error(.oomScore(cause: cause)), a)
+    }
+}
