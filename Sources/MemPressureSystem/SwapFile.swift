@@ -32,13 +32,8 @@ public final class TemporarySwapFile: Sendable {
         }
         let rc = posix_fallocate(fd, 0, off_t(size))
         guard rc == 0 else { throw fail("posix_fallocate", rc) }
-        var header = [UInt8](repeating: 0, count: Int(page))
-        func put32(_ v: UInt32, at offset: Int) { withUnsafeBytes(of: v.littleEndian) { for (i, b) in $0.enumerated() { header[offset + i] = b } } }
-        put32(1, at: 1024)  // version
-        put32(UInt32(truncatingIfNeeded: size / page - 1), at: 1028)  // last_page
-        for (i, b) in "SWAPSPACE2".utf8.enumerated() { header[Int(page) - 10 + i] = b }
         do {
-            try writeAll(fd, header, subject: path)
+            try writeAll(fd, swapHeader(bytes: size, page: page), subject: path)
         } catch {
             throw fail("write", error.errno.rawValue)
         }
@@ -57,6 +52,105 @@ public final class TemporarySwapFile: Sendable {
         guard active.exchange(false, ordering: .acquiringAndReleasing) else { return }
         mp_swapoff(path)
         unlink(path)
+    }
+
+    deinit { remove() }
+}
+
+/// The first page of a version-1 swap area of `bytes` (what mkswap writes): the version and the
+/// last page's number at 1024, the signature SWAPSPACE2 at the end of the page.
+func swapHeader(bytes: UInt64, page: UInt64) -> [UInt8] {
+    var header = [UInt8](repeating: 0, count: Int(page))
+    func put32(_ v: UInt32, at offset: Int) { withUnsafeBytes(of: v.littleEndian) { for (i, b) in $0.enumerated() { header[offset + i] = b } } }
+    put32(1, at: 1024)  // version
+    put32(UInt32(truncatingIfNeeded: bytes / page - 1), at: 1028)  // last_page
+    for (i, b) in "SWAPSPACE2".utf8.enumerated() { header[Int(page) - 10 + i] = b }
+    return header
+}
+
+/// Compressed swap in RAM, as Android and ChromeOS use it: a zram device this process sets up
+/// (its compressor, its size), formats as swap and turns on; `remove()` (also run on deinit)
+/// turns it off and resets the device (its memory freed, its size 0 again).
+///
+/// It takes only a device nobody uses: one whose `disksize` is 0 (not initialised) and that is
+/// not in /proc/swaps; anything else is refused, never reset. Needs root and the zram module
+/// (`/sys/block/zramN`). Like any swap, it changes how the kernel reclaims for every process on
+/// the machine: run what uses it alone.
+public final class TemporaryZramSwap: Sendable {
+    public let device: String
+    public let bytes: UInt64
+    public let compressor: String
+    private let sysfs: String
+    private let active = Atomic<Bool>(false)
+
+    /// Sets up `/dev/zramN` (N = `index`) with `compressor` (lz4, lzo-rle, ...) and `bytes` of
+    /// uncompressed swap.
+    public init(index: Int = 0, bytes: UInt64, compressor: String = "lz4") throws(SystemCallError) {
+        device = "/dev/zram\(index)"
+        sysfs = "/sys/block/zram\(index)"
+        self.compressor = compressor
+        let page = UInt64(sysconf(Int32(_SC_PAGESIZE)))
+        let size = bytes / page * page
+        guard size >= 16 * page else { throw SystemCallError("swapon", errno: .invalidArgument, subject: "\(device): \(bytes) bytes is too small for swap") }
+        self.bytes = size
+        guard ProcFS.isDirectory(sysfs) else { throw SystemCallError("open", errno: .noSuchFileOrDirectory, subject: "\(sysfs) (no zram device: modprobe zram)") }
+        let current = try ProcFS.readBytes("\(sysfs)/disksize")
+        let swaps = try ProcFS.readBytes("/proc/swaps")
+        let inSwaps = String(decoding: swaps, as: UTF8.self).split(separator: "\n").contains { $0.hasPrefix(device + " ") }
+        guard ByteScanner.singleNumber(current) == 0, !inSwaps else {
+            throw SystemCallError("open", errno: .resourceBusy, subject: "\(device) is in use (disksize set or swapping): not touched")
+        }
+        let sysfs = self.sysfs
+        func reset() { _ = try? ProcFS.writeFileInPlace("\(sysfs)/reset", Array("1".utf8)) }
+        do {
+            try ProcFS.writeFileInPlace("\(sysfs)/comp_algorithm", Array(compressor.utf8))
+            try ProcFS.writeFileInPlace("\(sysfs)/disksize", Array("\(size)".utf8))
+        } catch {
+            reset()
+            throw error
+        }
+        let fd = open(device, O_WRONLY | O_EXCL | O_CLOEXEC)
+        guard fd >= 0 else {
+            let e = errno
+            reset()
+            throw SystemCallError("open", errno: Errno(rawValue: e), subject: device)
+        }
+        do {
+            try writeAll(fd, swapHeader(bytes: size, page: page), subject: device)
+        } catch {
+            close(fd)
+            reset()
+            throw SystemCallError("write", errno: error.errno, subject: device)
+        }
+        guard fsync(fd) == 0 else {
+            let e = errno
+            close(fd)
+            reset()
+            throw SystemCallError("fsync", errno: Errno(rawValue: e), subject: device)
+        }
+        close(fd)
+        guard mp_swapon(device, 0) == 0 else {
+            let e = errno
+            reset()
+            throw SystemCallError("swapon", errno: Errno(rawValue: e), subject: device)
+        }
+        active.store(true, ordering: .releasing)
+    }
+
+    /// Turns the swap off (its pages come back into memory) and resets the device. Idempotent.
+    public func remove() {
+        guard active.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        mp_swapoff(device)
+        _ = try? ProcFS.writeFileInPlace("\(sysfs)/reset", Array("1".utf8))
+    }
+
+    /// What the device holds now: the uncompressed bytes stored and the memory they take
+    /// (`mm_stat`'s first and third fields); nil when it cannot be read.
+    public func usage() -> (storedBytes: UInt64, memoryBytes: UInt64)? {
+        guard let text = try? ProcFS.readBytes("\(sysfs)/mm_stat") else { return nil }
+        let fields = text.split(whereSeparator: { $0 == 0x20 || $0 == 0x0a }).compactMap { ByteScanner.unsigned($0) }
+        guard fields.count >= 3 else { return nil }
+        return (fields[0], fields[2])
     }
 
     deinit { remove() }

@@ -17,6 +17,22 @@ let swapTestsAlone = getenv("MEMPRESSURE_SWAP_TESTS").map { String(cString: $0) 
     .enabled(if: canBudget, "needs root and a cgroup memory controller"),
     .enabled(if: swapTestsAlone, "adds a swap file, which changes reclaim for every test running beside it: `make test` runs it alone (MEMPRESSURE_SWAP_TESTS=1)"))
 struct FreezeDryTests {
+    @Test("zram swap as Android uses it: set up on an unused /dev/zram0 (lz4), listed in /proc/swaps, a second set-up of the same device refused while in use, and reset to nothing after", .enabled(if: ProcFS.isDirectory("/sys/block/zram0"), "no zram device"))
+    func zram() throws {
+        func swaps() throws -> String { String(decoding: try ProcFS.readBytes("/proc/swaps"), as: UTF8.self) }
+        func disksize() throws -> UInt64? { ByteScanner.singleNumber(try ProcFS.readBytes("/sys/block/zram0/disksize")) }
+        try #require(try disksize() == 0, "zram0 is in use by someone else: the test does not touch it")
+        let zram = try TemporaryZramSwap(index: 0, bytes: 64 << 20, compressor: "lz4")
+        #expect(try swaps().contains("/dev/zram0 "))
+        #expect(try disksize() == 64 << 20)
+        #expect(String(decoding: try ProcFS.readBytes("/sys/block/zram0/comp_algorithm"), as: UTF8.self).contains("[lz4]"))
+        #expect(throws: SystemCallError.self, "a device in use is refused, not reset") { _ = try TemporaryZramSwap(index: 0, bytes: 64 << 20) }
+        #expect(try swaps().contains("/dev/zram0 "), "the refused set-up left it as it was")
+        zram.remove()
+        #expect(try !swaps().contains("/dev/zram0 "))
+        #expect(try disksize() == 0)
+    }
+
     @Test("small suspended apps are written to swap instead of being killed; they resume from it")
     func freezeDry() async throws {
         let dir = try TemporaryDirectory()
