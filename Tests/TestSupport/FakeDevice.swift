@@ -13,7 +13,8 @@ import Synchronization
 ///
 /// A kill makes the app exit at once (its memory comes back), unless the app was set to fail the
 /// kill (`killFails`: the kill throws) or not to exit (`exitsOnKill` false: it stays, dying,
-/// holding its memory, and `waitForExit` says it has not exited).
+/// holding its memory, and `waitForExit` says it has not exited — at once, or, with
+/// `setExitWaits(true)`, once its timeout has passed, unless the test makes it `exit` first).
 public actor FakeDevice: SupervisedDevice {
     /// One app of the fake device.
     public struct App: Sendable {
@@ -38,6 +39,9 @@ public actor FakeDevice: SupervisedDevice {
         public var running = true
         /// Killed and not exited.
         public var dying = false
+        /// The `oom_score_adj` its view carries (`AppView.oomScoreAdj`) while it runs: nil, as a
+        /// supervisor without bands gives.
+        public var oomScoreAdj: Int32?
 
         public init(_ name: String, pid: Int32, state: LifecycleState, footprintBytes: UInt64) {
             self.name = name
@@ -78,12 +82,21 @@ public actor FakeDevice: SupervisedDevice {
     }
     private let streams = Mutex(Streams())
 
-    public nonisolated let pressureConfiguration = PressureConfiguration()
+    /// Whether `waitForExit` waits for an app that has not exited (until `exit` or its timeout)
+    /// rather than answering at once.
+    public private(set) var exitWaits = false
+    private var exitWaiters: [Int: (name: String, pid: Int32, continuation: CheckedContinuation<Bool, Never>)] = [:]
+    private var nextExitWaiter = 0
 
-    public init(budgetBytes: UInt64, outsideAppsBytes: UInt64 = 0, apps: [App] = []) {
+    /// The pressure configuration it says it has (its `procRoot` and `cgroup` name the files a
+    /// policy that reads the kernel's counters reads: a test's fixtures).
+    public nonisolated let pressureConfiguration: PressureConfiguration
+
+    public init(budgetBytes: UInt64, outsideAppsBytes: UInt64 = 0, apps: [App] = [], pressure: PressureConfiguration = PressureConfiguration()) {
         self.budgetBytes = budgetBytes
         self.outsideAppsBytes = outsideAppsBytes
         self.all = apps
+        pressureConfiguration = pressure
     }
 
     // MARK: What the test does
@@ -108,6 +121,36 @@ public actor FakeDevice: SupervisedDevice {
             return s.pressure
         }
         for c in subscribers { c.yield(event) }
+    }
+
+    /// A wake of the pressure monitor, to every subscriber of `pressureWakes()`: a kernel event
+    /// (`events`: what the kernel signalled, as the monitor names it) or a poll; `level` is the
+    /// merged level it says (the last one yielded unless given).
+    public nonisolated func yieldWake(_ events: [String] = ["fake: the test says so"], wakeup: PressureWakeup = .event, level: PressureLevel? = nil) {
+        let current = streams.withLock { $0.level }
+        let wake = PressureWake(time: monotonicSeconds(), wakeup: wakeup, events: wakeup == .event ? events : [], level: level ?? current)
+        send(wake, to: \.wakes)
+    }
+
+    /// Makes `waitForExit` wait for an app that has not exited, until it `exit`s or the timeout
+    /// passes (false, the default: it answers at once).
+    public func setExitWaits(_ waits: Bool) { exitWaits = waits }
+
+    /// A killed app that did not exit (`exitsOnKill` false) exits now: its memory comes back, and
+    /// whoever waits for its exit hears of it.
+    public func exit(_ name: String) {
+        guard let i = all.firstIndex(where: { $0.name == name }), all[i].running else { return }
+        all[i].running = false
+        all[i].dying = false
+        all[i].state = .notRunning
+        let pid = all[i].pid
+        for (id, w) in exitWaiters where w.name == name && w.pid == pid {
+            endExitWait(id, exited: true)
+        }
+    }
+
+    private func endExitWait(_ id: Int, exited: Bool) {
+        exitWaiters.removeValue(forKey: id)?.continuation.resume(returning: exited)
     }
 
     /// A footprint reading of the app now, to every subscriber of `samples()`.
@@ -176,7 +219,7 @@ public actor FakeDevice: SupervisedDevice {
             secondsInState: a.secondsInState, secondsSinceBackgrounded: background ? a.secondsInState : nil,
             secondsSinceActive: a.state == .active ? 0 : a.secondsInState, secondsSinceLaunch: a.secondsInState, activations: 1,
             latest: a.running ? sample : nil, sampleAgeSeconds: a.running ? 0 : nil, lifetimeMaxFootprintBytes: a.footprintBytes,
-            launchToReadySeconds: a.launchToReadySeconds, isDying: a.dying)
+            launchToReadySeconds: a.launchToReadySeconds, isDying: a.dying, oomScoreAdj: a.running ? a.oomScoreAdj : nil)
     }
 
     public func apps() -> [AppView] { all.map(makeView) }
@@ -211,9 +254,26 @@ public actor FakeDevice: SupervisedDevice {
         return KillReceipt(app: name, pid: pid, signalledAt: monotonicSeconds(), memoryReleased: a.exitsOnKill)
     }
 
-    public func waitForExit(_ name: String, pid: Int32, timeout: Double) -> Bool {
-        guard let a = app(name) else { return true }
-        return !(a.running && a.pid == pid)
+    public func waitForExit(_ name: String, pid: Int32, timeout: Double) async -> Bool {
+        guard let a = app(name), a.running, a.pid == pid else { return true }
+        guard exitWaits else { return false }
+        nextExitWaiter += 1
+        let id = nextExitWaiter
+        let timer = Task {
+            do {
+                try await Task.sleep(for: Seconds.duration(timeout))
+            } catch {
+                // Cancelled: the wait ended otherwise (the exit came, or the waiter was cancelled).
+            }
+            self.endExitWait(id, exited: false)
+        }
+        let exited = await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in exitWaiters[id] = (name, pid, c) }
+        } onCancel: {
+            timer.cancel()
+        }
+        timer.cancel()
+        return exited
     }
 
     public func warn(_ target: AppTarget, waitForAcknowledgements: Bool) -> [String] {
