@@ -37,6 +37,7 @@ let package = Package(
                 "CBenchSupport",
                 .product(name: "MemPressureSystem", package: "MemoryPressure"),
                 .product(name: "MemPressureMappedFiles", package: "MemoryPressure"),
+                .product(name: "MemPressureCachePolicies", package: "MemoryPressure"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

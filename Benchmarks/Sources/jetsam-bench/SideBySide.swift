@@ -37,6 +37,14 @@ struct Spike: Codable, Sendable {
     /// The foreground app's command that makes the spike.
     var growth: WorkloadRequest<Void> { .grow(bytesPerSecond: growthMBPerSecond << 20, totalBytes: growthMB << 20) }
 
+    /// The `oom_score_adj` the supervisor gives the app (`OOMScoreBands`, split at jetsam's
+    /// high-memory line, 1/8 of the budget), from its role and its dirty memory.
+    func oomScoreAdj(_ app: App) -> Int32 {
+        let bands = OOMScoreBands()
+        let state: LifecycleState = app.role == .foreground ? .active : app.role == .suspended ? .suspended : .backgroundRunning
+        return bands.score(for: state, footprintBytes: UInt64(app.dirtyMB) << 20, highMemoryLine: bands.highMemoryLine(budgetBytes: budgetBytes)) ?? 0
+    }
+
     func workloadArguments(_ app: App, dataDirectory: String) -> [String] {
         ["--name", app.name, "--data-dir", "\(dataDirectory)/\(app.name)", "--state-mb", "1", "--image-cache-mb", "2", "--image-kb", "256",
          "--backing-mb", "1", "--assets-mb", "1", "--decode-cost", "16", "--dirty-mb", "\(app.dirtyMB)"]
@@ -120,7 +128,10 @@ extension Spike {
 
 /// The spike under the supervisor with jetsam (ios policy, its defaults).
 func runJetsam(_ spike: Spike, round: Int, build: String, data: String) async throws -> SpikeRun {
-    let killer = JetsamKiller(configuration: JetsamConfiguration(policy: .ios))
+    // The kernel's killer is free to act, as for the peers (a kernel kill under jetsam counts).
+    var j = JetsamConfiguration(policy: .ios)
+    j.holdKernelOOMKiller = false
+    let killer = JetsamKiller(configuration: j)
     var c = SupervisorConfiguration()
     c.executableDirectory = build
     c.budgetBytes = Int(spike.budgetBytes)
@@ -241,6 +252,15 @@ func peerRun(peer: Peer, cgroup: String, build: String, data: String, spike: Spi
         var info = siginfo_t()
         _ = retryOnInterrupt { waitid(P_PID, id_t(c.pid), &info, WSTOPPED | WNOWAIT) }
     }
+    // The peers know what jetsam knows: each app's oom_score_adj from its state and size, by the
+    // supervisor's own table (the kernel's badness, earlyoom's and nohang's choices all read it).
+    // Each app is this process's unreaped child: its PID is its own.
+    for (app, c) in apps {
+        let adj = spike.oomScoreAdj(app)
+        let result = OOMScore.set(adj, pids: [c.pid]) { _, _ in true }
+        if let failure = result.failure { throw BenchError("\(app.name): cannot set oom_score_adj \(adj): \(failure)") }
+    }
+    notes.append("every app's oom_score_adj set from its state, as the supervisor sets it: " + apps.map { "\($0.app.name) \(spike.oomScoreAdj($0.app))" }.joined(separator: ", "))
     // The peer, with its own default thresholds or jetsam's, on a view of /proc/meminfo in which
     // the machine is the device (see MeminfoView): earlyoom SIGTERM at 10% available, SIGKILL at
     // 5%; nohang soft (SIGTERM) at 5%, hard (SIGKILL) at 2%; matched, both at 20% and 5%.

@@ -8,14 +8,15 @@ import MemPressureLifecycleProtocol
 import MemPressureSystem
 import MemPressureWorkloadProtocol
 
-/// What every run shares: the apps, the trace, how they are built and restored.
+/// What every run shares: the apps, how they are built and restored, how long an idle gap lasts.
 struct Setup: Sendable {
     var build: String
     var data: String
     var profiles: [AppProfile]
-    var trace: SwitchTrace
     var restore: String
     var decodeCost: Int
+    /// Seconds an idle gap between two sessions of a trace lasts at most.
+    var maxGap: Double
 
     func profile(_ name: String) -> AppProfile { profiles.first { $0.name == name }! }
 }
@@ -74,6 +75,9 @@ struct Death: Codable, Sendable {
 }
 
 struct RunResult: Codable, Sendable {
+    /// The trace's seed and the swap configuration (set by the caller).
+    var seed: UInt64 = 0
+    var swap = "none"
     // The contract (Reports/switching.json, issue 10).
     var policy: String
     var budgetBytes: Int
@@ -133,21 +137,76 @@ struct RunResult: Codable, Sendable {
     var swapBytes: UInt64
     var records: [SwitchRecord]
     var notes: [String]
+    // The anchors' metrics (issue 22).
+    /// Seconds of the replay (the warm-up left out).
+    var replaySeconds: Double
+    /// Switch time with every failed switch counted as a timeout (`Retry.seconds`, or what it
+    /// took if longer): mean, p50, p95, p99.
+    var timeoutMeanMs: Double
+    var timeoutP50Ms: Double
+    var timeoutP95Ms: Double
+    var timeoutP99Ms: Double
+    /// Kills by the policy (jetsam's or the lmkd emulation's) and by the kernel, per minute of replay.
+    var killsPerMinute: Double
+    /// workingset_refault_anon + _file of the device's memory cgroup over the replay (nil when
+    /// its memory.stat lacks them), and their sum per minute.
+    var refaults: UInt64?
+    /// The machine's memory stall over the replay (/proc/pressure/memory total, some and full),
+    /// milliseconds per minute of replay (nil without PSI). Machine-wide: cgroup v1 has no
+    /// per-group PSI; the machine runs nothing else that stalls.
+    var psiSomeMsPerMinute: Double?
+    var psiFullMsPerMinute: Double?
+    /// Pages swapped in and out over the replay (/proc/vmstat pswpin, pswpout).
+    var pagesSwappedIn: UInt64
+    var pagesSwappedOut: UInt64
+    /// CPU seconds the apps used over the replay (their accounting, every state), and the
+    /// benchmark process (the supervisor, its policy and the harness) over the same time.
+    var appCPUSeconds: Double
+    var benchCPUSeconds: Double
+    /// With the kernel's killer held: for each episode opened because a task waited at the
+    /// limit, seconds from the wait being seen to the first kill (the allocation's stall).
+    var heldStallSeconds: [Double]
 }
 
-/// The supervisor's configuration for one run: the device budget and, unless `policy` is
-/// "kernel", a jetsam killer with that policy (its defaults otherwise).
-func supervisorConfiguration(build: String, budgetBytes: Int, policy: String) throws -> (SupervisorConfiguration, JetsamKiller?) {
+/// The policy of one run, attached to its supervisor.
+struct RunPolicy {
+    var killer: JetsamKiller?
+    var lmkd: LmkdEmulation?
+}
+
+/// The supervisor's configuration for one run: the device budget, the apps' oom_score_adj from
+/// their states (except for "kernel-blind"), and the policy: a jetsam killer (the kernel's killer
+/// held only for NAME-hold), the lmkd emulation ("lmkd-emu"), or none ("kernel", "kernel-blind").
+func supervisorConfiguration(build: String, budgetBytes: Int, policy: String) throws -> (SupervisorConfiguration, RunPolicy) {
     var c = SupervisorConfiguration()
     c.executableDirectory = build
     c.budgetBytes = budgetBytes
     // Footprint samples four times a second: the background footprint is weighted by time.
     c.sampleInterval = 0.25
-    guard policy != "kernel" else { return (c, nil) }
-    guard let name = JetsamPolicyName(rawValue: policy) else { throw BenchError("unknown policy \(policy)") }
-    let killer = JetsamKiller(configuration: JetsamConfiguration(policy: name))
-    killer.attach(to: &c)
-    return (c, killer)
+    switch policy {
+    case "kernel":
+        return (c, RunPolicy())
+    case "kernel-blind":
+        c.oomScoreBands = nil
+        return (c, RunPolicy())
+    case "lmkd-emu":
+        // lmkd kills on low memory alone from adj 701 (`lowmem_min_oom_score`): Android's cached
+        // and previous apps. In the supervisor's bands the suspended ones begin at 500: set there,
+        // lmkd may take on low memory what jetsam would (a device's property, as on Android).
+        var configuration = LmkdConfiguration()
+        configuration.lowmemMinOomScore = Int(OOMScoreBands().suspendedLowMemory)
+        let lmkd = LmkdEmulation(configuration: configuration)
+        lmkd.attach(to: &c)
+        return (c, RunPolicy(lmkd: lmkd))
+    default:
+        let hold = policy.hasSuffix("-hold")
+        guard let name = JetsamPolicyName(rawValue: hold ? String(policy.dropLast(5)) : policy) else { throw BenchError("unknown policy \(policy)") }
+        var configuration = JetsamConfiguration(policy: name)
+        configuration.holdKernelOOMKiller = hold
+        let killer = JetsamKiller(configuration: configuration)
+        killer.attach(to: &c)
+        return (c, RunPolicy(killer: killer))
+    }
 }
 
 /// Drives one supervisor through switches: backgrounds the foreground app, activates the
@@ -343,14 +402,84 @@ func percentile(_ xs: [Double], _ p: Double) -> Double {
 
 func mean(_ xs: [Double]) -> Double? { xs.isEmpty ? nil : xs.reduce(0, +) / Double(xs.count) }
 
+/// The machine's and the device's counters a run reads before and after its replay.
+struct Counters {
+    var time: Double
+    var refaults: UInt64?
+    var psiSomeMicroseconds: UInt64?
+    var psiFullMicroseconds: UInt64?
+    var pswpin: UInt64
+    var pswpout: UInt64
+    var benchCPUSeconds: Double
+
+    static func read(deviceCgroup: String?) -> Counters {
+        var refaults: UInt64?
+        if let deviceCgroup, let stat = try? ProcFS.readBytes("\(deviceCgroup)/memory.stat") {
+            // v1 counts each group's own (the apps are groups below the device): its total_
+            // keys hold the hierarchy's; v2's memory.stat is hierarchical already.
+            let values = keyed(stat)
+            if let anon = values["total_workingset_refault_anon"], let file = values["total_workingset_refault_file"] {
+                refaults = anon + file
+            } else if let anon = values["workingset_refault_anon"], let file = values["workingset_refault_file"] {
+                refaults = anon + file
+            }
+        }
+        var some: UInt64?, full: UInt64?
+        if let psi = try? ProcFS.readBytes("/proc/pressure/memory") {
+            for line in psi.split(separator: 0x0a) {
+                let text = String(decoding: line, as: UTF8.self)
+                guard let total = text.split(separator: " ").first(where: { $0.hasPrefix("total=") }).flatMap({ UInt64($0.dropFirst(6)) }) else { continue }
+                if text.hasPrefix("some") { some = total } else if text.hasPrefix("full") { full = total }
+            }
+        }
+        let vmstat = (try? ProcFS.readBytes("/proc/vmstat")).map(keyed) ?? [:]
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        let cpu = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+        return Counters(time: monotonicSeconds(), refaults: refaults, psiSomeMicroseconds: some, psiFullMicroseconds: full,
+                        pswpin: vmstat["pswpin"] ?? 0, pswpout: vmstat["pswpout"] ?? 0, benchCPUSeconds: cpu)
+    }
+
+    /// "key value" lines (memory.stat, /proc/vmstat).
+    static func keyed(_ bytes: [UInt8]) -> [String: UInt64] {
+        var out: [String: UInt64] = [:]
+        for line in bytes.split(separator: 0x0a) {
+            let parts = line.split(separator: 0x20)
+            guard parts.count == 2, let value = ByteScanner.unsigned(parts[1]) else { continue }
+            out[String(decoding: parts[0], as: UTF8.self)] = value
+        }
+        return out
+    }
+}
+
+/// CPU seconds of every app in every state, from the supervisor's accounting.
+func appCPUSeconds(_ reports: [AppReport]) -> Double {
+    reports.reduce(0) { $0 + $1.accounting.values.reduce(0) { $0 + $1.cpuSeconds } }
+}
+
+/// When each switch of `trace` is replayed, seconds from the replay's start: the trace's own
+/// times, every idle gap between two sessions cut to `maxGap`; nil for an untimed trace.
+func schedule(_ trace: SwitchTrace, maxGap: Double) -> [Double]? {
+    guard let times = trace.times, !times.isEmpty else { return nil }
+    var out = [0.0]
+    for i in 1..<times.count {
+        var step = max(0, times[i] - times[i - 1])
+        if let sessions = trace.sessions, sessions[i] != sessions[i - 1] { step = min(step, maxGap) }
+        out.append(out[i - 1] + step)
+    }
+    return out
+}
+
 /// One run: the apps in a device of `budgetBytes` under `policy`, launched once each (the
-/// warm-up), then the trace replayed.
-func replay(_ setup: Setup, policy: String, budgetApps: Double, budgetBytes: Int, trim: Double, calibration: [Calibration], runName: String,
+/// warm-up), then `trace` replayed: each switch at its scheduled time, the foreground app sent
+/// to the background between two sessions (the screen off).
+func replay(_ setup: Setup, trace: SwitchTrace, policy: String, budgetApps: Double, budgetBytes: Int, trim: Double, calibration: [Calibration], runName: String,
             progress: BenchSupport.Progress, label: String, logs: String?) async throws -> RunResult {
     let started = monotonicSeconds()
     let load = loadAverage()
     let swapBefore = swapTotalBytes()
-    let (c, killer) = try supervisorConfiguration(build: setup.build, budgetBytes: budgetBytes, policy: policy)
+    let (c, runPolicy) = try supervisorConfiguration(build: setup.build, budgetBytes: budgetBytes, policy: policy)
+    let killer = runPolicy.killer
     let directory = "\(setup.data)/\(runName)"
     let made = try CheckedDirectory.open(directory, creating: true)
     defer { made.removeTree() }
@@ -367,7 +496,7 @@ func replay(_ setup: Setup, policy: String, budgetApps: Double, budgetBytes: Int
             // Warm-up: every app launched once, in the trace's order of apps, and sent to the
             // background (a device some time after boot).
             let oomStart = await s.kernelOOMKills() ?? 0
-            for app in setup.trace.apps {
+            for app in trace.apps {
                 try Task.checkCancellation()
                 progress.doing("\(label): launching \(app)")
                 _ = try await sw.switchTo(app, index: nil)
@@ -375,19 +504,27 @@ func replay(_ setup: Setup, policy: String, budgetApps: Double, budgetBytes: Int
             try await sw.backgroundForeground()
             let oomBefore = await s.kernelOOMKills() ?? 0
             let t0 = await s.now()
+            let before = Counters.read(deviceCgroup: s.deviceMemoryCgroup)
+            let cpuBefore = appCPUSeconds(await s.reports())
             let replayStart = monotonicSeconds()
             var records: [SwitchRecord] = []
-            let switches = setup.trace.switches
+            let switches = trace.switches
+            let times = schedule(trace, maxGap: setup.maxGap)
             for (i, target) in switches.enumerated() {
                 try Task.checkCancellation()
-                if let times = setup.trace.times {
+                if i > 0, let sessions = trace.sessions, sessions[i] != sessions[i - 1] {
+                    // The screen goes off: the foreground app to the background.
+                    try await sw.backgroundForeground()
+                }
+                if let times {
                     // The trace's own timing (the experiment): the switch no earlier than its time.
-                    let wait = replayStart + times[i] - times[0] - monotonicSeconds()
+                    let wait = replayStart + times[i] - monotonicSeconds()
                     if wait > 0 { try await Task.sleep(for: .seconds(wait)) }
                 }
                 progress.doing("\(label): switch \(i + 1)/\(switches.count)")
-                records.append(try await sw.switchTo(setup.trace.apps[target], index: i))
+                records.append(try await sw.switchTo(trace.apps[target], index: i))
             }
+            let after = Counters.read(deviceCgroup: s.deviceMemoryCgroup)
             let t1 = await s.now()
             let oomAfter = await s.kernelOOMKills() ?? 0
             let log = await s.log
@@ -403,6 +540,14 @@ func replay(_ setup: Setup, policy: String, budgetApps: Double, budgetBytes: Int
             for e in killer?.episodes ?? [] {
                 let kind = outcomeKind(e.outcome)
                 if let i = outcomes.firstIndex(where: { $0.0 == kind }) { outcomes[i].1 += 1 } else { outcomes.append((kind, 1)) }
+            }
+            if let lmkd = runPolicy.lmkd, !lmkd.kills.isEmpty {
+                var reasons: [(String, Int)] = []
+                for k in lmkd.kills {
+                    let reason = "\(k.reason)"
+                    if let i = reasons.firstIndex(where: { $0.0 == reason }) { reasons[i].1 += 1 } else { reasons.append((reason, 1)) }
+                }
+                outcomes += reasons.map { ("lmkd: \($0.0)", $0.1) }
             }
 
             let done = records.filter { $0.kind != .failed }
@@ -422,21 +567,35 @@ func replay(_ setup: Setup, policy: String, budgetApps: Double, budgetBytes: Int
             calRelaunch /= Double(max(1, done.count))
             let died = deaths(in: log, from: t0, to: t1)
             let bg = backgroundFootprint(reports, deaths: deaths(in: log, from: 0, to: .infinity), from: t0, to: t1, interval: c.sampleInterval)
-            let jetsamKills = log.filter { $0.kind == .jetsam && $0.t >= t0 && $0.t <= t1 }.count
+            let policyKills = log.filter { $0.kind == .jetsam && $0.t >= t0 && $0.t <= t1 }.count
             let warmupKills = log.filter { $0.kind == .jetsam && $0.t < t0 }.count
             let warnings = log.filter { $0.payload == .warning(.sent) && $0.t >= t0 && $0.t <= t1 }.count
-            let held = (killer?.episodes ?? []).filter { $0.trigger.source == .underOOM && $0.start >= t0 && $0.start <= t1 }.count
+            let heldEpisodes = (killer?.episodes ?? []).filter { $0.trigger.source == .underOOM && $0.start >= t0 && $0.start <= t1 }
             let lost = sw.losses.reduce(0) { $0 + $1.bytes }
+            let minutes = max(1e-9, (after.time - before.time) / 60)
+            // A failed switch counts as a timeout: the retry limit, or what it took if longer.
+            let withTimeouts = records.map { $0.kind == .failed ? max($0.ms, Retry.seconds * 1000) : $0.ms }
+            let kernelKills = oomAfter &- oomBefore
             return RunResult(
                 policy: policy, budgetBytes: budgetBytes, trim: trim, switches: records.count, resumes: resumes.count, relaunches: relaunches.count,
-                kills: jetsamKills, kernelOOMKills: oomAfter &- oomBefore, meanSwitchMs: mean(ms) ?? 0, p95SwitchMs: percentile(ms, 0.95),
+                kills: policyKills, kernelOOMKills: kernelKills, meanSwitchMs: mean(ms) ?? 0, p95SwitchMs: percentile(ms, 0.95),
                 expectedSwitchMs: pAlive * calResume + (1 - pAlive) * calRelaunch, bytesLost: lost,
                 budgetApps: budgetApps, p50SwitchMs: percentile(ms, 0.5), meanResumeMs: mean(resumes.map(\.ms)), meanRelaunchMs: mean(relaunches.map(\.ms)),
                 resumeShare: pAlive, calibratedResumeMs: calResume, calibratedRelaunchMs: calRelaunch, warningsSent: warnings,
                 backgroundFootprintBytes: bg.perApp, backgroundTotalBytes: bg.total, backgroundApps: bg.apps,
-                warmupKills: warmupKills, warmupKernelOOMKills: oomBefore &- oomStart, heldAtLimit: killer == nil ? nil : held, failedActivations: sw.failedActivations,
+                warmupKills: warmupKills, warmupKernelOOMKills: oomBefore &- oomStart, heldAtLimit: killer == nil ? nil : heldEpisodes.count, failedActivations: sw.failedActivations,
                 failedSwitches: records.count - done.count,
-                episodes: outcomes.map { "\($0.1)× \($0.0)" }, losses: sw.losses, deaths: died, seconds: monotonicSeconds() - started, loadAverage: load, swapBytes: max(swapBefore, swapTotalBytes()), records: records, notes: notes)
+                episodes: outcomes.map { "\($0.1)× \($0.0)" }, losses: sw.losses, deaths: died, seconds: monotonicSeconds() - started, loadAverage: load,
+                swapBytes: max(swapBefore, swapTotalBytes()), records: records, notes: notes,
+                replaySeconds: after.time - before.time, timeoutMeanMs: mean(withTimeouts) ?? 0, timeoutP50Ms: percentile(withTimeouts, 0.5),
+                timeoutP95Ms: percentile(withTimeouts, 0.95), timeoutP99Ms: percentile(withTimeouts, 0.99),
+                killsPerMinute: Double(policyKills + Int(kernelKills)) / minutes,
+                refaults: before.refaults.flatMap { b in after.refaults.map { $0 &- min($0, b) } },
+                psiSomeMsPerMinute: before.psiSomeMicroseconds.flatMap { b in after.psiSomeMicroseconds.map { Double($0 &- min($0, b)) / 1000 / minutes } },
+                psiFullMsPerMinute: before.psiFullMicroseconds.flatMap { b in after.psiFullMicroseconds.map { Double($0 &- min($0, b)) / 1000 / minutes } },
+                pagesSwappedIn: after.pswpin &- min(after.pswpin, before.pswpin), pagesSwappedOut: after.pswpout &- min(after.pswpout, before.pswpout),
+                appCPUSeconds: max(0, appCPUSeconds(reports) - cpuBefore), benchCPUSeconds: max(0, after.benchCPUSeconds - before.benchCPUSeconds),
+                heldStallSeconds: heldEpisodes.map { e in e.victims.first?.secondsFromEvent ?? max(0, (e.end ?? e.start) - e.start) })
         } catch {
             if let logs, !Task.isCancelled {
                 do { try writeLog(await s.log, killer: killer, to: "\(logs)/\(runName)-failed.json") } catch { log("switching-bench", "\(error)") }

@@ -1,13 +1,14 @@
-// switching-bench: the multi-app switching replay. N model apps of mixed sizes in a device
-// budget (a memory cgroup), driven by an app-switching trace (Zipf popularity, a Markov model,
-// or a trace file), under each jetsam policy and under the kernel's cgroup OOM killer alone;
-// the budget and the apps' trim level swept. Per run: resumes against relaunches, kills,
-// warnings, kernel OOM kills, switch latency (mean, p95) against the model's expectation, the
-// background footprint, and every byte of state checked after each relaunch. Writes
-// Reports/switching.{md,json}, switching.{gp,svg} (the Pareto frontier of background footprint
-// against expected switch latency, per policy) and switching-model.{gp,svg}.
+// switching-bench: the multi-app switching evaluation. N model apps of real sizes in a device
+// budget (a memory cgroup), driven by app-switching traces (by default a day of use generated
+// from the LSApp dataset's published statistics, one per seed), under jetsam's policies and its
+// rivals — the kernel's memcg OOM killer with the apps' states in oom_score_adj, the same killer
+// blind to them, and an emulation of Android's lmkd — with no swap, zram or a swap file. Per run:
+// switch time (p50/p95/p99, failed switches counted as timeouts), failed switches, relaunches,
+// cached apps kept, kills per minute, refaults, PSI stall, CPU, state lost; per configuration the
+// mean over seeds with a 95% bootstrap interval and a paired test against the best rival.
+// Writes Reports/switching.{md,json} and switching.{gp,svg}.
 //
-// Needs root and a memory cgroup controller (the device budget).
+// Needs root and a memory cgroup controller (the device budget); zram needs /dev/zram0 unused.
 
 import MemPressureLifecycle
 import ArgumentParser
@@ -19,15 +20,31 @@ import MemPressureJetsam
 import MemPressureSystem
 
 enum TraceModel: String, ExpressibleByArgument, Codable, Sendable {
-    case zipf, markov
+    case day, zipf, markov
+}
+
+/// The device's swap during a configuration's runs.
+enum SwapSetup: String, ExpressibleByArgument, Codable, Sendable, CaseIterable {
+    /// None (the machine's own, which should be none: a run that sees some says so).
+    case none
+    /// `/dev/zram0` with lz4, as Android and ChromeOS use it.
+    case zram
+    /// A swap file on the data directory's file system (/var/tmp).
+    case file
 }
 
 @main
 struct SwitchingBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "switching-bench",
-        abstract: "The multi-app switching replay; writes Reports/switching.{md,json,gp,svg}.",
+        abstract: "The multi-app switching evaluation; writes Reports/switching.{md,json,gp,svg}.",
         discussion: """
+            Policies: a jetsam policy (ios, xnu, lmkd, largest, lru, cost) runs with the kernel's OOM \
+            killer free to act (a kernel kill under jetsam is counted); NAME-hold holds it \
+            (oom_kill_disable) as jetsam's default does. kernel: no policy, the memory cgroup's OOM \
+            killer alone, the apps' oom_score_adj set from their states; kernel-blind: the same with \
+            every app at oom_score_adj 0; lmkd-emu: an emulation of Android's lmkd (PSI wake-ups, \
+            watermarks, thrashing, min_score_adj levels, kill timeout). \
             A trace file (--trace) is CSV, one switch per line: APP, or SECONDS,APP (seconds since the \
             trace began, non-decreasing; every line or none). An optional first line 'app' or \
             'seconds,app' is a header; empty lines and lines beginning with '#' are skipped. App names \
@@ -39,26 +56,31 @@ struct SwitchingBench: AsyncParsableCommand {
 
     @Option(help: "The main package's release build directory (mempressure-exec, mempressure-workload).") var build = "../.build/release"
     @Option(help: "Where the report goes.") var output = "../Reports"
-    @Option(help: "A switch trace file (CSV: 'app' or 'seconds,app' per line); default: a generated trace.") var trace: String?
-    @Option(help: "The generated trace's model: zipf (independent Zipf draws) or markov (a seeded transition matrix with returns to the previous app).") var model: TraceModel = .markov
-    @Option(help: "The generated trace's seed (SplitMix64).") var seed: UInt64 = 42
+    @Option(help: "A switch trace file (CSV: 'app' or 'seconds,app' per line), replayed once per seed; default: a generated trace per seed.") var trace: String?
+    @Option(help: "The generated trace's model: day (sessions after LSApp's statistics, timed), zipf (independent Zipf draws) or markov (a seeded transition matrix with returns to the previous app).") var model: TraceModel = .day
+    @Option(help: "The seeds: one trace and one run per policy each (default 1-10; 1,2 with --quick).") var seeds: String?
     @Option(help: "Zipf exponent of the apps' popularity.") var alpha = 1.0
     @Option(name: .customLong("return-probability"), help: "Markov: the chance that a switch goes back to the previous app.") var returnProbability = 0.4
-    @Option(help: "Switches in the generated trace (default 40; 12 with --quick).") var switches: Int?
+    @Option(help: "Switches in a zipf or markov trace (default 200; 30 with --quick).") var switches: Int?
+    @Option(help: "Sessions in a day trace (default 30, about 165 switches; 5 with --quick).") var sessions: Int?
+    @Option(name: .customLong("time-scale"), help: "A day trace's time scale (default 0.002: a median session of 106 s lasts 0.21 s).") var timeScale = 0.002
+    @Option(name: .customLong("max-gap"), help: "Seconds an idle gap between sessions lasts at most once scaled (the screen is off; nothing runs; default 0.5).") var maxGap = 0.5
     @Option(help: "Model apps (2 to 12; default 10).") var apps = 10
-    @Option(help: "Budgets, as room for this many apps of the mean footprint (default 3,5,8,12; 3,8 with --quick).") var budgets: String?
-    @Option(help: "The apps' trim levels (default 0,0.5,1; 0.5 with --quick).") var trims: String?
-    @Option(help: "Policies: ios, xnu, lmkd, largest, lru, cost, and kernel (no jetsam: the cgroup OOM killer alone) (default all; ios,cost,kernel with --quick).") var policies: String?
+    @Option(name: .customLong("app-scale"), help: "Every app's sizes times this (default 4: footprints of about 35 to 150 MiB; 2 with --quick).") var appScale: Double?
+    @Option(help: "Budgets, as room for this many apps of the mean footprint (default 4; 3 with --quick).") var budgets: String?
+    @Option(help: "The apps' trim levels (default 0).") var trims: String?
+    @Option(help: "Policies (default ios,lmkd,ios-hold,lmkd-emu,kernel,kernel-blind; ios,lmkd-emu,kernel with --quick).") var policies: String?
+    @Option(help: "Swap configurations: none, zram, file (default none,zram; none with --quick).") var swap: String?
     @Option(help: "The apps rebuild what they trimmed before reporting ready on resume (eager), or after (lazy).") var restore = "eager"
     @Option(name: .customLong("decode-cost"), help: "The apps' decoding cost (rounds of mixing per KiB, as mempressure-workload's --decode-cost).") var decodeCost = 512
     @Option(name: .customLong("calibration-rounds"), help: "Resumes and relaunches per app and trim with no pressure (default 3; 1 with --quick).") var calibrationRounds: Int?
     @Option(help: "Write each run's supervisor log and jetsam episodes to DIR/run-N.json (for a closer look; not part of the report).") var logs: String?
-    @Flag(help: "A smoke run: a short trace, 2 budgets, 1 trim, 3 policies (about a minute).") var quick = false
+    @Flag(help: "A smoke run: 2 seeds, 5 sessions, 1 budget, 3 policies, no swap (a few minutes).") var quick = false
     @Flag(name: .customLong("render-only"), help: "Re-render the Markdown and the plots from the JSON.") var renderOnly = false
 
     func run() async throws {
         // Ctrl-C (or SIGTERM) cancels the measurement; the run under way then kills its apps and
-        // removes its cgroups and files before the benchmark exits.
+        // removes its cgroups, swap and files before the benchmark exits.
         let bench = self
         try await interruptible { try await bench.measure() }
     }
@@ -70,6 +92,13 @@ struct SwitchingBench: AsyncParsableCommand {
         return out
     }
 
+    /// A policy name: kernel, kernel-blind, lmkd-emu, a jetsam policy, or a jetsam policy with -hold.
+    static func isPolicy(_ p: String) -> Bool {
+        if ["kernel", "kernel-blind", "lmkd-emu"].contains(p) { return true }
+        let base = p.hasSuffix("-hold") ? String(p.dropLast(5)) : p
+        return JetsamPolicyName(rawValue: base) != nil
+    }
+
     func measure() async throws {
         let tool = "switching-bench"
         if renderOnly {
@@ -78,42 +107,53 @@ struct SwitchingBench: AsyncParsableCommand {
             return
         }
         guard Supervisor.canBudget() else { throw BenchError("switching-bench needs root and a memory cgroup controller (the device budget)") }
-        let budgetList = try Self.list(budgets ?? (quick ? "3,8" : "3,5,8,12"), "budgets") { Double($0).flatMap { $0 >= 1 && $0 <= 64 ? $0 : nil } }
-        let trimList = try Self.list(trims ?? (quick ? "0.5" : "0,0.5,1"), "trims") { Double($0).flatMap { (0...1).contains($0) ? $0 : nil } }
-        let policyList = try Self.list(policies ?? (quick ? "ios,cost,kernel" : "ios,xnu,lmkd,largest,lru,cost,kernel"), "policies") { p -> String? in
-            p == "kernel" || JetsamPolicyName(rawValue: p) != nil ? p : nil
-        }
+        let budgetList = try Self.list(budgets ?? (quick ? "3" : "4"), "budgets") { Double($0).flatMap { $0 >= 1 && $0 <= 64 ? $0 : nil } }
+        let trimList = try Self.list(trims ?? "0", "trims") { Double($0).flatMap { (0...1).contains($0) ? $0 : nil } }
+        let policyList = try Self.list(policies ?? (quick ? "ios,lmkd-emu,kernel" : "ios,lmkd,ios-hold,lmkd-emu,kernel,kernel-blind"), "policies") { Self.isPolicy($0) ? $0 : nil }
+        let swapList = try Self.list(swap ?? (quick ? "none" : "none,zram"), "swap") { SwapSetup(rawValue: $0) }
+        let seedList = try Self.list(seeds ?? (quick ? "1,2" : "1,2,3,4,5,6,7,8,9,10"), "seeds") { UInt64($0) }
         guard restore == "eager" || restore == "lazy" else { throw ValidationError("--restore takes eager or lazy") }
         guard (2...AppProfile.catalogue.count).contains(apps) else { throw ValidationError("--apps takes 2 to \(AppProfile.catalogue.count)") }
-        let switchCount = switches ?? (quick ? 12 : 40)
+        let switchCount = switches ?? (quick ? 30 : 200)
         guard switchCount >= 1, switchCount <= 100_000 else { throw ValidationError("--switches takes 1 to 100000") }
+        let sessionCount = sessions ?? (quick ? 5 : 30)
+        guard sessionCount >= 1, sessionCount <= 10_000 else { throw ValidationError("--sessions takes 1 to 10000") }
+        guard timeScale > 0, timeScale <= 1, maxGap >= 0, maxGap <= 3600 else { throw ValidationError("--time-scale takes (0, 1], --max-gap 0 to 3600") }
+        let scale = appScale ?? (quick ? 2 : 4)
+        guard scale > 0, scale <= 64 else { throw ValidationError("--app-scale takes (0, 64]") }
         let rounds = calibrationRounds ?? (quick ? 1 : 3)
         guard rounds >= 1, rounds <= 100 else { throw ValidationError("--calibration-rounds takes 1 to 100") }
 
-        // The trace, and the apps it names.
-        let switchTrace: SwitchTrace
+        // The traces (one per seed), and the apps they name.
+        var traces: [(seed: UInt64, trace: SwitchTrace)] = []
         var profiles: [AppProfile]
         var notes: [String] = []
         if let file = trace {
             let bytes: [UInt8]
             do { bytes = try ProcFS.readBytes(file) } catch { throw BenchError("\(file): \(error)") }
-            switchTrace = try SwitchTraceReader.parse(bytes, name: file)
-            guard switchTrace.apps.count <= AppProfile.catalogue.count else {
-                throw BenchError("\(file): \(switchTrace.apps.count) apps; the benchmark has sizes for at most \(AppProfile.catalogue.count)")
+            let t = try SwitchTraceReader.parse(bytes, name: file)
+            guard t.apps.count <= AppProfile.catalogue.count else {
+                throw BenchError("\(file): \(t.apps.count) apps; the benchmark has sizes for at most \(AppProfile.catalogue.count)")
             }
-            if switchTrace.apps.allSatisfy({ name in AppProfile.catalogue.contains { $0.0 == name } }) {
-                profiles = switchTrace.apps.map { name in AppProfile(name: name, scale: AppProfile.catalogue.first { $0.0 == name }!.1) }
+            if t.apps.allSatisfy({ name in AppProfile.catalogue.contains { $0.0 == name } }) {
+                profiles = t.apps.map { name in AppProfile(name: name, scale: AppProfile.catalogue.first { $0.0 == name }!.1 * scale) }
             } else {
-                profiles = switchTrace.apps.enumerated().map { AppProfile(name: $1, scale: AppProfile.catalogue[$0].1) }
+                profiles = t.apps.enumerated().map { AppProfile(name: $1, scale: AppProfile.catalogue[$0].1 * scale) }
                 notes.append("the trace's apps are not the catalogue's: they were given its sizes in order of first appearance")
             }
+            traces = seedList.map { ($0, t) }
         } else {
             let names = AppProfile.catalogue.prefix(apps).map(\.0)
-            switch model {
-            case .zipf: switchTrace = SwitchTraceGenerator.zipf(apps: names, alpha: alpha, switches: switchCount, seed: seed)
-            case .markov: switchTrace = SwitchTraceGenerator.markov(apps: names, alpha: alpha, returnProbability: returnProbability, switches: switchCount, seed: seed)
+            for seed in seedList {
+                let t: SwitchTrace
+                switch model {
+                case .day: t = SwitchTraceGenerator.day(apps: names, alpha: alpha, sessions: sessionCount, seed: seed, timeScale: timeScale)
+                case .zipf: t = SwitchTraceGenerator.zipf(apps: names, alpha: alpha, switches: switchCount, seed: seed)
+                case .markov: t = SwitchTraceGenerator.markov(apps: names, alpha: alpha, returnProbability: returnProbability, switches: switchCount, seed: seed)
+                }
+                traces.append((seed, t))
             }
-            profiles = AppProfile.catalogue.prefix(apps).map { AppProfile(name: $0.0, scale: $0.1) }
+            profiles = AppProfile.catalogue.prefix(apps).map { AppProfile(name: $0.0, scale: $0.1 * scale) }
         }
         let build = URL(fileURLWithPath: self.build).standardizedFileURL.path
         for program in ["mempressure-exec", "mempressure-workload"] where access("\(build)/\(program)", X_OK) != 0 {
@@ -123,47 +163,62 @@ struct SwitchingBench: AsyncParsableCommand {
         let scratch = try CheckedDirectory.makeUnique(prefix: "mempressure-switching-bench-")
         defer { scratch.removeTree() }
         let data = scratch.path
-        let setup = Setup(build: build, data: data, profiles: profiles, trace: switchTrace, restore: restore, decodeCost: decodeCost)
+        let setup = Setup(build: build, data: data, profiles: profiles, restore: restore, decodeCost: decodeCost, maxGap: maxGap)
         let started = monotonicSeconds()
         let loadBefore = loadAverage()
+        let peers = PeerVersions.read()
 
-        let runCount = trimList.count * budgetList.count * policyList.count
+        let runCount = swapList.count * trimList.count * budgetList.count * traces.count * policyList.count
         let progress = BenchSupport.Progress(tool, total: trimList.count * 2 + runCount)
         // Each trim level: the apps' unloaded resume and relaunch times at that trim (the
-        // model's inputs), measured just before its runs so that both see the machine alike;
-        // the first calibration's footprints size the budgets (an app's footprint while
-        // active does not depend on its trim: it rebuilds before it is active again).
+        // model's inputs), measured before its runs, with no swap; the first calibration's
+        // footprints size the budgets (an app's footprint while active does not depend on its
+        // trim: it rebuilds before it is active again).
         var calibration: [Calibration] = []
         var footprints: [UInt64] = []
         var meanFootprint: UInt64 = 0
-        var runs: [RunResult] = []
-        var index = 0
         for trim in trimList {
             try Task.checkCancellation()
-            let cal = try await calibrate(setup, trim: trim, rounds: rounds, progress: progress)
-            calibration += cal
+            calibration += try await calibrate(setup, trim: trim, rounds: rounds, progress: progress)
             progress.step(2)
-            if footprints.isEmpty {
-                footprints = profiles.map { p in cal.first { $0.app == p.name }?.activeFootprintBytes ?? 0 }
-                meanFootprint = footprints.reduce(0, +) / UInt64(max(1, footprints.count))
-                guard meanFootprint > 0 else { throw BenchError("no footprint was sampled in the calibration") }
-                log(tool, "mean app footprint \(ByteFormat.fixed(Double(meanFootprint) / 1048576, 1)) MiB; \(runCount) runs of \(switchTrace.switches.count) switches")
-            }
-            for k in budgetList {
-                let budget = Int(Double(meanFootprint) * k) / 4096 * 4096
-                for policy in policyList {
-                    try Task.checkCancellation()
-                    index += 1
-                    let label = "[run \(index)/\(runCount)] trim \(trim), room for \(ByteFormat.fixed(k, 0)) (\(budget >> 20) MiB), \(policy)"
-                    let r = try await replay(setup, policy: policy, budgetApps: k, budgetBytes: budget, trim: trim, calibration: calibration,
-                                             runName: "run-\(index)", progress: progress, label: label, logs: logs)
-                    runs.append(r)
-                    progress.step()
-                    if r.swapBytes > 0 { log(tool, "\(label): the machine had \(r.swapBytes >> 20) MiB of swap during the run (another program's?): its figures are not those of a machine without swap") }
-                    if policy != "kernel", r.kernelOOMKills + r.warmupKernelOOMKills > 0 {
-                        log(tool, "\(label): \(r.kernelOOMKills + r.warmupKernelOOMKills) kernel OOM kill(s) under jetsam")
+        }
+        footprints = profiles.map { p in calibration.first { $0.app == p.name }?.activeFootprintBytes ?? 0 }
+        meanFootprint = footprints.reduce(0, +) / UInt64(max(1, footprints.count))
+        guard meanFootprint > 0 else { throw BenchError("no footprint was sampled in the calibration") }
+        let switchesPerRun = traces.map { $0.trace.switches.count }
+        log(tool, "mean app footprint \(ByteFormat.fixed(Double(meanFootprint) / 1048576, 1)) MiB; \(runCount) runs of \(switchesPerRun.min() ?? 0)-\(switchesPerRun.max() ?? 0) switches")
+
+        var runs: [RunResult] = []
+        var index = 0
+        for swapSetup in swapList {
+            let largestBudget = UInt64(Double(meanFootprint) * (budgetList.max() ?? 1))
+            // The swap of this configuration, for its runs only (removed after them, also when interrupted).
+            let swapDevice = try SwapDevice(swapSetup, bytes: max(256 << 20, largestBudget * 2), directory: "/var/tmp")
+            defer { swapDevice.remove() }
+            if let text = swapDevice.description { log(tool, text) }
+            for trim in trimList {
+                for k in budgetList {
+                    let budget = Int(Double(meanFootprint) * k) / 4096 * 4096
+                    for (seed, seedTrace) in traces {
+                        // The policies of one seed in an order of their own (seeded): drift of the
+                        // machine falls on every policy alike.
+                        var order = policyList
+                        var g = SplitMix64(seed: seed &* 0x9E37_79B9_7F4A_7C15 &+ UInt64(index))
+                        order.shuffle(using: &g)
+                        for policy in order {
+                            try Task.checkCancellation()
+                            index += 1
+                            let label = "[run \(index)/\(runCount)] \(swapSetup.rawValue), trim \(trim), room for \(ByteFormat.fixed(k, 0)) (\(budget >> 20) MiB), seed \(seed), \(policy)"
+                            var r = try await replay(setup, trace: seedTrace, policy: policy, budgetApps: k, budgetBytes: budget, trim: trim, calibration: calibration,
+                                                     runName: "run-\(index)", progress: progress, label: label, logs: logs)
+                            r.seed = seed
+                            r.swap = swapSetup.rawValue
+                            runs.append(r)
+                            progress.step()
+                            if swapSetup == .none, r.swapBytes > 0 { log(tool, "\(label): the machine had \(r.swapBytes >> 20) MiB of swap during the run (another program's?)") }
+                            if r.bytesLost > 0 { log(tool, "\(label): \(r.bytesLost) bytes of state lost (\(r.losses.map { "\($0.app): \($0.death)" }.joined(separator: "; ")))") }
+                        }
                     }
-                    if r.bytesLost > 0 { log(tool, "\(label): \(r.bytesLost) bytes of state lost (\(r.losses.map { "\($0.app): \($0.death)" }.joined(separator: "; ")))") }
                 }
             }
         }
@@ -171,16 +226,62 @@ struct SwitchingBench: AsyncParsableCommand {
         var command = "make bench (cd Benchmarks && swift run -c release switching-bench --build ../.build/release --output ../Reports"
         if quick { command += " --quick" }
         if let trace { command += " --trace \(trace)" }
+        if let seeds { command += " --seeds \(seeds)" }
+        if let sessions { command += " --sessions \(sessions)" }
+        if let budgets { command += " --budgets \(budgets)" }
+        if let policies { command += " --policies \(policies)" }
+        if let swap { command += " --swap \(swap)" }
+        if let trims { command += " --trims \(trims)" }
         command += ")"
         let report = SwitchingReport(
-            machine: machine, command: command, quick: quick,
-            trace: TraceInfo(name: switchTrace.name, file: trace, model: trace == nil ? model.rawValue : nil, seed: trace == nil ? seed : nil,
-                             alpha: trace == nil ? alpha : nil, returnProbability: trace == nil && model == .markov ? returnProbability : nil,
-                             apps: switchTrace.apps, switches: switchTrace.switches.count, switchCounts: switchTrace.switchCounts, timed: switchTrace.times != nil),
+            machine: machine, command: command, quick: quick, peers: peers,
+            traces: traces.map { TraceInfo(seed: $0.seed, trace: $0.trace, file: trace, model: trace == nil ? model.rawValue : nil, alpha: alpha) },
+            timeScale: trace == nil && model == .day ? timeScale : nil, maxGap: maxGap, appScale: scale,
             restore: restore, decodeCost: decodeCost, profiles: profiles, footprints: footprints, meanAppFootprintBytes: meanFootprint,
-            budgets: budgetList, trims: trimList, policies: policyList, calibrationRounds: rounds, calibration: calibration, runs: runs,
-            totalSeconds: monotonicSeconds() - started, notes: notes)
+            budgets: budgetList, trims: trimList, policies: policyList, swaps: swapList.map(\.rawValue), seeds: seedList, calibrationRounds: rounds,
+            calibration: calibration, runs: runs, totalSeconds: monotonicSeconds() - started, notes: notes)
         try writeReport(report, to: output, named: "switching", tool: tool)
+    }
+}
+
+/// The swap a configuration runs with, set up for its runs and removed after.
+final class SwapDevice: Sendable {
+    let zram: TemporaryZramSwap?
+    let file: TemporarySwapFile?
+    let setup: SwapSetup
+
+    init(_ setup: SwapSetup, bytes: UInt64, directory: String) throws {
+        self.setup = setup
+        switch setup {
+        case .none:
+            zram = nil
+            file = nil
+        case .zram:
+            do {
+                zram = try TemporaryZramSwap(index: 0, bytes: bytes, compressor: "lz4")
+            } catch {
+                throw BenchError("zram swap: \(error)")
+            }
+            file = nil
+        case .file:
+            do {
+                file = try TemporarySwapFile(path: "\(directory)/mempressure-switching-swap-\(getpid())", bytes: bytes)
+            } catch {
+                throw BenchError("swap file: \(error)")
+            }
+            zram = nil
+        }
+    }
+
+    var description: String? {
+        if let zram { return "swap: \(zram.device), \(zram.compressor), \(ByteFormat.human(zram.bytes)) (reset after these runs)" }
+        if let file { return "swap: \(file.path), \(ByteFormat.human(file.bytes)) (removed after these runs)" }
+        return nil
+    }
+
+    func remove() {
+        zram?.remove()
+        file?.remove()
     }
 }
 
@@ -206,6 +307,17 @@ struct Machine: Codable, Sendable {
     }
 }
 
+/// The rivals' versions, for the report: the kernel's (its OOM killer) and the lmkd source the
+/// emulation follows.
+struct PeerVersions: Codable, Sendable {
+    var kernel: String
+    var lmkd: String
+
+    static func read() -> PeerVersions {
+        PeerVersions(kernel: "Linux \(kernelRelease()) (memcg OOM killer, cgroup v1)", lmkd: "AOSP platform/system/memory/lmkd, lmkd.cpp in PSI mode (the functions and properties cited in `LmkdEmulation`)")
+    }
+}
+
 /// SwapTotal from /proc/meminfo (0 when it cannot be read).
 func swapTotalBytes() -> UInt64 {
     do {
@@ -220,4 +332,3 @@ func loadAverage() -> Double {
     var loads = [Double](repeating: 0, count: 3)
     return getloadavg(&loads, 3) >= 1 ? loads[0] : 0
 }
-
