@@ -63,6 +63,9 @@ final class AppRecord {
     var oomScore: (generation: Int, value: Int32)?
     /// Whether a failure to set it was logged for this run (once per run).
     var oomScoreFailureLogged = 0
+    /// The kernel's OOM kills its memory group had counted when this run was launched (cgroup
+    /// v1; nil when unread): the run's own are those after.
+    var oomKillsAtLaunch: UInt64?
     var activations = 0
     var lastActiveAt: Double?
     /// Launch to first ready of recent runs (the relaunch cost), oldest first, at most 16.

@@ -239,6 +239,9 @@ extension Supervisor {
                 throw .cgroup(error)
             }
             members = .cgroup(group)
+            // A group left by a run whose removal failed is used again: only kills from now on
+            // are this run's (`kernelOOMKills()`).
+            if let memory = group.memory, !cgroups.isV2 { a.oomKillsAtLaunch = DeviceCgroups.oomKills(memory, isV2: false) }
         }
         var env = a.spec.environment ?? [:]
         env[ControlProtocol.socketVariable] = socket.path

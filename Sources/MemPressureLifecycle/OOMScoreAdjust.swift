@@ -29,10 +29,20 @@ extension Supervisor {
         let footprint = a.latest?.sample.footprintBytes
         guard let value = bands.score(for: a.state, footprintBytes: footprint, highMemoryLine: oomScoreHighMemoryLine(bands)) else { return }
         if let last = a.oomScore, last.generation == a.generation, last.value == value { return }
-        // The main process first, by its PID: it is the supervisor's unreaped child, so the PID
-        // is its own; written before mempressure-exec has joined the app's cgroup, the value
-        // goes with it into the group and across its exec.
-        var result = OOMScore.set(value, pids: [process.pid]) { _, _ in true }
+        // The main process first, by its PID (written before mempressure-exec has joined the
+        // app's cgroup, the value goes with it into the group and across its exec), checked
+        // through the directory opened to be this run's process by its start time: once reaped
+        // (its run is ending while the rest of the app is ended), its PID may be another's.
+        let startTicks = process.startTicks
+        var result = OOMScore.set(value, pids: [process.pid]) { dir, buffer in
+            guard let startTicks else { return false }
+            do {
+                try dir.read("stat", into: &buffer)
+                return try buffer.withBytes { (b) throws(ProcError) in try ProcessStat.parse(b, pid: dir.pid) }.startTicks == startTicks
+            } catch {
+                return false
+            }
+        }
         switch process.members {
         case .cgroup(let group):
             do {
@@ -58,6 +68,10 @@ extension Supervisor {
             noteOOMScoreFailure(a, "oom_score_adj \(value): \(failure)")
             return
         }
+        if result.incomplete {
+            noteOOMScoreFailure(a, "oom_score_adj \(value): the app kept forking while it was set; its newest processes may carry the old value")
+        }
+        guard result.set > 0 else { return }  // its run is ending: nothing of it was there to write
         a.oomScore = (a.generation, value)
     }
 

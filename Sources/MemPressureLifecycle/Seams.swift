@@ -121,11 +121,15 @@ extension Supervisor: SupervisedDevice {
         guard let cgroups, let device = cgroups.kernelOOMKills() else { return nil }
         guard !cgroups.isV2 else { return device }
         // cgroup v1 counts a kill in the victim's own group: the apps' groups, those of apps
-        // running now and those removed (counted as each was removed), are added.
+        // running now and those removed (counted as each was removed), are added, each from
+        // its run's launch on. A count that cannot be read makes the whole unknown (nil), never
+        // smaller.
+        guard !kernelOOMKillsUnknown else { return nil }
         var total = device &+ endedAppOOMKills
         for name in order {
-            guard let process = records[name]?.process, case .cgroup(let group) = process.members, let memory = group.memory else { continue }
-            total &+= DeviceCgroups.oomKills(memory, isV2: false) ?? 0
+            guard let a = records[name], let process = a.process, case .cgroup(let group) = process.members, let memory = group.memory else { continue }
+            guard let count = DeviceCgroups.oomKills(memory, isV2: false) else { return nil }
+            total &+= count &- min(count, a.oomKillsAtLaunch ?? 0)
         }
         return total
     }

@@ -99,6 +99,8 @@ public actor Supervisor {
     var oomHighMemoryLine: UInt64?
     /// The kernel's OOM kills counted in app groups already removed (cgroup v1; `kernelOOMKills()`).
     var endedAppOOMKills: UInt64 = 0
+    /// An app group's count could not be read before it was removed: the count is unknown since.
+    var kernelOOMKillsUnknown = false
 
     enum Phase {
         /// Commands start.
@@ -466,7 +468,13 @@ public actor Supervisor {
         case .cgroup(let group):
             // cgroup v1 counts the kernel's OOM kills of the app's processes in its own group:
             // kept before the group goes (`kernelOOMKills()`).
-            if let memory = group.memory, cgroups?.isV2 == false { endedAppOOMKills &+= DeviceCgroups.oomKills(memory, isV2: false) ?? 0 }
+            if let memory = group.memory, cgroups?.isV2 == false {
+                if let count = DeviceCgroups.oomKills(memory, isV2: false) {
+                    endedAppOOMKills &+= count &- min(count, a.oomKillsAtLaunch ?? 0)
+                } else {
+                    kernelOOMKillsUnknown = true
+                }
+            }
             for failure in group.remove() {
                 record(.error(.cgroupRemoval(cause: "\(failure)")), a)
                 leftovers.append("\(name): \(failure)")

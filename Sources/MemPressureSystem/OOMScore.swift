@@ -13,6 +13,9 @@ public struct OOMScoreResult: Sendable, Hashable {
     public var skipped = 0
     /// The first failure to write one (permission denied, say); nil when none failed.
     public var failure: ProcError?
+    /// New processes still showed after the last listing (a group that keeps forking): those
+    /// may carry their parent's old value.
+    public var incomplete = false
 
     public init() {}
 
@@ -21,6 +24,7 @@ public struct OOMScoreResult: Sendable, Hashable {
         set += other.set
         skipped += other.skipped
         if failure == nil { failure = other.failure }
+        incomplete = incomplete || other.incomplete
     }
 }
 
@@ -64,9 +68,8 @@ public enum OOMScore {
             return nil
         }
         return buffer.withBytes { b -> Int32? in
-            var s = Substring(decoding: b, as: UTF8.self)
-            while s.last == "\n" || s.last == " " { s.removeLast() }
-            return Int32(s)
+            let digits = b.prefix { $0 != 0x0a && $0 != 0x20 }
+            return ByteScanner.signed(digits).flatMap { Int32(exactly: $0) }
         }
     }
 }
@@ -83,9 +86,13 @@ extension CgroupDirectory {
         let relativePath = self.relativePath
         var done: [Int32] = []
         var total = OOMScoreResult()
-        for _ in 0..<max(1, rounds) {
+        for round in 0...max(1, rounds) {
             let fresh = try processes().filter { !done.contains($0) }
             if fresh.isEmpty { break }
+            if round == max(1, rounds) {
+                total.incomplete = true
+                break
+            }
             done += fresh
             let result = OOMScore.set(value, pids: fresh, procfs: procfs) { dir, buffer in
                 do {

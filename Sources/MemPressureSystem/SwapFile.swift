@@ -47,11 +47,21 @@ public final class TemporarySwapFile: Sendable {
         active.store(true, ordering: .releasing)
     }
 
-    /// Turns the swap off (its pages come back into memory) and deletes the file. Idempotent.
-    public func remove() {
-        guard active.exchange(false, ordering: .acquiringAndReleasing) else { return }
-        mp_swapoff(path)
-        unlink(path)
+    /// Turns the swap off (its pages come back into memory) and deletes the file; what failed,
+    /// if anything (the swap then stays on, or the file stays: said, so that a caller can tell
+    /// the machine's owner). Idempotent.
+    @discardableResult
+    public func remove() -> String? {
+        guard active.exchange(false, ordering: .acquiringAndReleasing) else { return nil }
+        if mp_swapoff(path) != 0 {
+            let e = Errno(rawValue: errno)
+            return "swapoff \(path): \(e.symbolicName) (\(e)): the swap file is still on; turn it off with swapoff and delete it"
+        }
+        if unlink(path) != 0 {
+            let e = Errno(rawValue: errno)
+            return "unlink \(path): \(e.symbolicName) (\(e))"
+        }
+        return nil
     }
 
     deinit { remove() }
@@ -101,14 +111,17 @@ public final class TemporaryZramSwap: Sendable {
             throw SystemCallError("open", errno: .resourceBusy, subject: "\(device) is in use (disksize set or swapping): not touched")
         }
         let sysfs = self.sysfs
-        func reset() { _ = try? ProcFS.writeFileInPlace("\(sysfs)/reset", Array("1".utf8)) }
-        do {
-            try ProcFS.writeFileInPlace("\(sysfs)/comp_algorithm", Array(compressor.utf8))
-            try ProcFS.writeFileInPlace("\(sysfs)/disksize", Array("\(size)".utf8))
-        } catch {
-            reset()
-            throw error
+        // Reset only once our own disksize is in: a write refused before that (EBUSY: someone
+        // set the device up meanwhile) leaves the device as that someone made it.
+        func reset() {
+            do {
+                try ProcFS.writeFileInPlace("\(sysfs)/reset", Array("1".utf8))
+            } catch {
+                _ = error  // the error being thrown says what failed first
+            }
         }
+        try ProcFS.writeFileInPlace("\(sysfs)/comp_algorithm", Array(compressor.utf8))
+        try ProcFS.writeFileInPlace("\(sysfs)/disksize", Array("\(size)".utf8))
         let fd = open(device, O_WRONLY | O_EXCL | O_CLOEXEC)
         guard fd >= 0 else {
             let e = errno
@@ -137,20 +150,42 @@ public final class TemporaryZramSwap: Sendable {
         active.store(true, ordering: .releasing)
     }
 
-    /// Turns the swap off (its pages come back into memory) and resets the device. Idempotent.
-    public func remove() {
-        guard active.exchange(false, ordering: .acquiringAndReleasing) else { return }
-        mp_swapoff(device)
-        _ = try? ProcFS.writeFileInPlace("\(sysfs)/reset", Array("1".utf8))
+    /// Turns the swap off (its pages come back into memory) and resets the device; what failed,
+    /// if anything (said, so that a caller can tell the machine's owner). Idempotent.
+    @discardableResult
+    public func remove() -> String? {
+        guard active.exchange(false, ordering: .acquiringAndReleasing) else { return nil }
+        if mp_swapoff(device) != 0 {
+            let e = Errno(rawValue: errno)
+            return "swapoff \(device): \(e.symbolicName) (\(e)): it is still swap; turn it off with swapoff and write 1 to \(sysfs)/reset"
+        }
+        do {
+            try ProcFS.writeFileInPlace("\(sysfs)/reset", Array("1".utf8))
+        } catch {
+            return "\(error): \(device) is off but not reset; write 1 to \(sysfs)/reset"
+        }
+        return nil
     }
 
-    /// What the device holds now: the uncompressed bytes stored and the memory they take
-    /// (`mm_stat`'s first and third fields); nil when it cannot be read.
-    public func usage() -> (storedBytes: UInt64, memoryBytes: UInt64)? {
-        guard let text = try? ProcFS.readBytes("\(sysfs)/mm_stat") else { return nil }
-        let fields = text.split(whereSeparator: { $0 == 0x20 || $0 == 0x0a }).compactMap { ByteScanner.unsigned($0) }
-        guard fields.count >= 3 else { return nil }
-        return (fields[0], fields[2])
+    /// Resets the device's peak memory figure (`mem_used_max`) to what it uses now.
+    public func resetPeak() {
+        do {
+            try ProcFS.writeFileInPlace("\(sysfs)/mem_used_max", Array("0".utf8))
+        } catch {
+            _ = error  // the peak then counts from the device's set-up: `peakMemoryBytes` says more, never less
+        }
+    }
+
+    /// The most memory the device has taken since it was set up or `resetPeak()` (mm_stat's
+    /// fifth field, `mem_used_max`): the compressed pages, which the kernel does not charge to
+    /// any memory cgroup. Nil when it cannot be read.
+    public func peakMemoryBytes() -> UInt64? {
+        do {
+            let fields = ByteScanner.fields(try ProcFS.readBytes("\(sysfs)/mm_stat")).compactMap { ByteScanner.unsigned($0) }
+            return fields.count >= 5 ? fields[4] : nil
+        } catch {
+            return nil
+        }
     }
 
     deinit { remove() }

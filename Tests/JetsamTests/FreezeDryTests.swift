@@ -42,6 +42,7 @@ struct FreezeDryTests {
         #expect(try Swap.totalBytes().get() >= 512 << 20 - 4096)
         var j = JetsamConfiguration(policy: .ios)
         j.targetAvailableShare = 0.45
+        j.freezeDryBelowBytes = 16 << 20  // iOS 5's line: the small apps are frozen, Big is not
         let (s, killer) = try supervisor(budgetMB: 256, j)
         try await withCleanup({ await s.shutdown() }) {
             try await s.register(model(dir, "Small1", dirtyMB: 4))

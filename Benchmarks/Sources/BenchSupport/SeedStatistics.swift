@@ -1,3 +1,4 @@
+import Foundation
 import MemPressureCachePolicies
 
 /// Statistics over independent runs (one per seed): a mean with its bootstrap confidence
@@ -42,6 +43,25 @@ public struct MeanInterval: Codable, Sendable, Hashable {
 }
 
 public enum PairedTest {
+    /// The smallest p-value the exact test can give with `pairs` pairs (2 / 2^pairs): below 6
+    /// pairs it is at least 0.0625, so nothing can be significant at 0.05.
+    public static func smallestP(pairs: Int) -> Double { pairs < 1 ? 1 : min(1, 2 / pow(2, Double(min(pairs, 60)))) }
+
+    /// Holm's step-down adjustment of several p-values tested together (the family-wise error
+    /// rate kept at the level): the i-th smallest times (m - i + 1), made non-decreasing, at
+    /// most 1; in the order given.
+    public static func holm(_ ps: [Double]) -> [Double] {
+        let m = ps.count
+        let order = ps.indices.sorted { ps[$0] < ps[$1] }
+        var adjusted = [Double](repeating: 1, count: m)
+        var running = 0.0
+        for (rank, i) in order.enumerated() {
+            running = max(running, min(1, ps[i] * Double(m - rank)))
+            adjusted[i] = running
+        }
+        return adjusted
+    }
+
     /// The two-sided p-value of the paired sign-flip (permutation) test of "no difference"
     /// between `a` and `b`, paired by index (the same seed): under the null hypothesis each
     /// paired difference is as likely positive as negative, so the observed |mean difference| is
@@ -50,7 +70,7 @@ public enum PairedTest {
     public static func signFlipP(_ a: [Double], _ b: [Double]) -> Double? {
         let d = zip(a, b).map { $0 - $1 }
         let n = d.count
-        guard n >= 2 else { return nil }
+        guard n >= 2, d.allSatisfy(\.isFinite) else { return nil }
         let observed = abs(d.reduce(0, +))
         // A tolerance so that an assignment equal to the observed one counts as "as extreme".
         let tolerance = 1e-9 * max(1, observed)

@@ -272,12 +272,14 @@ func peerRun(peer: Peer, cgroup: String, build: String, data: String, spike: Spi
     defer { view?.stop() }
     switch peer {
     case .earlyoom, .earlyoomMatched:
+        notes.append("earlyoom \(debianVersion("earlyoom") ?? "(version unknown)") (Debian's package)")
         // -s 100: act on memory alone (the machine has no swap; both must be low for earlyoom).
         let m = peer == .earlyoom ? "10,5" : "20,5"
         peerChild = try Child(["/usr/bin/earlyoom", "-m", m, "-s", "100", "-r", "1"], logPath: "\(data)/\(peer.rawValue)-\(round).log")
         notes.append(peer == .earlyoom ? "earlyoom -m 10,5 (its default: SIGTERM at 10% available, SIGKILL at 5%)"
             : "earlyoom -m 20,5 (jetsam's thresholds: SIGTERM at 20% available, SIGKILL at 5%)")
     case .nohang, .nohangMatched:
+        notes.append("nohang \(debianVersion("nohang") ?? "(version unknown)") (Debian's package)")
         var config = "/etc/nohang/nohang.conf"
         if peer == .nohangMatched {
             // The packaged configuration with jetsam's thresholds in place of its own.
@@ -354,3 +356,20 @@ extension BenchCgroup {
     init(existing path: String) { self.path = path }
 }
 
+
+/// The installed version of a Debian package, from dpkg's status file (nil when not installed
+/// or unreadable).
+func debianVersion(_ package: String) -> String? {
+    let text: String
+    do {
+        text = String(decoding: try ProcFS.readBytes("/var/lib/dpkg/status"), as: UTF8.self)
+    } catch {
+        return nil
+    }
+    for paragraph in text.split(separator: "\n\n") {
+        let lines = paragraph.split(separator: "\n")
+        guard lines.contains(where: { $0 == "Package: \(package)" }) else { continue }
+        return lines.first { $0.hasPrefix("Version: ") }.map { String($0.dropFirst(9)) }
+    }
+    return nil
+}

@@ -5,7 +5,9 @@ import Foundation
 import Glibc
 import MemPressureJetsam
 import MemPressureLifecycleProtocol
+import MemPressureMonitor
 import MemPressureSystem
+import MemPressureValues
 import MemPressureWorkloadProtocol
 
 /// What every run shares: the apps, how they are built and restored, how long an idle gap lasts.
@@ -126,7 +128,9 @@ struct RunResult: Codable, Sendable {
     /// The killer's episodes (warm-up included), counted by how they ended.
     var episodes: [String]
     var losses: [Loss]
-    var deaths: [Death]
+    /// Every death and every switch of the replay: kept only with `--raw` (the report stays
+    /// small without them; every figure here is computed from them at run time).
+    var deaths: [Death]?
     var seconds: Double
     /// The machine's 1-minute load average as the run began (it may be shared).
     var loadAverage: Double
@@ -135,7 +139,7 @@ struct RunResult: Codable, Sendable {
     /// swapped out, and jetsam freeze-dries instead of killing. This machine has none; another
     /// program may add some for a while.
     var swapBytes: UInt64
-    var records: [SwitchRecord]
+    var records: [SwitchRecord]?
     var notes: [String]
     // The anchors' metrics (issue 22).
     /// Seconds of the replay (the warm-up left out).
@@ -156,9 +160,12 @@ struct RunResult: Codable, Sendable {
     /// per-group PSI; the machine runs nothing else that stalls.
     var psiSomeMsPerMinute: Double?
     var psiFullMsPerMinute: Double?
-    /// Pages swapped in and out over the replay (/proc/vmstat pswpin, pswpout).
-    var pagesSwappedIn: UInt64
-    var pagesSwappedOut: UInt64
+    /// Pages swapped in and out over the replay (/proc/vmstat pswpin, pswpout; nil unread).
+    var pagesSwappedIn: UInt64?
+    var pagesSwappedOut: UInt64?
+    /// With zram: the most memory the zram device took during the replay (its compressed pages,
+    /// which no memory cgroup is charged for: memory the device used beyond its budget).
+    var zramPeakBytes: UInt64?
     /// CPU seconds the apps used over the replay (their accounting, every state), and the
     /// benchmark process (the supervisor, its policy and the harness) over the same time.
     var appCPUSeconds: Double
@@ -199,11 +206,8 @@ func supervisorConfiguration(build: String, budgetBytes: Int, policy: String) th
         lmkd.attach(to: &c)
         return (c, RunPolicy(lmkd: lmkd))
     default:
-        let hold = policy.hasSuffix("-hold")
-        guard let name = JetsamPolicyName(rawValue: hold ? String(policy.dropLast(5)) : policy) else { throw BenchError("unknown policy \(policy)") }
-        var configuration = JetsamConfiguration(policy: name)
-        configuration.holdKernelOOMKiller = hold
-        let killer = JetsamKiller(configuration: configuration)
+        guard let variant = JetsamVariant(policy) else { throw BenchError("unknown policy \(policy)") }
+        let killer = JetsamKiller(configuration: variant.configuration)
         killer.attach(to: &c)
         return (c, RunPolicy(killer: killer))
     }
@@ -402,54 +406,47 @@ func percentile(_ xs: [Double], _ p: Double) -> Double {
 
 func mean(_ xs: [Double]) -> Double? { xs.isEmpty ? nil : xs.reduce(0, +) / Double(xs.count) }
 
-/// The machine's and the device's counters a run reads before and after its replay.
+/// The machine's and the device's counters a run reads before and after its replay (nil where a
+/// file cannot be read: unknown, never 0).
 struct Counters {
     var time: Double
     var refaults: UInt64?
-    var psiSomeMicroseconds: UInt64?
-    var psiFullMicroseconds: UInt64?
-    var pswpin: UInt64
-    var pswpout: UInt64
+    var psi: PressureStall?
+    var pswpin: UInt64?
+    var pswpout: UInt64?
     var benchCPUSeconds: Double
 
     static func read(deviceCgroup: String?) -> Counters {
+        func file(_ path: String) -> [UInt8]? {
+            do { return try ProcFS.readBytes(path) } catch { return nil }
+        }
         var refaults: UInt64?
-        if let deviceCgroup, let stat = try? ProcFS.readBytes("\(deviceCgroup)/memory.stat") {
+        if let deviceCgroup, let stat = file("\(deviceCgroup)/memory.stat") {
             // v1 counts each group's own (the apps are groups below the device): its total_
             // keys hold the hierarchy's; v2's memory.stat is hierarchical already.
-            let values = keyed(stat)
-            if let anon = values["total_workingset_refault_anon"], let file = values["total_workingset_refault_file"] {
-                refaults = anon + file
-            } else if let anon = values["workingset_refault_anon"], let file = values["workingset_refault_file"] {
-                refaults = anon + file
+            if let anon = ByteScanner.value(of: "total_workingset_refault_anon", inSpaceSeparatedLines: stat),
+                let fileRefaults = ByteScanner.value(of: "total_workingset_refault_file", inSpaceSeparatedLines: stat) {
+                refaults = anon + fileRefaults
+            } else if let anon = ByteScanner.value(of: "workingset_refault_anon", inSpaceSeparatedLines: stat),
+                let fileRefaults = ByteScanner.value(of: "workingset_refault_file", inSpaceSeparatedLines: stat) {
+                refaults = anon + fileRefaults
             }
         }
-        var some: UInt64?, full: UInt64?
-        if let psi = try? ProcFS.readBytes("/proc/pressure/memory") {
-            for line in psi.split(separator: 0x0a) {
-                let text = String(decoding: line, as: UTF8.self)
-                guard let total = text.split(separator: " ").first(where: { $0.hasPrefix("total=") }).flatMap({ UInt64($0.dropFirst(6)) }) else { continue }
-                if text.hasPrefix("some") { some = total } else if text.hasPrefix("full") { full = total }
-            }
-        }
-        let vmstat = (try? ProcFS.readBytes("/proc/vmstat")).map(keyed) ?? [:]
+        let psi = file("/proc/pressure/memory").flatMap { bytes in bytes.withUnsafeBytes { PressureStall.parse($0) } }
+        let vmstat = file("/proc/vmstat")
         var usage = rusage()
         getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
         let cpu = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
-        return Counters(time: monotonicSeconds(), refaults: refaults, psiSomeMicroseconds: some, psiFullMicroseconds: full,
-                        pswpin: vmstat["pswpin"] ?? 0, pswpout: vmstat["pswpout"] ?? 0, benchCPUSeconds: cpu)
+        return Counters(time: monotonicSeconds(), refaults: refaults, psi: psi,
+                        pswpin: vmstat.flatMap { ByteScanner.value(of: "pswpin", inSpaceSeparatedLines: $0) },
+                        pswpout: vmstat.flatMap { ByteScanner.value(of: "pswpout", inSpaceSeparatedLines: $0) }, benchCPUSeconds: cpu)
     }
+}
 
-    /// "key value" lines (memory.stat, /proc/vmstat).
-    static func keyed(_ bytes: [UInt8]) -> [String: UInt64] {
-        var out: [String: UInt64] = [:]
-        for line in bytes.split(separator: 0x0a) {
-            let parts = line.split(separator: 0x20)
-            guard parts.count == 2, let value = ByteScanner.unsigned(parts[1]) else { continue }
-            out[String(decoding: parts[0], as: UTF8.self)] = value
-        }
-        return out
-    }
+/// `after - before` of a counter that only grows; nil when either is unknown.
+func delta(_ before: UInt64?, _ after: UInt64?) -> UInt64? {
+    guard let before, let after else { return nil }
+    return after &- min(after, before)
 }
 
 /// CPU seconds of every app in every state, from the supervisor's accounting.
@@ -474,7 +471,7 @@ func schedule(_ trace: SwitchTrace, maxGap: Double) -> [Double]? {
 /// warm-up), then `trace` replayed: each switch at its scheduled time, the foreground app sent
 /// to the background between two sessions (the screen off).
 func replay(_ setup: Setup, trace: SwitchTrace, policy: String, budgetApps: Double, budgetBytes: Int, trim: Double, calibration: [Calibration], runName: String,
-            progress: BenchSupport.Progress, label: String, logs: String?) async throws -> RunResult {
+            progress: BenchSupport.Progress, label: String, logs: String?, zram: TemporaryZramSwap? = nil) async throws -> RunResult {
     let started = monotonicSeconds()
     let load = loadAverage()
     let swapBefore = swapTotalBytes()
@@ -495,15 +492,16 @@ func replay(_ setup: Setup, trace: SwitchTrace, policy: String, budgetApps: Doub
             var sw = Switcher(s, setup: setup, directory: directory)
             // Warm-up: every app launched once, in the trace's order of apps, and sent to the
             // background (a device some time after boot).
-            let oomStart = await s.kernelOOMKills() ?? 0
+            let oomStart = await s.kernelOOMKills()
             for app in trace.apps {
                 try Task.checkCancellation()
                 progress.doing("\(label): launching \(app)")
                 _ = try await sw.switchTo(app, index: nil)
             }
             try await sw.backgroundForeground()
-            let oomBefore = await s.kernelOOMKills() ?? 0
+            let oomBefore = await s.kernelOOMKills()
             let t0 = await s.now()
+            zram?.resetPeak()
             let before = Counters.read(deviceCgroup: s.deviceMemoryCgroup)
             let cpuBefore = appCPUSeconds(await s.reports())
             let replayStart = monotonicSeconds()
@@ -525,8 +523,9 @@ func replay(_ setup: Setup, trace: SwitchTrace, policy: String, budgetApps: Doub
                 records.append(try await sw.switchTo(trace.apps[target], index: i))
             }
             let after = Counters.read(deviceCgroup: s.deviceMemoryCgroup)
+            let zramPeak = zram?.peakMemoryBytes()
             let t1 = await s.now()
-            let oomAfter = await s.kernelOOMKills() ?? 0
+            let oomAfter = await s.kernelOOMKills()
             let log = await s.log
             let reports = await s.reports()
             if let logs { try writeLog(log, killer: killer, to: "\(logs)/\(runName).json") }
@@ -575,7 +574,14 @@ func replay(_ setup: Setup, trace: SwitchTrace, policy: String, budgetApps: Doub
             let minutes = max(1e-9, (after.time - before.time) / 60)
             // A failed switch counts as a timeout: the retry limit, or what it took if longer.
             let withTimeouts = records.map { $0.kind == .failed ? max($0.ms, Retry.seconds * 1000) : $0.ms }
-            let kernelKills = oomAfter &- oomBefore
+            // The kernel's count only grows: unknown, or smaller after, cannot be, and fails the run.
+            guard let oomStart, let oomBefore, let oomAfter, oomBefore >= oomStart, oomAfter >= oomBefore else {
+                throw BenchError("\(label): the kernel's OOM kill count cannot be read or went down (\(oomStart.map(String.init) ?? "?") → \(oomBefore.map(String.init) ?? "?") → \(oomAfter.map(String.init) ?? "?"))")
+            }
+            let kernelKills = oomAfter - oomBefore
+            guard resumes.count + relaunches.count + (records.count - done.count) == records.count else {
+                throw BenchError("\(label): resumes, relaunches and failed switches do not add up to the switches")
+            }
             return RunResult(
                 policy: policy, budgetBytes: budgetBytes, trim: trim, switches: records.count, resumes: resumes.count, relaunches: relaunches.count,
                 kills: policyKills, kernelOOMKills: kernelKills, meanSwitchMs: mean(ms) ?? 0, p95SwitchMs: percentile(ms, 0.95),
@@ -583,17 +589,17 @@ func replay(_ setup: Setup, trace: SwitchTrace, policy: String, budgetApps: Doub
                 budgetApps: budgetApps, p50SwitchMs: percentile(ms, 0.5), meanResumeMs: mean(resumes.map(\.ms)), meanRelaunchMs: mean(relaunches.map(\.ms)),
                 resumeShare: pAlive, calibratedResumeMs: calResume, calibratedRelaunchMs: calRelaunch, warningsSent: warnings,
                 backgroundFootprintBytes: bg.perApp, backgroundTotalBytes: bg.total, backgroundApps: bg.apps,
-                warmupKills: warmupKills, warmupKernelOOMKills: oomBefore &- oomStart, heldAtLimit: killer == nil ? nil : heldEpisodes.count, failedActivations: sw.failedActivations,
+                warmupKills: warmupKills, warmupKernelOOMKills: oomBefore - oomStart, heldAtLimit: killer == nil ? nil : heldEpisodes.count, failedActivations: sw.failedActivations,
                 failedSwitches: records.count - done.count,
                 episodes: outcomes.map { "\($0.1)× \($0.0)" }, losses: sw.losses, deaths: died, seconds: monotonicSeconds() - started, loadAverage: load,
                 swapBytes: max(swapBefore, swapTotalBytes()), records: records, notes: notes,
                 replaySeconds: after.time - before.time, timeoutMeanMs: mean(withTimeouts) ?? 0, timeoutP50Ms: percentile(withTimeouts, 0.5),
                 timeoutP95Ms: percentile(withTimeouts, 0.95), timeoutP99Ms: percentile(withTimeouts, 0.99),
-                killsPerMinute: Double(policyKills + Int(kernelKills)) / minutes,
-                refaults: before.refaults.flatMap { b in after.refaults.map { $0 &- min($0, b) } },
-                psiSomeMsPerMinute: before.psiSomeMicroseconds.flatMap { b in after.psiSomeMicroseconds.map { Double($0 &- min($0, b)) / 1000 / minutes } },
-                psiFullMsPerMinute: before.psiFullMicroseconds.flatMap { b in after.psiFullMicroseconds.map { Double($0 &- min($0, b)) / 1000 / minutes } },
-                pagesSwappedIn: after.pswpin &- min(after.pswpin, before.pswpin), pagesSwappedOut: after.pswpout &- min(after.pswpout, before.pswpout),
+                killsPerMinute: Double(policyKills + Int(clamping: kernelKills)) / minutes,
+                refaults: delta(before.refaults, after.refaults),
+                psiSomeMsPerMinute: delta(before.psi?.some.totalMicroseconds, after.psi?.some.totalMicroseconds).map { Double($0) / 1000 / minutes },
+                psiFullMsPerMinute: delta(before.psi?.full?.totalMicroseconds, after.psi?.full?.totalMicroseconds).map { Double($0) / 1000 / minutes },
+                pagesSwappedIn: delta(before.pswpin, after.pswpin), pagesSwappedOut: delta(before.pswpout, after.pswpout), zramPeakBytes: zramPeak,
                 appCPUSeconds: max(0, appCPUSeconds(reports) - cpuBefore), benchCPUSeconds: max(0, after.benchCPUSeconds - before.benchCPUSeconds),
                 heldStallSeconds: heldEpisodes.map { e in e.victims.first?.secondsFromEvent ?? max(0, (e.end ?? e.start) - e.start) })
         } catch {
@@ -633,4 +639,35 @@ func writeLog(_ events: [SupervisorEvent], killer: JetsamKiller?, to path: Strin
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
     try writeText(String(decoding: try encoder.encode(Log(events: events, episodes: killer?.episodes ?? [])), as: UTF8.self), to: path)
+}
+
+/// A jetsam policy as the benchmark names it: a ranking policy (ios, lmkd, ...) with jetsam's
+/// defaults as they were when this evaluation began — the kernel's killer free to act, freeze-dry
+/// only below 16 MiB (iOS 5's line) — and variants, each a suffix: `-hold` holds the kernel's OOM
+/// killer (`holdKernelOOMKiller`), `-freeze` freeze-dries every suspended app before it kills one
+/// when the machine has swap (`freezeDryBelowBytes` unbounded: `JetsamConfiguration`'s default
+/// since this evaluation), `-lean` frees only to 5% of the budget instead of 25%
+/// (`targetAvailableShare`). Fixed here, not taken from the library's defaults, so that a name
+/// means the same configuration in every run of the report.
+struct JetsamVariant {
+    var configuration: JetsamConfiguration
+
+    init?(_ text: String) {
+        let parts = text.split(separator: "-").map(String.init)
+        guard let first = parts.first, let name = JetsamPolicyName(rawValue: first) else { return nil }
+        var c = JetsamConfiguration(policy: name)
+        c.holdKernelOOMKiller = false
+        c.freezeDryBelowBytes = 16 << 20
+        for suffix in parts.dropFirst() {
+            switch suffix {
+            case "hold": c.holdKernelOOMKiller = true
+            case "freeze": c.freezeDryBelowBytes = .max
+            case "lean": c.targetAvailableShare = 0.05
+            default: return nil
+            }
+        }
+        configuration = c
+    }
+
+    var holdsKernelOOMKiller: Bool { configuration.holdKernelOOMKiller }
 }

@@ -55,7 +55,8 @@ struct Metric: Sendable {
         Metric(name: "refaults per minute", unit: "", decimals: 0) { r in r.refaults.map { Double($0) / max(1e-9, r.replaySeconds / 60) } },
         Metric(name: "PSI some stall", unit: "ms/min", decimals: 0) { $0.psiSomeMsPerMinute },
         Metric(name: "PSI full stall", unit: "ms/min", decimals: 0) { $0.psiFullMsPerMinute },
-        Metric(name: "pages swapped in", unit: "", decimals: 0) { Double($0.pagesSwappedIn) },
+        Metric(name: "pages swapped in", unit: "", decimals: 0) { r in r.pagesSwappedIn.map { Double($0) } },
+        Metric(name: "zram memory, peak", unit: "MiB", decimals: 0) { $0.zramPeakBytes.map { Double($0) / 1048576 } },
         Metric(name: "app CPU", unit: "s", decimals: 1) { $0.appCPUSeconds },
         Metric(name: "benchmark process CPU", unit: "s", decimals: 1) { $0.benchCPUSeconds },
         Metric(name: "state lost", unit: "bytes", decimals: 0) { Double($0.bytesLost) },
@@ -99,7 +100,31 @@ struct SwitchingReport: RenderedReport {
     var notes: [String]
 
     static let rivals = ["kernel", "kernel-blind", "lmkd-emu"]
+
+    /// Every run without its switches and deaths (the figures stay).
+    mutating func dropRaw() {
+        for i in runs.indices {
+            runs[i].records = nil
+            runs[i].deaths = nil
+        }
+    }
     func isRival(_ p: String) -> Bool { Self.rivals.contains(p) }
+    func holds(_ p: String) -> Bool { JetsamVariant(p)?.holdsKernelOOMKiller ?? false }
+
+    /// The paired tests of every jetsam configuration against the best rival in group `g`, on
+    /// the metrics the findings name, Holm-adjusted together: (policy, metric name) → p.
+    func adjustedPValues(_ g: Group, metrics: [Metric]) -> [String: Double] {
+        guard let best = bestRival(g) else { return [:] }
+        var keys: [String] = [], ps: [Double] = []
+        for p in policies where !isRival(p) && !runs(g, p).isEmpty {
+            for m in metrics {
+                guard let pv = pValue(g, p, best, m) else { continue }
+                keys.append("\(p)|\(m.name)")
+                ps.append(pv)
+            }
+        }
+        return Dictionary(uniqueKeysWithValues: zip(keys, PairedTest.holm(ps)))
+    }
 
     func mibText(_ b: UInt64) -> String { ByteFormat.fixed(Double(b) / 1048576, 0) }
     func fixed(_ x: Double, _ d: Int) -> String { x.isFinite ? ByteFormat.fixed(x, d) : "–" }
@@ -111,7 +136,20 @@ struct SwitchingReport: RenderedReport {
         case "kernel": "kernel (oom_score_adj by state)"
         case "kernel-blind": "kernel, blind (every app at adj 0)"
         case "lmkd-emu": "lmkd emulation"
-        default: p.hasSuffix("-hold") ? "jetsam \(p.dropLast(5)), kernel's killer held" : "jetsam \(p)"
+        default:
+            {
+                let parts = p.split(separator: "-")
+                var text = "jetsam \(parts.first ?? "")"
+                for suffix in parts.dropFirst() {
+                    switch suffix {
+                    case "hold": text += ", kernel's killer held"
+                    case "freeze": text += ", freeze-dry first"
+                    case "lean": text += ", lean (to 5% free)"
+                    default: text += "-\(suffix)"
+                    }
+                }
+                return text
+            }()
         }
     }
 
@@ -182,6 +220,8 @@ struct SwitchingReport: RenderedReport {
         md += "## Findings\n\n"
         for f in findings() { md += "- \(f)\n" }
         md += "\n"
+        md += "![mean switch time against cached apps kept, per policy and configuration, with 95% intervals](switching.svg)\n\n"
+        md += "One point per policy and configuration (" + groups.map(groupText).joined(separator: "; ") + "): down and to the right is better.\n\n"
 
         md += "## What runs\n\n"
         md += "**Apps**: \(profiles.count) model apps (`mempressure-workload`, real processes under the supervisor, each an app cgroup in the device's memory cgroup), sizes ×\(ByteFormat.fixed(appScale, 1)) of the catalogue's. "
@@ -224,11 +264,13 @@ struct SwitchingReport: RenderedReport {
             case "kernel-blind": md += "| \(describe(p)) | the same, every app at adj 0 (the rivals of the earlier report) | acts |\n"
             case "lmkd-emu": md += "| \(describe(p)) | `LmkdEmulation`: lmkd's PSI-mode decision (\(peers.lmkd)) on this device's memory | acts |\n"
             default:
-                md += "| \(describe(p)) | jetsam: warnings, then kills by the \(p.hasSuffix("-hold") ? String(p.dropLast(5)) : p) policy until a quarter of the budget is free | \(p.hasSuffix("-hold") ? "held (`oom_kill_disable`): a task at the limit waits for jetsam" : "acts (a kernel kill under jetsam is counted)") |\n"
+                let parts = p.split(separator: "-")
+                let lean = parts.contains("lean"), freeze = parts.contains("freeze"), hold = parts.contains("hold")
+                md += "| \(describe(p)) | jetsam: warnings, then \(freeze ? "freeze-dry of every suspended app while there is swap, then " : "")kills by the \(parts.first ?? "") policy until \(lean ? "5%" : "a quarter") of the budget is free | \(hold ? "held (`oom_kill_disable`): a task at the limit waits for jetsam" : "acts (a kernel kill under jetsam is counted)") |\n"
             }
         }
         md += "\nPeers: \(peers.kernel); lmkd emulation after \(peers.lmkd). earlyoom and nohang are not in this evaluation (they run in the jetsam report's side-by-side, in PID namespaces of their own).\n\n"
-        md += "**Statistics**: each cell is the mean over seeds with its 95% percentile-bootstrap interval (10,000 resamples, seeded) in brackets. Against the best rival (the rival with the lowest mean switch time in that configuration), p is the two-sided paired sign-flip test over seeds (exact for up to 16 seeds).\n\n"
+        md += "**Statistics**: each cell is the mean over seeds with its 95% percentile-bootstrap interval (10,000 resamples, seeded) in brackets; with 10 seeds a percentile bootstrap covers nearer 90% than 95%, so read the brackets as a little narrow. Against the best rival (the rival with the lowest mean switch time in that configuration — chosen on the same runs, which favours the rival), p is the two-sided paired sign-flip test over seeds (exact for up to 16 seeds; with fewer than 6 seeds nothing can reach 0.05); the findings use these p-values Holm-adjusted over every jetsam configuration and the four metrics they name, the tables show them unadjusted.\n\n"
 
         for g in groups {
             md += "## \(groupText(g).prefix(1).uppercased() + groupText(g).dropFirst())\n\n"
@@ -258,6 +300,9 @@ struct SwitchingReport: RenderedReport {
                 }
                 md += "\n"
             }
+            if g.swap == "zram", let peak = present.flatMap({ runs(g, $0) }).compactMap(\.zramPeakBytes).max() {
+                md += "zram's compressed pages are charged to no memory cgroup: the device used up to \(mibText(peak)) MiB of memory beyond its budget for them (the row \"zram memory, peak\"), which a phone's budget would include.\n\n"
+            }
             let held = present.flatMap { runs(g, $0) }.flatMap(\.heldStallSeconds)
             if !held.isEmpty {
                 let s = held.sorted()
@@ -269,7 +314,7 @@ struct SwitchingReport: RenderedReport {
         md += "| configuration | seed | policy | switches | resumes | relaunches | failed | kills | kernel OOM | mean / p95 (ms) | cached apps | refaults | swapped in | state lost | load |\n|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
         for g in groups {
             for r in runs.filter({ $0.swap == g.swap && $0.trim == g.trim && $0.budgetApps == g.budgetApps }).sorted(by: { ($0.seed, $0.policy) < ($1.seed, $1.policy) }) {
-                md += "| \(groupText(g)) | \(r.seed) | \(describe(r.policy)) | \(r.switches) | \(r.resumes) | \(r.relaunches) | \(r.failedSwitches) | \(r.kills) | \(r.kernelOOMKills) | \(fixed(r.timeoutMeanMs, 0)) / \(fixed(r.timeoutP95Ms, 0)) | \(fixed(r.backgroundApps, 2)) | \(r.refaults.map(String.init) ?? "–") | \(r.pagesSwappedIn) | \(r.bytesLost) | \(fixed(r.loadAverage, 1)) |\n"
+                md += "| \(groupText(g)) | \(r.seed) | \(describe(r.policy)) | \(r.switches) | \(r.resumes) | \(r.relaunches) | \(r.failedSwitches) | \(r.kills) | \(r.kernelOOMKills) | \(fixed(r.timeoutMeanMs, 0)) / \(fixed(r.timeoutP95Ms, 0)) | \(fixed(r.backgroundApps, 2)) | \(r.refaults.map(String.init) ?? "–") | \(r.pagesSwappedIn.map(String.init) ?? "–") | \(r.bytesLost) | \(fixed(r.loadAverage, 1)) |\n"
             }
         }
         md += "\n"
@@ -295,13 +340,17 @@ struct SwitchingReport: RenderedReport {
             guard let first = ranked.first else { continue }
             var s = "**\(groupText(g))**: lowest mean switch time \(describe(first.0)), \(fixed(first.1.mean, 0)) ms [\(fixed(first.1.low, 0)), \(fixed(first.1.high, 0))]; "
             s += "ranking " + ranked.map { "\(describe($0.0)) \(fixed($0.1.mean, 0))" }.joined(separator: " < ") + " ms. "
-            if let best = bestRival(g) {
+            let seedsHere = runs(g, first.0).count
+            if let best = bestRival(g), PairedTest.smallestP(pairs: seedsHere) >= 0.05 {
+                s += "Against the best rival (\(describe(best))): too few seeds to test (\(seedsHere): the smallest p the paired test can give is \(pText(PairedTest.smallestP(pairs: seedsHere)))). "
+            } else if let best = bestRival(g) {
                 let ours = present.filter { !isRival($0) }
+                let adjusted = adjustedPValues(g, metrics: [mean, p95, failed, cached])
                 // Where jetsam loses: any of its configurations significantly worse than the best rival.
                 var losses: [String] = [], wins: [String] = [], ties: [String] = []
                 for p in ours {
                     for m in [mean, p95, failed, cached] {
-                        guard let a = interval(g, p, m), let b = interval(g, best, m), let pv = pValue(g, p, best, m) else { continue }
+                        guard let a = interval(g, p, m), let b = interval(g, best, m), let pv = adjusted["\(p)|\(m.name)"] else { continue }
                         let better = m.higherIsBetter ? a.mean > b.mean : a.mean < b.mean
                         let text = "\(describe(p)) \(m.name) \(fixed(a.mean, m.decimals)) against \(fixed(b.mean, m.decimals)) (p \(pText(pv)))"
                         if pv < 0.05 { if better { wins.append(text) } else { losses.append(text) } } else if m.name == mean.name { ties.append(text) }
@@ -311,7 +360,7 @@ struct SwitchingReport: RenderedReport {
                 if !losses.isEmpty { s += "**jetsam loses** on " + losses.joined(separator: "; ") + ". " }
                 if !wins.isEmpty { s += "it wins on " + wins.joined(separator: "; ") + ". " }
                 if !ties.isEmpty { s += "No significant difference in mean switch time for " + ties.joined(separator: "; ") + ". " }
-                if losses.isEmpty && wins.isEmpty && ties.isEmpty { s += "too few seeds to test. " }
+                if losses.isEmpty && wins.isEmpty && ties.isEmpty { s += "nothing to test. " }
             }
             if let informed = interval(g, "kernel", mean), let blind = interval(g, "kernel-blind", mean) {
                 s += "What the states are worth to the kernel alone: \(fixed(informed.mean, 0)) ms with oom_score_adj against \(fixed(blind.mean, 0)) blind (p \(pText(pValue(g, "kernel", "kernel-blind", mean))))"
@@ -321,15 +370,15 @@ struct SwitchingReport: RenderedReport {
             out.append(s)
         }
         // Kernel kills under jetsam, now that the killer is not held.
-        let free = runs.filter { !isRival($0.policy) && !$0.policy.hasSuffix("-hold") }
+        let free = runs.filter { !isRival($0.policy) && !holds($0.policy) }
         if !free.isEmpty {
             let kills = free.reduce(UInt64(0)) { $0 + $1.kernelOOMKills }
             let withKills = free.filter { $0.kernelOOMKills > 0 }.count
             out.append(kills == 0
                 ? "**No kernel OOM kill under jetsam with the kernel's killer free to act**: \(free.count) runs; jetsam acted before the limit every time."
-                : "**The kernel's OOM killer acted under jetsam** (not held): \(kills) kills in \(withKills) of \(free.count) runs — allocations that outran jetsam; with the apps' oom_score_adj the kernel took by band (the deaths are in switching.json).")
+                : "**The kernel's OOM killer acted under jetsam** (not held): \(kills) kills in \(withKills) of \(free.count) runs — allocations that outran jetsam; with the apps' oom_score_adj the kernel took by band (the deaths are in switching.json with `--raw`).")
         }
-        let hold = runs.filter { $0.policy.hasSuffix("-hold") }
+        let hold = runs.filter { holds($0.policy) }
         if !hold.isEmpty {
             let stalls = hold.flatMap(\.heldStallSeconds).sorted()
             out.append("**Holding the kernel's killer** (\(hold.count) runs): \(hold.reduce(UInt64(0)) { $0 + $1.kernelOOMKills }) kernel kills, \(stalls.count) allocations stalled at the limit waiting for jetsam" + (stalls.isEmpty ? "." : ", median \(fixed(stalls[stalls.count / 2] * 1000, 0)) ms, longest \(fixed((stalls.last ?? 0) * 1000, 0)) ms."))
@@ -346,7 +395,7 @@ struct SwitchingReport: RenderedReport {
         return out
     }
 
-    static let colors = ["#d04a4a", "#4a7bd0", "#3a9a4a", "#9a6a2a", "#8a4ab0", "#2a9a9a", "#555555", "#b0a030"]
+    static let colors = ["#d04a4a", "#4a7bd0", "#3a9a4a", "#9a6a2a", "#8a4ab0", "#2a9a9a", "#555555", "#b0a030", "#e07cc0", "#000000"]
 
     func plots() -> [Plot] {
         var p = Plot(name: "switching", title: "Mean switch time (failed switches as timeouts) against cached apps kept: mean over seeds with 95% intervals", width: 980, height: 560)

@@ -41,7 +41,9 @@ struct SwitchingBench: AsyncParsableCommand {
         discussion: """
             Policies: a jetsam policy (ios, xnu, lmkd, largest, lru, cost) runs with the kernel's OOM \
             killer free to act (a kernel kill under jetsam is counted); NAME-hold holds it \
-            (oom_kill_disable) as jetsam's default does. kernel: no policy, the memory cgroup's OOM \
+            (oom_kill_disable) as jetsam's default does; NAME-freeze freeze-dries every suspended app \
+            before a kill when there is swap; NAME-lean frees to 5% of the budget, not 25% (suffixes \
+            combine: ios-freeze-lean). kernel: no policy, the memory cgroup's OOM \
             killer alone, the apps' oom_score_adj set from their states; kernel-blind: the same with \
             every app at oom_score_adj 0; lmkd-emu: an emulation of Android's lmkd (PSI wake-ups, \
             watermarks, thrashing, min_score_adj levels, kill timeout). \
@@ -77,6 +79,8 @@ struct SwitchingBench: AsyncParsableCommand {
     @Option(help: "Write each run's supervisor log and jetsam episodes to DIR/run-N.json (for a closer look; not part of the report).") var logs: String?
     @Flag(help: "A smoke run: 2 seeds, 5 sessions, 1 budget, 3 policies, no swap (a few minutes).") var quick = false
     @Flag(name: .customLong("render-only"), help: "Re-render the Markdown and the plots from the JSON.") var renderOnly = false
+    @Flag(help: "Keep every switch and every death of each run in the JSON (large); without it the JSON holds the figures only.") var raw = false
+    @Flag(help: "Add the --policies given to the report in --output: the same seeds, traces, budgets, swap and trims, the same calibration and footprints (no new calibration), each seed's new runs in a seeded order; the report is rewritten with all its runs.") var add = false
 
     func run() async throws {
         // Ctrl-C (or SIGTERM) cancels the measurement; the run under way then kills its apps and
@@ -94,18 +98,19 @@ struct SwitchingBench: AsyncParsableCommand {
 
     /// A policy name: kernel, kernel-blind, lmkd-emu, a jetsam policy, or a jetsam policy with -hold.
     static func isPolicy(_ p: String) -> Bool {
-        if ["kernel", "kernel-blind", "lmkd-emu"].contains(p) { return true }
-        let base = p.hasSuffix("-hold") ? String(p.dropLast(5)) : p
-        return JetsamPolicyName(rawValue: base) != nil
+        if SwitchingReport.rivals.contains(p) { return true }
+        return JetsamVariant(p) != nil
     }
 
     func measure() async throws {
         let tool = "switching-bench"
         if renderOnly {
-            let report = try readReport(SwitchingReport.self, from: output, named: "switching")
+            var report = try readReport(SwitchingReport.self, from: output, named: "switching")
+            if !raw { report.dropRaw() }
             try writeReport(report, to: output, named: "switching", tool: tool)
             return
         }
+        if add { return try await addPolicies(tool: tool) }
         guard Supervisor.canBudget() else { throw BenchError("switching-bench needs root and a memory cgroup controller (the device budget)") }
         let budgetList = try Self.list(budgets ?? (quick ? "3" : "4"), "budgets") { Double($0).flatMap { $0 >= 1 && $0 <= 64 ? $0 : nil } }
         let trimList = try Self.list(trims ?? "0", "trims") { Double($0).flatMap { (0...1).contains($0) ? $0 : nil } }
@@ -210,9 +215,13 @@ struct SwitchingBench: AsyncParsableCommand {
                             index += 1
                             let label = "[run \(index)/\(runCount)] \(swapSetup.rawValue), trim \(trim), room for \(ByteFormat.fixed(k, 0)) (\(budget >> 20) MiB), seed \(seed), \(policy)"
                             var r = try await replay(setup, trace: seedTrace, policy: policy, budgetApps: k, budgetBytes: budget, trim: trim, calibration: calibration,
-                                                     runName: "run-\(index)", progress: progress, label: label, logs: logs)
+                                                     runName: "run-\(index)", progress: progress, label: label, logs: logs, zram: swapDevice.zram)
                             r.seed = seed
                             r.swap = swapSetup.rawValue
+                            if !raw {
+                                r.records = nil
+                                r.deaths = nil
+                            }
                             runs.append(r)
                             progress.step()
                             if swapSetup == .none, r.swapBytes > 0 { log(tool, "\(label): the machine had \(r.swapBytes >> 20) MiB of swap during the run (another program's?)") }
@@ -279,9 +288,9 @@ final class SwapDevice: Sendable {
         return nil
     }
 
+    /// Removes it; a failure is said (the machine's swap is then not as it was).
     func remove() {
-        zram?.remove()
-        file?.remove()
+        for failure in [zram?.remove(), file?.remove()].compactMap({ $0 }) { log("switching-bench", "LEFT BEHIND: \(failure)") }
     }
 }
 
@@ -331,4 +340,73 @@ func swapTotalBytes() -> UInt64 {
 func loadAverage() -> Double {
     var loads = [Double](repeating: 0, count: 3)
     return getloadavg(&loads, 3) >= 1 ? loads[0] : 0
+}
+
+extension SwitchingBench {
+    /// `--add`: the policies given, run on the report's own seeds, traces, budgets, swap and trims
+    /// with its calibration, and added to it.
+    func addPolicies(tool: String) async throws {
+        var report = try readReport(SwitchingReport.self, from: output, named: "switching")
+        guard let policies else { throw ValidationError("--add needs --policies: the policies to add") }
+        let added = try Self.list(policies, "policies") { Self.isPolicy($0) ? $0 : nil }
+        if let again = added.first(where: { report.policies.contains($0) }) { throw ValidationError("--add: \(again) is in the report already") }
+        guard trace == nil, report.traces.allSatisfy({ $0.model == "day" }), let timeScale = report.timeScale else {
+            throw ValidationError("--add works on a report of generated day traces")
+        }
+        guard Supervisor.canBudget() else { throw BenchError("switching-bench needs root and a memory cgroup controller (the device budget)") }
+        let build = URL(fileURLWithPath: self.build).standardizedFileURL.path
+        let names = report.profiles.map(\.name)
+        // The same traces: the generator is deterministic by seed; checked against the report.
+        var traces: [(UInt64, SwitchTrace)] = []
+        for info in report.traces {
+            let t = SwitchTraceGenerator.day(apps: names, alpha: info.alpha ?? 1, sessions: info.sessions ?? 0, seed: info.seed, timeScale: timeScale)
+            guard t.name == info.name, t.switches.count == info.switches, t.switchCounts == info.switchCounts else {
+                throw BenchError("seed \(info.seed): the generator no longer gives the report's trace (\(t.name), \(t.switches.count) switches against \(info.switches))")
+            }
+            traces.append((info.seed, t))
+        }
+        let scratch = try CheckedDirectory.makeUnique(prefix: "mempressure-switching-bench-")
+        defer { scratch.removeTree() }
+        let setup = Setup(build: build, data: scratch.path, profiles: report.profiles, restore: report.restore, decodeCost: report.decodeCost, maxGap: report.maxGap)
+        let started = monotonicSeconds()
+        let runCount = report.swaps.count * report.trims.count * report.budgets.count * traces.count * added.count
+        let progress = BenchSupport.Progress(tool, total: runCount)
+        var index = 0
+        for swapName in report.swaps {
+            guard let swapSetup = SwapSetup(rawValue: swapName) else { throw BenchError("the report's swap \(swapName) is unknown") }
+            let largestBudget = UInt64(Double(report.meanAppFootprintBytes) * (report.budgets.max() ?? 1))
+            let swapDevice = try SwapDevice(swapSetup, bytes: max(256 << 20, largestBudget * 2), directory: "/var/tmp")
+            defer { swapDevice.remove() }
+            for trim in report.trims {
+                for k in report.budgets {
+                    let budget = Int(Double(report.meanAppFootprintBytes) * k) / 4096 * 4096
+                    for (seed, seedTrace) in traces {
+                        var order = added
+                        var g = SplitMix64(seed: seed &* 0x9E37_79B9_7F4A_7C15 &+ UInt64(index))
+                        order.shuffle(using: &g)
+                        for policy in order {
+                            try Task.checkCancellation()
+                            index += 1
+                            let label = "[added run \(index)/\(runCount)] \(swapName), trim \(trim), room for \(ByteFormat.fixed(k, 0)) (\(budget >> 20) MiB), seed \(seed), \(policy)"
+                            var r = try await replay(setup, trace: seedTrace, policy: policy, budgetApps: k, budgetBytes: budget, trim: trim, calibration: report.calibration,
+                                                     runName: "run-\(index)", progress: progress, label: label, logs: logs, zram: swapDevice.zram)
+                            r.seed = seed
+                            r.swap = swapName
+                            if !raw {
+                                r.records = nil
+                                r.deaths = nil
+                            }
+                            report.runs.append(r)
+                            progress.step()
+                        }
+                    }
+                }
+            }
+        }
+        report.policies += added
+        report.totalSeconds += monotonicSeconds() - started
+        report.notes.append("added afterwards with --add (the same traces, budgets and calibration; Linux \(kernelRelease()), load average \(ByteFormat.fixed(loadAverage(), 1)) at the end): " + added.joined(separator: ", ") + " — their runs are interleaved among themselves, not with the others, so a drift of the machine between the two sessions falls on the comparison")
+        if !raw { report.dropRaw() }
+        try writeReport(report, to: output, named: "switching", tool: tool)
+    }
 }
