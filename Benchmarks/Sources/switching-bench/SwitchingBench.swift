@@ -193,44 +193,9 @@ struct SwitchingBench: AsyncParsableCommand {
         let switchesPerRun = traces.map { $0.trace.switches.count }
         log(tool, "mean app footprint \(ByteFormat.fixed(Double(meanFootprint) / 1048576, 1)) MiB; \(runCount) runs of \(switchesPerRun.min() ?? 0)-\(switchesPerRun.max() ?? 0) switches")
 
-        var runs: [RunResult] = []
-        var index = 0
-        for swapSetup in swapList {
-            let largestBudget = UInt64(Double(meanFootprint) * (budgetList.max() ?? 1))
-            // The swap of this configuration, for its runs only (removed after them, also when interrupted).
-            let swapDevice = try SwapDevice(swapSetup, bytes: max(256 << 20, largestBudget * 2), directory: "/var/tmp")
-            defer { swapDevice.remove() }
-            if let text = swapDevice.description { log(tool, text) }
-            for trim in trimList {
-                for k in budgetList {
-                    let budget = Int(Double(meanFootprint) * k) / 4096 * 4096
-                    for (seed, seedTrace) in traces {
-                        // The policies of one seed in an order of their own (seeded): drift of the
-                        // machine falls on every policy alike.
-                        var order = policyList
-                        var g = SplitMix64(seed: seed &* 0x9E37_79B9_7F4A_7C15 &+ UInt64(index))
-                        order.shuffle(using: &g)
-                        for policy in order {
-                            try Task.checkCancellation()
-                            index += 1
-                            let label = "[run \(index)/\(runCount)] \(swapSetup.rawValue), trim \(trim), room for \(ByteFormat.fixed(k, 0)) (\(budget >> 20) MiB), seed \(seed), \(policy)"
-                            var r = try await replay(setup, trace: seedTrace, policy: policy, budgetApps: k, budgetBytes: budget, trim: trim, calibration: calibration,
-                                                     runName: "run-\(index)", progress: progress, label: label, logs: logs, zram: swapDevice.zram)
-                            r.seed = seed
-                            r.swap = swapSetup.rawValue
-                            if !raw {
-                                r.records = nil
-                                r.deaths = nil
-                            }
-                            runs.append(r)
-                            progress.step()
-                            if swapSetup == .none, r.swapBytes > 0 { log(tool, "\(label): the machine had \(r.swapBytes >> 20) MiB of swap during the run (another program's?)") }
-                            if r.bytesLost > 0 { log(tool, "\(label): \(r.bytesLost) bytes of state lost (\(r.losses.map { "\($0.app): \($0.death)" }.joined(separator: "; ")))") }
-                        }
-                    }
-                }
-            }
-        }
+        let runs = try await runMatrix(
+            RunMatrix(swaps: swapList, trims: trimList, budgets: budgetList, traces: traces, policies: policyList, meanFootprint: meanFootprint, calibration: calibration),
+            setup: setup, progress: progress, tool: tool, labelPrefix: "run")
         let machine = Machine.current(loadBefore: loadBefore, loadAfter: loadAverage())
         var command = "make bench (cd Benchmarks && swift run -c release switching-bench --build ../.build/release --output ../Reports"
         if quick { command += " --quick" }
@@ -369,44 +334,79 @@ extension SwitchingBench {
         defer { scratch.removeTree() }
         let setup = Setup(build: build, data: scratch.path, profiles: report.profiles, restore: report.restore, decodeCost: report.decodeCost, maxGap: report.maxGap)
         let started = monotonicSeconds()
-        let runCount = report.swaps.count * report.trims.count * report.budgets.count * traces.count * added.count
-        let progress = BenchSupport.Progress(tool, total: runCount)
-        var index = 0
-        for swapName in report.swaps {
-            guard let swapSetup = SwapSetup(rawValue: swapName) else { throw BenchError("the report's swap \(swapName) is unknown") }
-            let largestBudget = UInt64(Double(report.meanAppFootprintBytes) * (report.budgets.max() ?? 1))
-            let swapDevice = try SwapDevice(swapSetup, bytes: max(256 << 20, largestBudget * 2), directory: "/var/tmp")
-            defer { swapDevice.remove() }
-            for trim in report.trims {
-                for k in report.budgets {
-                    let budget = Int(Double(report.meanAppFootprintBytes) * k) / 4096 * 4096
-                    for (seed, seedTrace) in traces {
-                        var order = added
-                        var g = SplitMix64(seed: seed &* 0x9E37_79B9_7F4A_7C15 &+ UInt64(index))
-                        order.shuffle(using: &g)
-                        for policy in order {
-                            try Task.checkCancellation()
-                            index += 1
-                            let label = "[added run \(index)/\(runCount)] \(swapName), trim \(trim), room for \(ByteFormat.fixed(k, 0)) (\(budget >> 20) MiB), seed \(seed), \(policy)"
-                            var r = try await replay(setup, trace: seedTrace, policy: policy, budgetApps: k, budgetBytes: budget, trim: trim, calibration: report.calibration,
-                                                     runName: "run-\(index)", progress: progress, label: label, logs: logs, zram: swapDevice.zram)
-                            r.seed = seed
-                            r.swap = swapName
-                            if !raw {
-                                r.records = nil
-                                r.deaths = nil
-                            }
-                            report.runs.append(r)
-                            progress.step()
-                        }
-                    }
-                }
-            }
+        let progress = BenchSupport.Progress(tool, total: report.swaps.count * report.trims.count * report.budgets.count * traces.count * added.count)
+        var swaps: [SwapSetup] = []
+        for name in report.swaps {
+            guard let swap = SwapSetup(rawValue: name) else { throw BenchError("the report's swap \(name) is unknown") }
+            swaps.append(swap)
         }
+        report.runs += try await runMatrix(
+            RunMatrix(swaps: swaps, trims: report.trims, budgets: report.budgets, traces: traces, policies: added,
+                      meanFootprint: report.meanAppFootprintBytes, calibration: report.calibration),
+            setup: setup, progress: progress, tool: tool, labelPrefix: "added run")
         report.policies += added
         report.totalSeconds += monotonicSeconds() - started
         report.notes.append("added afterwards with --add (the same traces, budgets and calibration; Linux \(kernelRelease()), load average \(ByteFormat.fixed(loadAverage(), 1)) at the end): " + added.joined(separator: ", ") + " — their runs are interleaved among themselves, not with the others, so a drift of the machine between the two sessions falls on the comparison")
         if !raw { report.dropRaw() }
         try writeReport(report, to: output, named: "switching", tool: tool)
+    }
+}
+
+/// The runs of an evaluation: every swap configuration, trim, budget and seed, and in each the
+/// policies in an order of the seed's own.
+struct RunMatrix {
+    var swaps: [SwapSetup]
+    var trims: [Double]
+    var budgets: [Double]
+    var traces: [(seed: UInt64, trace: SwitchTrace)]
+    var policies: [String]
+    /// The mean app footprint: a budget of room for k apps is k times it.
+    var meanFootprint: UInt64
+    var calibration: [Calibration]
+
+    var count: Int { swaps.count * trims.count * budgets.count * traces.count * policies.count }
+}
+
+extension SwitchingBench {
+    /// Runs `m`: each swap configuration set up for its runs only (removed after them, also when
+    /// interrupted); the policies of one seed in an order of their own (seeded), so that a drift
+    /// of the machine falls on every policy alike.
+    func runMatrix(_ m: RunMatrix, setup: Setup, progress: BenchSupport.Progress, tool: String, labelPrefix: String) async throws -> [RunResult] {
+        var runs: [RunResult] = []
+        var index = 0
+        for swapSetup in m.swaps {
+            let largestBudget = UInt64(Double(m.meanFootprint) * (m.budgets.max() ?? 1))
+            let swapDevice = try SwapDevice(swapSetup, bytes: max(256 << 20, largestBudget * 2), directory: "/var/tmp")
+            defer { swapDevice.remove() }
+            if let text = swapDevice.description { log(tool, text) }
+            for trim in m.trims {
+                for k in m.budgets {
+                    let budget = Int(Double(m.meanFootprint) * k) / 4096 * 4096
+                    for (seed, seedTrace) in m.traces {
+                        var order = m.policies
+                        var g = SplitMix64(seed: seed &* 0x9E37_79B9_7F4A_7C15 &+ UInt64(index))
+                        order.shuffle(using: &g)
+                        for policy in order {
+                            try Task.checkCancellation()
+                            index += 1
+                            let label = "[\(labelPrefix) \(index)/\(m.count)] \(swapSetup.rawValue), trim \(trim), room for \(ByteFormat.fixed(k, 0)) (\(budget >> 20) MiB), seed \(seed), \(policy)"
+                            var r = try await replay(setup, trace: seedTrace, policy: policy, budgetApps: k, budgetBytes: budget, trim: trim, calibration: m.calibration,
+                                                     runName: "run-\(index)", progress: progress, label: label, logs: logs, zram: swapDevice.zram)
+                            r.seed = seed
+                            r.swap = swapSetup.rawValue
+                            if !raw {
+                                r.records = nil
+                                r.deaths = nil
+                            }
+                            runs.append(r)
+                            progress.step()
+                            if swapSetup == .none, r.swapBytes > 0 { log(tool, "\(label): the machine had \(r.swapBytes >> 20) MiB of swap during the run (another program's?)") }
+                            if r.bytesLost > 0 { log(tool, "\(label): \(r.bytesLost) bytes of state lost (\(r.losses.map { "\($0.app): \($0.death)" }.joined(separator: "; ")))") }
+                        }
+                    }
+                }
+            }
+        }
+        return runs
     }
 }
