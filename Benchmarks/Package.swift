@@ -43,6 +43,17 @@ let package = Package(
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // earlyoom and nohang as the benchmarks run them (in PID namespaces of their own), and
+        // the device's /proc/meminfo they read: shared by jetsam-bench and switching-bench.
+        .target(
+            name: "PeerKillers",
+            dependencies: [
+                "BenchSupport",
+                .product(name: "MemPressureMonitor", package: "MemoryPressure"),
+                .product(name: "MemPressureSystem", package: "MemoryPressure"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         // The ranker's input, shared by jetsam-bench and the JetsamBenchmarks micro-benchmarks.
         .target(
             name: "RankerInputs",
@@ -87,6 +98,7 @@ let package = Package(
             name: "jetsam-bench",
             dependencies: [
                 "BenchSupport",
+                "PeerKillers",
                 "RankerInputs",
                 .product(name: "MemPressureJetsam", package: "MemoryPressure"),
                 .product(name: "MemPressureMonitor", package: "MemoryPressure"),
@@ -116,6 +128,7 @@ let package = Package(
             name: "switching-bench",
             dependencies: [
                 "BenchSupport",
+                "PeerKillers",
                 .product(name: "MemPressureJetsam", package: "MemoryPressure"),
                 .product(name: "MemPressureCachePolicies", package: "MemoryPressure"),
                 .product(name: "MemPressureLifecycle", package: "MemoryPressure"),

@@ -38,6 +38,7 @@ struct JetsamCommand: AsyncParsableCommand {
         @Flag(name: .customLong("dry-run"), help: "Rank without killing (required: jetsam kills only what a supervisor launched).") var dryRun = false
         @Option(help: "ios, xnu, lmkd, largest, lru or cost.") var policy: JetsamPolicyName = .ios
         @Option(name: .customLong("high-memory"), help: "What counts as high memory: bytes (k, m, g suffixes) or a share of the budget (12.5%).") var highMemory: String?
+        @Option(name: .customLong("within-band"), help: "The order inside an ios band: largest (footprint, the default) or least-recent.") var withinBand: WithinBandChoice?
         @Option(help: "The PID of the foreground app.", completion: .custom(processCompletions)) var foreground: Int32?
         @Option(help: "Show only the first N.") var limit: Int?
         @Flag(help: "Print JSON.") var json = false
@@ -55,6 +56,7 @@ struct JetsamCommand: AsyncParsableCommand {
             do {
                 var p = JetsamPolicy(name: policy)
                 if let highMemory { p.highMemory = try parseHighMemory(highMemory) }
+                if let withinBand { p.withinBand = withinBand.order }
                 let machine = try source.snapshotter.machine(options: .totalsOnly)
                 if let foreground, !machine.processes.contains(where: { $0.pid == foreground }) {
                     throw CLIError("--foreground \(foreground): no such process (or not readable)")
@@ -116,6 +118,19 @@ struct JetsamCommand: AsyncParsableCommand {
             } catch {
                 throw fail(error)
             }
+        }
+    }
+}
+
+/// `--within-band largest` or `--within-band least-recent`: the order inside an ios band.
+enum WithinBandChoice: String, ExpressibleByArgument, CaseIterable {
+    case largest
+    case leastRecent = "least-recent"
+
+    var order: WithinBandOrder {
+        switch self {
+        case .largest: .largestFirst
+        case .leastRecent: .leastRecentFirst
         }
     }
 }

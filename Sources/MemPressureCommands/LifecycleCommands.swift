@@ -165,6 +165,7 @@ struct Supervise: AsyncParsableCommand {
     @Flag(help: "Attach jetsam: warn, freeze-dry, then kill supervised apps by the policy when memory runs short.") var jetsam = false
     @Option(name: .customLong("jetsam-policy"), help: "ios, xnu, lmkd, largest, lru or cost.") var jetsamPolicy: JetsamPolicyName = .ios
     @Option(name: .customLong("high-memory"), help: "For jetsam: high memory in bytes (k, m, g) or a share of the budget (12.5%).") var highMemory: String?
+    @Option(name: .customLong("within-band"), help: "For jetsam's ios policy: the order inside a band, least-recent (the default) or largest (footprint).") var withinBand: WithinBandChoice?
     @Option(name: .customLong("protect"), help: "For jetsam: an app never killed (repeatable).") var protect: [String] = []
     @Option(name: .customLong("jetsam-reports"), help: "For jetsam: a directory for each episode's report (episode-N.json, mode 0600; made 0700 if missing; one of another user, or that others may write in, is refused).", completion: .directory) var jetsamReports: String?
     @Flag(name: .customLong("no-oom-score-adj"), help: "Leave the apps' oom_score_adj as they inherit it (default: set from each app's state, so that the kernel's OOM killer follows the jetsam bands: active 0, inactive 100, background-running 300, suspended 500, high-memory 700 and 900).") var noOOMScoreAdj = false
@@ -207,6 +208,7 @@ struct Supervise: AsyncParsableCommand {
                     case .shareOfBudget(let s): j.highMemoryShare = s
                     }
                 }
+                if let withinBand { j.withinBand = withinBand.order }
                 j.protected = protect
                 // Checked (and made) now, so that a directory refused for its reports says so at
                 // start, not at the first episode.

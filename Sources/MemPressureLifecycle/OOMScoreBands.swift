@@ -13,7 +13,8 @@ import MemPressureSystem
 /// the value in thousandths of the memory it chooses within to a process's resident and swapped
 /// pages, so bands 200 apart keep the order unless an app outweighs another of the next band by
 /// a fifth of the budget. "High memory" is the same line as jetsam's (`highMemoryBytes`, or a
-/// share of the budget, 1/8 by default; an attached jetsam sets its own).
+/// share of the budget, a quarter by default as jetsam's killer has it; an attached jetsam sets
+/// its own).
 ///
 /// An app's processes are written at each change of state and whenever a footprint reading moves
 /// it across the high-memory line; a process it forks later inherits its parent's value.
@@ -28,7 +29,7 @@ public struct OOMScoreBands: Sendable, Hashable {
     public var highMemoryBytes: UInt64?
     /// The high-memory line as a share of the device's budget (its cgroup limit, or the
     /// machine's memory without one), when `highMemoryBytes` is nil.
-    public var highMemoryShare: Double = 0.125
+    public var highMemoryShare: Double = 0.25
 
     public init() {}
 

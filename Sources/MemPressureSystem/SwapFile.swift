@@ -167,6 +167,27 @@ public final class TemporaryZramSwap: Sendable {
         return nil
     }
 
+    /// The device's figures (its peak memory), for this process or another one.
+    public var stats: ZramStats { ZramStats(sysfs: sysfs) }
+
+    /// Resets the device's peak memory figure (`mem_used_max`) to what it uses now.
+    public func resetPeak() { stats.resetPeak() }
+
+    /// The most memory the device has taken since it was set up or `resetPeak()`; see
+    /// `ZramStats.peakMemoryBytes()`.
+    public func peakMemoryBytes() -> UInt64? { stats.peakMemoryBytes() }
+
+    deinit { remove() }
+}
+
+/// A zram device's memory figures, read from sysfs: what a `TemporaryZramSwap` set up, seen by
+/// whoever measures it (another process may, given the device's sysfs directory).
+public struct ZramStats: Sendable, Hashable, Codable {
+    /// `/sys/block/zramN`.
+    public let sysfs: String
+
+    public init(sysfs: String) { self.sysfs = sysfs }
+
     /// Resets the device's peak memory figure (`mem_used_max`) to what it uses now.
     public func resetPeak() {
         do {
@@ -187,6 +208,4 @@ public final class TemporaryZramSwap: Sendable {
             return nil
         }
     }
-
-    deinit { remove() }
 }

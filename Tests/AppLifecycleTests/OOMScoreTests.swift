@@ -78,7 +78,7 @@ struct OOMScoreTests {
     func table() throws {
         let b = OOMScoreBands()
         let line = b.highMemoryLine(budgetBytes: 800 << 20)
-        #expect(line == 100 << 20, "1/8 of the budget")
+        #expect(line == 200 << 20, "a quarter of the budget, jetsam's default line")
         let order: [(LifecycleState, UInt64?)] = [(.active, 0), (.inactive, 0), (.backgroundRunning, 1), (.suspended, 1), (.backgroundRunning, line), (.suspended, line)]
         let scores = order.map { b.score(for: $0.0, footprintBytes: $0.1, highMemoryLine: line)! }
         #expect(scores == [0, 100, 300, 500, 700, 900])

@@ -85,7 +85,7 @@ struct JetsamCLITests {
         }
         let scenario = """
             {"budgetBytes": 268435456, "backgroundTaskLimit": 600,
-             "jetsam": {"policy": "ios", "highMemoryBytes": 26214400, "protected": ["P"]},
+             "jetsam": {"policy": "ios", "highMemoryBytes": 26214400, "protected": ["P"], "targetAvailableShare": 0.25},
              "apps": [\(app("A", 40)), \(app("B", 30)), \(app("P", 40)), \(app("F", 20))],
              "steps": [{"activate": "A"}, {"background": "A"}, {"activate": "B"}, {"background": "B"},
                        {"activate": "P"}, {"background": "P"}, {"activate": "F"},

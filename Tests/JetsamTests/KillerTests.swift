@@ -59,6 +59,7 @@ struct KillerTests {
         defer { dir.remove() }
         var j = JetsamConfiguration(policy: .ios)
         j.highMemoryBytes = 32 << 20
+        j.withinBand = .largestFirst
         j.protected = ["P"]
         j.targetAvailableShare = 0.6
         // Without holding the kernel's OOM killer: jetsam must act before it would.
@@ -150,6 +151,7 @@ struct KillerTests {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         var j = JetsamConfiguration(policy: .ios)
+        j.targetAvailableShare = 0.25  // the scenario is sized for a quarter freed (the default before Reports/switching.md)
         j.warningGraceSeconds = 2
         j.holdKernelOOMKiller = false
         var pressure = PressureConfiguration()
@@ -191,6 +193,7 @@ struct KillerTests {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         var j = JetsamConfiguration(policy: .ios)
+        j.targetAvailableShare = 0.25  // the scenario is sized for a quarter freed (the default before Reports/switching.md)
         j.limits = [
             "Hard": .init(activeBytes: 512 << 20, inactiveBytes: 16 << 20),
             "Soft": .init(activeBytes: 16 << 20, soft: true),
@@ -257,6 +260,7 @@ struct KillerTests {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         var j = JetsamConfiguration(policy: .ios)
+        j.targetAvailableShare = 0.25  // the scenario is sized for a quarter freed (the default before Reports/switching.md)
         j.warningGraceSeconds = 0
         let (s, killer) = try supervisor(budgetMB: 160, j)
         try await withCleanup({ await s.shutdown() }) {
@@ -290,6 +294,7 @@ struct KillerTests {
         let gate = "\(dir.path)/gate"
         #expect(mkfifo(gate, 0o600) == 0)
         var j = JetsamConfiguration(policy: .ios)
+        j.targetAvailableShare = 0.25  // the scenario is sized for a quarter freed (the default before Reports/switching.md)
         j.highMemoryBytes = 48 << 20
         j.warningGraceSeconds = 0
         // The callback may last a minute (the default, 5 s, would end B's protection early).

@@ -1,3 +1,4 @@
+import Foundation
 import MemPressureCachePolicies
 import MemPressureJetsam
 import MemPressureLifecycleProtocol
@@ -18,6 +19,26 @@ struct PolicyOrderTests {
         ])
         #expect(ranking.order.map(\.rank) == Array(1...9))
         #expect(ranking.order.map(\.bandOrder) == [0, 0, 1, 2, 2, 3, 4, 4, 5])
+    }
+
+    @Test func iosLeastRecentFirstWithinItsBands() throws {
+        // The same bands; inside each, least recently used first: suspended-low Clock (never
+        // used) before Notes (1200 s), where by size Notes (40) went first; suspended-high Mail
+        // (600 s) before Maps (60 s); inactive Messages and Camera both in use now, so by size.
+        var policy = JetsamPolicy(name: .ios)
+        policy.withinBand = .leastRecentFirst
+        let ranking = try Ranker.rank(mixedInput(), policy: policy)
+        #expect(names(ranking) == ["Mail", "Maps", "Music", "Clock", "Notes", "Podcasts", "Messages", "Camera", "Safari"])
+        #expect(ranking.order.map(\.bandOrder) == [0, 0, 1, 2, 2, 3, 4, 4, 5])
+        // Said in the tunables a document carries, and in a scenario's jetsam section.
+        let decoded = try JSONDecoder().decode(JetsamPolicy.self, from: Data(#"{"name": "ios", "withinBand": "leastRecentFirst"}"#.utf8))
+        #expect(decoded == policy)
+        let configuration = try JSONDecoder().decode(JetsamConfiguration.self, from: Data(#"{"withinBand": "leastRecentFirst"}"#.utf8))
+        #expect(configuration.rankingPolicy.withinBand == .leastRecentFirst)
+        // The killer's default is least recent first (Reports/switching.md); the ranker's own,
+        // for `mempressure jetsam --dry-run` and replays, stays largest first.
+        #expect(try JSONDecoder().decode(JetsamConfiguration.self, from: Data("{}".utf8)).rankingPolicy.withinBand == .leastRecentFirst)
+        #expect(JetsamPolicy.default.withinBand == .largestFirst)
     }
 
     @Test func iosIsTheDefault() throws {

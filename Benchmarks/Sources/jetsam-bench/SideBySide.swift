@@ -6,6 +6,7 @@ import MemPressureJetsam
 import MemPressureLifecycleProtocol
 import MemPressureSystem
 import MemPressureWorkloadProtocol
+import PeerKillers
 
 /// The same allocation spike under each contender: a device of `budgetMB`, seven model apps in
 /// every band, and the foreground app growing at a fixed rate until the budget cannot hold all.
@@ -38,7 +39,7 @@ struct Spike: Codable, Sendable {
     var growth: WorkloadRequest<Void> { .grow(bytesPerSecond: growthMBPerSecond << 20, totalBytes: growthMB << 20) }
 
     /// The `oom_score_adj` the supervisor gives the app (`OOMScoreBands`, split at jetsam's
-    /// high-memory line, 1/8 of the budget), from its role and its dirty memory.
+    /// high-memory line, a quarter of the budget), from its role and its dirty memory.
     func oomScoreAdj(_ app: App) -> Int32 {
         let bands = OOMScoreBands()
         let state: LifecycleState = app.role == .foreground ? .active : app.role == .suspended ? .suspended : .backgroundRunning
@@ -216,7 +217,7 @@ func runPeer(_ peer: Peer, _ spike: Spike, round: Int, build: String, data: Stri
     let output = "\(data)/peer-\(peer.rawValue)-\(round).json"
     let spikeFile = "\(data)/spike.json"
     try writeText(String(decoding: try JSONEncoder().encode(spike), as: UTF8.self), to: spikeFile)
-    let argv = ["/usr/bin/unshare", "--pid", "--fork", "--mount-proc", "--", benchBinary, "peer-run", "--peer", peer.rawValue,
+    let argv = ["/usr/bin/unshare", "--pid", "--fork", "--mount-proc", "--kill-child", "--", benchBinary, "peer-run", "--peer", peer.rawValue,
                 "--cgroup", cgroup.path, "--build", build, "--data", data, "--spike", spikeFile, "--round", "\(round)", "--output", output]
     let child = try Child(argv, logPath: "\(data)/peer-\(peer.rawValue)-\(round).log")
     var status: Int32 = 0
@@ -265,57 +266,23 @@ func peerRun(peer: Peer, cgroup: String, build: String, data: String, spike: Spi
     // the machine is the device (see MeminfoView): earlyoom SIGTERM at 10% available, SIGKILL at
     // 5%; nohang soft (SIGTERM) at 5%, hard (SIGKILL) at 2%; matched, both at 20% and 5%.
     var view: MeminfoView?
-    var peerChild: Child?
+    var daemon: PeerDaemon?
     if peer != .kernel {
         view = try MeminfoView(path: "\(data)/meminfo-\(peer.rawValue)-\(round)", cgroup: cgroup, budgetBytes: spike.budgetBytes)
     }
-    defer { view?.stop() }
+    defer {
+        daemon?.stop()
+        view?.stop()
+    }
     switch peer {
     case .earlyoom, .earlyoomMatched:
-        notes.append("earlyoom \(debianVersion("earlyoom") ?? "(version unknown)") (Debian's package)")
-        // -s 100: act on memory alone (the machine has no swap; both must be low for earlyoom).
-        let m = peer == .earlyoom ? "10,5" : "20,5"
-        peerChild = try Child(["/usr/bin/earlyoom", "-m", m, "-s", "100", "-r", "1"], logPath: "\(data)/\(peer.rawValue)-\(round).log")
-        notes.append(peer == .earlyoom ? "earlyoom -m 10,5 (its default: SIGTERM at 10% available, SIGKILL at 5%)"
-            : "earlyoom -m 20,5 (jetsam's thresholds: SIGTERM at 20% available, SIGKILL at 5%)")
+        daemon = try PeerDaemon(.earlyoom, matched: peer == .earlyoomMatched, data: data, tag: "\(round)", tool: "jetsam-bench")
     case .nohang, .nohangMatched:
-        notes.append("nohang \(debianVersion("nohang") ?? "(version unknown)") (Debian's package)")
-        var config = "/etc/nohang/nohang.conf"
-        if peer == .nohangMatched {
-            // The packaged configuration with jetsam's thresholds in place of its own.
-            config = "\(data)/nohang-matched-\(round).conf"
-            var lines: [String] = []
-            var replaced = 0
-            for line in String(decoding: try ProcFS.readBytes("/etc/nohang/nohang.conf"), as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false) {
-                let key = line.split(separator: "=").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
-                switch key {
-                case "soft_threshold_min_mem": lines.append("soft_threshold_min_mem = 20 %"); replaced += 1
-                case "hard_threshold_min_mem": lines.append("hard_threshold_min_mem = 5 %"); replaced += 1
-                default: lines.append(String(line))
-                }
-            }
-            guard replaced == 2 else { throw BenchError("/etc/nohang/nohang.conf has no soft_threshold_min_mem or hard_threshold_min_mem line to set") }
-            try writeText(lines.joined(separator: "\n"), to: config)
-        }
-        peerChild = try Child(["/usr/bin/python3", "/usr/sbin/nohang", "--monitor", "-c", config], logPath: "\(data)/\(peer.rawValue)-\(round).log")
-        notes.append(peer == .nohang ? "nohang with its packaged configuration (SIGTERM at 5% available, SIGKILL at 2%)"
-            : "nohang with jetsam's thresholds (soft_threshold_min_mem 20 %, hard_threshold_min_mem 5 %; the rest as packaged)")
+        daemon = try PeerDaemon(.nohang, matched: peer == .nohangMatched, data: data, tag: "\(round)", tool: "jetsam-bench")
     case .kernel:
         notes.append("no killer: the kernel's cgroup OOM killer at the budget")
     }
-    // Give the peer its first look at memory before the spike: its log's first line.
-    if peer != .kernel {
-        let log = "\(data)/\(peer.rawValue)-\(round).log"
-        let deadline = monotonicSeconds() + 10
-        func started() -> Bool {
-            do { return !(try ProcFS.readBytes(log)).isEmpty } catch { return false }  // not written yet
-        }
-        while monotonicSeconds() < deadline, !started() {
-            var ts = timespec(tv_sec: 0, tv_nsec: 10_000_000)
-            nanosleep(&ts, nil)  // polling its log file: it has no other way to say it started
-        }
-        if !started() { notes.append("\(peer.rawValue) wrote nothing within 10 s of its start") }
-    }
+    notes += (daemon?.notes ?? []) + (daemon?.problems ?? [])
     let oomBefore = try BenchCgroup(existing: cgroup).oomKills()
     let start = monotonicSeconds()
     let sampler = try WorkingSetSampler(cgroup: cgroup, start: start)
@@ -335,7 +302,7 @@ func peerRun(peer: Peer, cgroup: String, build: String, data: String, spike: Spi
             let how = info.si_code == Int32(CLD_EXITED) ? "exited \(code)" : "killed by signal \(code)"
             if let a = apps.first(where: { $0.child.pid == pid }) {
                 deaths.append((a.app.name, monotonicSeconds() - start, how))
-            } else if pid == peerChild?.pid {
+            } else if daemon?.owns(pid) == true {
                 notes.append("the peer exited: \(how)")
             }
             continue
@@ -354,22 +321,4 @@ func peerRun(peer: Peer, cgroup: String, build: String, data: String, spike: Spi
 
 extension BenchCgroup {
     init(existing path: String) { self.path = path }
-}
-
-
-/// The installed version of a Debian package, from dpkg's status file (nil when not installed
-/// or unreadable).
-func debianVersion(_ package: String) -> String? {
-    let text: String
-    do {
-        text = String(decoding: try ProcFS.readBytes("/var/lib/dpkg/status"), as: UTF8.self)
-    } catch {
-        return nil
-    }
-    for paragraph in text.split(separator: "\n\n") {
-        let lines = paragraph.split(separator: "\n")
-        guard lines.contains(where: { $0 == "Package: \(package)" }) else { continue }
-        return lines.first { $0.hasPrefix("Version: ") }.map { String($0.dropFirst(9)) }
-    }
-    return nil
 }

@@ -9,9 +9,10 @@ import MemPressureMonitor
 import MemPressureSystem
 import MemPressureValues
 import MemPressureWorkloadProtocol
+import PeerKillers
 
 /// What every run shares: the apps, how they are built and restored, how long an idle gap lasts.
-struct Setup: Sendable {
+struct Setup: Sendable, Codable {
     var build: String
     var data: String
     var profiles: [AppProfile]
@@ -192,6 +193,10 @@ func supervisorConfiguration(build: String, budgetBytes: Int, policy: String) th
     c.sampleInterval = 0.25
     switch policy {
     case "kernel":
+        return (c, RunPolicy())
+    case _ where PeerPolicy(policy) != nil:
+        // earlyoom or nohang decides (started beside the supervisor by `replay`, in the run's
+        // own PID namespace); the apps carry their states' oom_score_adj, which both read.
         return (c, RunPolicy())
     case "kernel-blind":
         c.oomScoreBands = nil
@@ -471,7 +476,8 @@ func schedule(_ trace: SwitchTrace, maxGap: Double) -> [Double]? {
 /// warm-up), then `trace` replayed: each switch at its scheduled time, the foreground app sent
 /// to the background between two sessions (the screen off).
 func replay(_ setup: Setup, trace: SwitchTrace, policy: String, budgetApps: Double, budgetBytes: Int, trim: Double, calibration: [Calibration], runName: String,
-            progress: BenchSupport.Progress, label: String, logs: String?, zram: TemporaryZramSwap? = nil) async throws -> RunResult {
+            progress: BenchSupport.Progress, label: String, logs: String?, zram: ZramStats? = nil,
+            peer: (policy: PeerPolicy, cgroupFile: String)? = nil) async throws -> RunResult {
     let started = monotonicSeconds()
     let load = loadAverage()
     let swapBefore = swapTotalBytes()
@@ -481,10 +487,27 @@ func replay(_ setup: Setup, trace: SwitchTrace, policy: String, budgetApps: Doub
     let made = try CheckedDirectory.open(directory, creating: true)
     defer { made.removeTree() }
     let s = try Supervisor(configuration: c)
+    // A peer killer (in a PID namespace of the run's own: `replayInNamespace`) beside the
+    // supervisor, on a /proc/meminfo that shows the device.
+    var view: MeminfoView?
+    var daemon: PeerDaemon?
+    defer {
+        daemon?.stop()
+        view?.stop()
+    }
     // Cancelled (Ctrl-C): every app is killed at once; the command under way then fails, and the
     // catch below finishes the cleanup.
     return try await withTaskCancellationHandler {
         do {
+            var peerNotes: [String] = []
+            if let peer {
+                guard let group = s.deviceMemoryCgroup else { throw BenchError("\(label): no device memory cgroup for \(policy) to watch") }
+                try writeText(group, to: peer.cgroupFile)
+                view = try MeminfoView(path: "\(directory)/meminfo", cgroup: group, budgetBytes: UInt64(budgetBytes))
+                daemon = try PeerDaemon(peer.policy.kind, matched: peer.policy.matched, data: directory, tag: runName, tool: "switching-bench")
+                // What it runs as is in the report's policy table; here only what went wrong.
+                peerNotes = daemon?.problems ?? []
+            }
             for p in setup.profiles {
                 try await s.register(AppSpec(name: p.name, command: ["\(setup.build)/mempressure-workload"]
                     + p.arguments(dataDirectory: "\(directory)/\(p.name)", trim: trim, restore: setup.restore, decodeCost: setup.decodeCost)))
@@ -532,7 +555,9 @@ func replay(_ setup: Setup, trace: SwitchTrace, policy: String, budgetApps: Doub
             try await sw.verifySavedStates(log: log)
             await s.shutdown()
             let dropped = await s.droppedLogEvents
-            var notes = sw.notes
+            daemon?.stop()
+            view?.stop()
+            var notes = peerNotes + sw.notes
             if dropped > 0 { notes.append("the supervisor's log dropped \(dropped) events: counts from it are low") }
             // How the killer's episodes ended, counted by kind.
             var outcomes: [(String, Int)] = []
@@ -564,9 +589,26 @@ func replay(_ setup: Setup, trace: SwitchTrace, policy: String, budgetApps: Doub
             }
             calResume /= Double(max(1, done.count))
             calRelaunch /= Double(max(1, done.count))
-            let died = deaths(in: log, from: t0, to: t1)
             let bg = backgroundFootprint(reports, deaths: deaths(in: log, from: 0, to: .infinity), from: t0, to: t1, interval: c.sampleInterval)
-            let policyKills = log.filter { $0.kind == .jetsam && $0.t >= t0 && $0.t <= t1 }.count
+            var policyKills = log.filter { $0.kind == .jetsam && $0.t >= t0 && $0.t <= t1 }.count
+            // A peer's kills: deaths by SIGTERM or SIGKILL the supervisor did not send, less the
+            // kernel's (which the kernel counts); who sent which SIGKILL, only they know.
+            var died = deaths(in: log, from: t0, to: t1)
+            if runPolicy.lmkd != nil {
+                // The supervisor logs every policy's kill as jetsam's: here it was the emulation's.
+                for i in died.indices where died[i].by == "jetsam" { died[i].by = "lmkd emulation" }
+                for i in sw.losses.indices where sw.losses[i].death.hasPrefix("jetsam ") { sw.losses[i].death = "lmkd emulation" + sw.losses[i].death.dropFirst(6) }
+            }
+            if let peer {
+                policyKills = log.filter { e in
+                    guard e.t >= t0, e.t <= t1, case .crash(.signaled(let sig), _) = e.payload else { return false }
+                    return sig == SIGKILL || sig == SIGTERM
+                }.count
+                let name = peer.policy.kind.rawValue
+                for i in died.indices {
+                    if died[i].by == "kernel" { died[i].by = "\(name) or kernel" } else if died[i].by.hasPrefix("crash: "), died[i].by.contains("SIGTERM") || died[i].by.contains("signal 15") { died[i].by = name }
+                }
+            }
             let warmupKills = log.filter { $0.kind == .jetsam && $0.t < t0 }.count
             let warnings = log.filter { $0.payload == .warning(.sent) && $0.t >= t0 && $0.t <= t1 }.count
             let heldEpisodes = (killer?.episodes ?? []).filter { $0.trigger.source == .underOOM && $0.start >= t0 && $0.start <= t1 }
@@ -579,6 +621,7 @@ func replay(_ setup: Setup, trace: SwitchTrace, policy: String, budgetApps: Doub
                 throw BenchError("\(label): the kernel's OOM kill count cannot be read or went down (\(oomStart.map(String.init) ?? "?") → \(oomBefore.map(String.init) ?? "?") → \(oomAfter.map(String.init) ?? "?"))")
             }
             let kernelKills = oomAfter - oomBefore
+            if peer != nil { policyKills = max(0, policyKills - Int(clamping: kernelKills)) }
             guard resumes.count + relaunches.count + (records.count - done.count) == records.count else {
                 throw BenchError("\(label): resumes, relaunches and failed switches do not add up to the switches")
             }
@@ -641,29 +684,53 @@ func writeLog(_ events: [SupervisorEvent], killer: JetsamKiller?, to path: Strin
     try writeText(String(decoding: try encoder.encode(Log(events: events, episodes: killer?.episodes ?? [])), as: UTF8.self), to: path)
 }
 
-/// A jetsam policy as the benchmark names it: a ranking policy (ios, lmkd, ...) with jetsam's
-/// defaults as they were when this evaluation began — the kernel's killer free to act, freeze-dry
-/// only below 16 MiB (iOS 5's line) — and variants, each a suffix: `-hold` holds the kernel's OOM
-/// killer (`holdKernelOOMKiller`), `-freeze` freeze-dries every suspended app before it kills one
-/// when the machine has swap (`freezeDryBelowBytes` unbounded: `JetsamConfiguration`'s default
-/// since this evaluation), `-lean` frees only to 5% of the budget instead of 25%
-/// (`targetAvailableShare`). Fixed here, not taken from the library's defaults, so that a name
-/// means the same configuration in every run of the report.
+/// A jetsam policy as the benchmark names it. `default`: `JetsamConfiguration()` as this build
+/// has it (the report says what that is). A ranking policy (ios, lmkd, ...): that policy with
+/// jetsam's defaults as they were when this evaluation began — freeze-dry only below 16 MiB
+/// (iOS 5's line), largest first within an ios band, the high-memory line at an eighth of the
+/// budget, a quarter of the budget freed — fixed here, not taken from the library, so that a
+/// name means the same configuration in every report. Both run with the kernel's killer free to
+/// act. Variants, each a suffix: `-hold` holds the kernel's OOM killer (`holdKernelOOMKiller`),
+/// `-freeze` freeze-dries every suspended app before it kills one when the machine has swap
+/// (`freezeDryBelowBytes` unbounded), `-lean` frees to 5% of the budget, `-wide` to 25%,
+/// `-freeN` to N% (`targetAvailableShare`), `-lru` / `-largest` order an ios band least recently
+/// used or largest first (`withinBand`), `-highN` puts the high-memory line at N% of the budget.
 struct JetsamVariant {
     var configuration: JetsamConfiguration
 
     init?(_ text: String) {
         let parts = text.split(separator: "-").map(String.init)
-        guard let first = parts.first, let name = JetsamPolicyName(rawValue: first) else { return nil }
-        var c = JetsamConfiguration(policy: name)
+        guard let first = parts.first else { return nil }
+        var c: JetsamConfiguration
+        if first == "default" {
+            // The library's defaults as they are in this build, the kernel's killer free.
+            c = JetsamConfiguration()
+        } else {
+            guard let name = JetsamPolicyName(rawValue: first) else { return nil }
+            c = JetsamConfiguration(policy: name)
+            c.freezeDryBelowBytes = 16 << 20
+            c.withinBand = .largestFirst
+            c.highMemoryShare = 0.125
+            c.targetAvailableShare = 0.25
+        }
         c.holdKernelOOMKiller = false
-        c.freezeDryBelowBytes = 16 << 20
         for suffix in parts.dropFirst() {
             switch suffix {
             case "hold": c.holdKernelOOMKiller = true
             case "freeze": c.freezeDryBelowBytes = .max
             case "lean": c.targetAvailableShare = 0.05
-            default: return nil
+            case "wide": c.targetAvailableShare = 0.25
+            case "lru": c.withinBand = .leastRecentFirst
+            case "largest": c.withinBand = .largestFirst
+            default:
+                // freeN: free to N% of the budget (1 to 50); highN: the high-memory line at N% of it.
+                if suffix.hasPrefix("free"), let n = Int(suffix.dropFirst(4)), (1...50).contains(n) {
+                    c.targetAvailableShare = Double(n) / 100
+                } else if suffix.hasPrefix("high"), let n = Int(suffix.dropFirst(4)), (1...100).contains(n) {
+                    c.highMemoryShare = Double(n) / 100
+                } else {
+                    return nil
+                }
             }
         }
         configuration = c

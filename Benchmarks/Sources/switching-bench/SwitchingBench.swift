@@ -18,6 +18,7 @@ import Foundation
 import Glibc
 import MemPressureJetsam
 import MemPressureSystem
+import PeerKillers
 
 enum TraceModel: String, ExpressibleByArgument, Codable, Sendable {
     case day, zipf, markov
@@ -39,14 +40,20 @@ struct SwitchingBench: AsyncParsableCommand {
         commandName: "switching-bench",
         abstract: "The multi-app switching evaluation; writes Reports/switching.{md,json,gp,svg}.",
         discussion: """
-            Policies: a jetsam policy (ios, xnu, lmkd, largest, lru, cost) runs with the kernel's OOM \
-            killer free to act (a kernel kill under jetsam is counted); NAME-hold holds it \
-            (oom_kill_disable) as jetsam's default does; NAME-freeze freeze-dries every suspended app \
-            before a kill when there is swap; NAME-lean frees to 5% of the budget, not 25% (suffixes \
-            combine: ios-freeze-lean). kernel: no policy, the memory cgroup's OOM \
-            killer alone, the apps' oom_score_adj set from their states; kernel-blind: the same with \
-            every app at oom_score_adj 0; lmkd-emu: an emulation of Android's lmkd (PSI wake-ups, \
-            watermarks, thrashing, min_score_adj levels, kill timeout). \
+            Policies: default is jetsam with the library's defaults; a jetsam policy (ios, xnu, lmkd, \
+            largest, lru, cost) is that policy with the defaults this evaluation began with (freeze-dry \
+            under 16 MiB, a quarter of the budget freed, largest first in an ios band). Both run with \
+            the kernel's OOM killer free to act (a kernel kill under jetsam is counted). Suffixes \
+            combine (ios-freeze-lean): -hold holds the kernel's killer (oom_kill_disable) as the \
+            library's default does; -freeze freeze-dries every suspended app before a kill when there \
+            is swap; -lean frees to 5% of the budget, -freeN to N%; -lru orders an ios band least \
+            recently used first, -largest largest first; -highN puts the high-memory line at N% of \
+            the budget. kernel: no policy, the memory cgroup's OOM killer alone, the apps' \
+            oom_score_adj set from their states; kernel-blind: the same with every app at \
+            oom_score_adj 0; lmkd-emu: an emulation of Android's lmkd (PSI wake-ups, watermarks, \
+            thrashing, min_score_adj levels, kill timeout); earlyoom, nohang: Debian's, with their own \
+            thresholds (-matched: jetsam's, 20% and 5% available), each run in a PID namespace of its \
+            own on a /proc/meminfo that shows the device. \
             A trace file (--trace) is CSV, one switch per line: APP, or SECONDS,APP (seconds since the \
             trace began, non-decreasing; every line or none). An optional first line 'app' or \
             'seconds,app' is a header; empty lines and lines beginning with '#' are skipped. App names \
@@ -64,19 +71,20 @@ struct SwitchingBench: AsyncParsableCommand {
     @Option(help: "Zipf exponent of the apps' popularity.") var alpha = 1.0
     @Option(name: .customLong("return-probability"), help: "Markov: the chance that a switch goes back to the previous app.") var returnProbability = 0.4
     @Option(help: "Switches in a zipf or markov trace (default 200; 30 with --quick).") var switches: Int?
-    @Option(help: "Sessions in a day trace (default 30, about 165 switches; 5 with --quick).") var sessions: Int?
+    @Option(help: "Sessions in a day trace (default 25, about 150 switches; 5 with --quick).") var sessions: Int?
     @Option(name: .customLong("time-scale"), help: "A day trace's time scale (default 0.002: a median session of 106 s lasts 0.21 s).") var timeScale = 0.002
-    @Option(name: .customLong("max-gap"), help: "Seconds an idle gap between sessions lasts at most once scaled (the screen is off; nothing runs; default 0.5).") var maxGap = 0.5
+    @Option(name: .customLong("max-gap"), help: "Seconds an idle gap between sessions lasts at most once scaled (the screen is off; nothing runs; default 0.25).") var maxGap = 0.25
     @Option(help: "Model apps (2 to 12; default 10).") var apps = 10
     @Option(name: .customLong("app-scale"), help: "Every app's sizes times this (default 4: footprints of about 35 to 150 MiB; 2 with --quick).") var appScale: Double?
-    @Option(help: "Budgets, as room for this many apps of the mean footprint (default 4; 3 with --quick).") var budgets: String?
+    @Option(help: "Budgets, as room for this many apps of the mean footprint, for every swap configuration (3,5), or per swap configuration (none:3,none:5,zram:4; then --swap is not given). Default none:3,none:5,zram:4; 3 with --quick.") var budgets: String?
     @Option(help: "The apps' trim levels (default 0).") var trims: String?
-    @Option(help: "Policies (default ios,lmkd,ios-hold,lmkd-emu,kernel,kernel-blind; ios,lmkd-emu,kernel with --quick).") var policies: String?
+    @Option(help: "Policies (default default,ios-freeze,lmkd-emu,kernel,earlyoom,nohang; default,lmkd-emu,kernel,earlyoom with --quick).") var policies: String?
     @Option(help: "Swap configurations: none, zram, file (default none,zram; none with --quick).") var swap: String?
     @Option(help: "The apps rebuild what they trimmed before reporting ready on resume (eager), or after (lazy).") var restore = "eager"
     @Option(name: .customLong("decode-cost"), help: "The apps' decoding cost (rounds of mixing per KiB, as mempressure-workload's --decode-cost).") var decodeCost = 512
     @Option(name: .customLong("calibration-rounds"), help: "Resumes and relaunches per app and trim with no pressure (default 3; 1 with --quick).") var calibrationRounds: Int?
     @Option(help: "Write each run's supervisor log and jetsam episodes to DIR/run-N.json (for a closer look; not part of the report).") var logs: String?
+    @Option(name: .customLong("peer-job"), help: .hidden) var peerJob: String?
     @Flag(help: "A smoke run: 2 seeds, 5 sessions, 1 budget, 3 policies, no swap (a few minutes).") var quick = false
     @Flag(name: .customLong("render-only"), help: "Re-render the Markdown and the plots from the JSON.") var renderOnly = false
     @Flag(help: "Keep every switch and every death of each run in the JSON (large); without it the JSON holds the figures only.") var raw = false
@@ -86,6 +94,11 @@ struct SwitchingBench: AsyncParsableCommand {
         // Ctrl-C (or SIGTERM) cancels the measurement; the run under way then kills its apps and
         // removes its cgroups, swap and files before the benchmark exits.
         let bench = self
+        if let job = peerJob {
+            // One run under earlyoom or nohang, as the first process of a PID namespace of its
+            // own (the benchmark started it so: `replayInNamespace`).
+            return try await bench.runPeerJob(job)
+        }
         try await interruptible { try await bench.measure() }
     }
 
@@ -96,9 +109,36 @@ struct SwitchingBench: AsyncParsableCommand {
         return out
     }
 
+    /// The swap configurations and each one's budgets, from `--budgets` (K,... for every swap of
+    /// `--swap`, default none and zram; or SWAP:K,... each for its own, `--swap` not given).
+    static func configurations(budgets: String, swap: String?) throws -> [SwapConfiguration] {
+        func room(_ text: Substring) -> Double? { Double(text).flatMap { $0 >= 1 && $0 <= 64 ? $0 : nil } }
+        let items = budgets.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        if items.contains(where: { $0.contains(":") }) {
+            guard swap == nil else { throw ValidationError("--budgets SWAP:K,... names the swap configurations itself: give no --swap") }
+            var out: [SwapConfiguration] = []
+            for item in items {
+                let parts = item.split(separator: ":")
+                guard parts.count == 2, let setup = SwapSetup(rawValue: String(parts[0])), let k = room(parts[1]) else {
+                    throw ValidationError("--budgets: '\(item)' is not SWAP:K (SWAP none, zram or file; K from 1 to 64)")
+                }
+                if let i = out.firstIndex(where: { $0.swap == setup }) {
+                    guard !out[i].budgets.contains(k) else { throw ValidationError("--budgets: \(item) twice") }
+                    out[i].budgets.append(k)
+                } else {
+                    out.append(SwapConfiguration(swap: setup, budgets: [k]))
+                }
+            }
+            return out
+        }
+        let ks = try list(budgets, "budgets") { room(Substring($0)) }
+        let swaps = try list(swap ?? "none,zram", "swap") { SwapSetup(rawValue: $0) }
+        return swaps.map { SwapConfiguration(swap: $0, budgets: ks) }
+    }
+
     /// A policy name: kernel, kernel-blind, lmkd-emu, a jetsam policy, or a jetsam policy with -hold.
     static func isPolicy(_ p: String) -> Bool {
-        if SwitchingReport.rivals.contains(p) { return true }
+        if SwitchingReport.rivals.contains(p) || PeerPolicy(p) != nil { return true }
         return JetsamVariant(p) != nil
     }
 
@@ -112,16 +152,16 @@ struct SwitchingBench: AsyncParsableCommand {
         }
         if add { return try await addPolicies(tool: tool) }
         guard Supervisor.canBudget() else { throw BenchError("switching-bench needs root and a memory cgroup controller (the device budget)") }
-        let budgetList = try Self.list(budgets ?? (quick ? "3" : "4"), "budgets") { Double($0).flatMap { $0 >= 1 && $0 <= 64 ? $0 : nil } }
         let trimList = try Self.list(trims ?? "0", "trims") { Double($0).flatMap { (0...1).contains($0) ? $0 : nil } }
-        let policyList = try Self.list(policies ?? (quick ? "ios,lmkd-emu,kernel" : "ios,lmkd,ios-hold,lmkd-emu,kernel,kernel-blind"), "policies") { Self.isPolicy($0) ? $0 : nil }
-        let swapList = try Self.list(swap ?? (quick ? "none" : "none,zram"), "swap") { SwapSetup(rawValue: $0) }
+        let policyList = try Self.list(policies ?? (quick ? "default,lmkd-emu,kernel,earlyoom" : "default,ios-freeze,lmkd-emu,kernel,earlyoom,nohang"), "policies") { Self.isPolicy($0) ? $0 : nil }
+        let budgetText = budgets ?? (quick ? "3" : swap == nil ? "none:3,none:5,zram:4" : "4")
+        let configurations = try Self.configurations(budgets: budgetText, swap: swap ?? (quick && !budgetText.contains(":") ? "none" : nil))
         let seedList = try Self.list(seeds ?? (quick ? "1,2" : "1,2,3,4,5,6,7,8,9,10"), "seeds") { UInt64($0) }
         guard restore == "eager" || restore == "lazy" else { throw ValidationError("--restore takes eager or lazy") }
         guard (2...AppProfile.catalogue.count).contains(apps) else { throw ValidationError("--apps takes 2 to \(AppProfile.catalogue.count)") }
         let switchCount = switches ?? (quick ? 30 : 200)
         guard switchCount >= 1, switchCount <= 100_000 else { throw ValidationError("--switches takes 1 to 100000") }
-        let sessionCount = sessions ?? (quick ? 5 : 30)
+        let sessionCount = sessions ?? (quick ? 5 : 25)
         guard sessionCount >= 1, sessionCount <= 10_000 else { throw ValidationError("--sessions takes 1 to 10000") }
         guard timeScale > 0, timeScale <= 1, maxGap >= 0, maxGap <= 3600 else { throw ValidationError("--time-scale takes (0, 1], --max-gap 0 to 3600") }
         let scale = appScale ?? (quick ? 2 : 4)
@@ -173,7 +213,7 @@ struct SwitchingBench: AsyncParsableCommand {
         let loadBefore = loadAverage()
         let peers = PeerVersions.read()
 
-        let runCount = swapList.count * trimList.count * budgetList.count * traces.count * policyList.count
+        let runCount = configurations.reduce(0) { $0 + $1.budgets.count } * trimList.count * traces.count * policyList.count
         let progress = BenchSupport.Progress(tool, total: trimList.count * 2 + runCount)
         // Each trim level: the apps' unloaded resume and relaunch times at that trim (the
         // model's inputs), measured before its runs, with no swap; the first calibration's
@@ -194,7 +234,7 @@ struct SwitchingBench: AsyncParsableCommand {
         log(tool, "mean app footprint \(ByteFormat.fixed(Double(meanFootprint) / 1048576, 1)) MiB; \(runCount) runs of \(switchesPerRun.min() ?? 0)-\(switchesPerRun.max() ?? 0) switches")
 
         let runs = try await runMatrix(
-            RunMatrix(swaps: swapList, trims: trimList, budgets: budgetList, traces: traces, policies: policyList, meanFootprint: meanFootprint, calibration: calibration),
+            RunMatrix(configurations: configurations, trims: trimList, traces: traces, policies: policyList, meanFootprint: meanFootprint, calibration: calibration),
             setup: setup, progress: progress, tool: tool, labelPrefix: "run")
         let machine = Machine.current(loadBefore: loadBefore, loadAfter: loadAverage())
         var command = "make bench (cd Benchmarks && swift run -c release switching-bench --build ../.build/release --output ../Reports"
@@ -212,7 +252,8 @@ struct SwitchingBench: AsyncParsableCommand {
             traces: traces.map { TraceInfo(seed: $0.seed, trace: $0.trace, file: trace, model: trace == nil ? model.rawValue : nil, alpha: alpha) },
             timeScale: trace == nil && model == .day ? timeScale : nil, maxGap: maxGap, appScale: scale,
             restore: restore, decodeCost: decodeCost, profiles: profiles, footprints: footprints, meanAppFootprintBytes: meanFootprint,
-            budgets: budgetList, trims: trimList, policies: policyList, swaps: swapList.map(\.rawValue), seeds: seedList, calibrationRounds: rounds,
+            budgets: configurations.flatMap(\.budgets).reduce(into: [Double]()) { if !$0.contains($1) { $0.append($1) } }, trims: trimList, policies: policyList,
+            swaps: configurations.map(\.swap.rawValue), seeds: seedList, calibrationRounds: rounds,
             calibration: calibration, runs: runs, totalSeconds: monotonicSeconds() - started, notes: notes)
         try writeReport(report, to: output, named: "switching", tool: tool)
     }
@@ -286,9 +327,13 @@ struct Machine: Codable, Sendable {
 struct PeerVersions: Codable, Sendable {
     var kernel: String
     var lmkd: String
+    /// Debian's earlyoom and nohang (nil in reports written before they ran here, or not installed).
+    var earlyoom: String?
+    var nohang: String?
 
     static func read() -> PeerVersions {
-        PeerVersions(kernel: "Linux \(kernelRelease()) (memcg OOM killer, cgroup v1)", lmkd: "AOSP platform/system/memory/lmkd, lmkd.cpp in PSI mode (the functions and properties cited in `LmkdEmulation`)")
+        PeerVersions(kernel: "Linux \(kernelRelease()) (memcg OOM killer, cgroup v1)", lmkd: "AOSP platform/system/memory/lmkd, lmkd.cpp in PSI mode (the functions and properties cited in `LmkdEmulation`)",
+                     earlyoom: debianVersion("earlyoom"), nohang: debianVersion("nohang"))
     }
 }
 
@@ -334,16 +379,24 @@ extension SwitchingBench {
         defer { scratch.removeTree() }
         let setup = Setup(build: build, data: scratch.path, profiles: report.profiles, restore: report.restore, decodeCost: report.decodeCost, maxGap: report.maxGap)
         let started = monotonicSeconds()
-        let progress = BenchSupport.Progress(tool, total: report.swaps.count * report.trims.count * report.budgets.count * traces.count * added.count)
-        var swaps: [SwapSetup] = []
+        // The report's configurations: each swap with the budgets it has runs at.
+        var configurations: [SwapConfiguration] = []
         for name in report.swaps {
-            guard let swap = SwapSetup(rawValue: name) else { throw BenchError("the report's swap \(name) is unknown") }
-            swaps.append(swap)
+            guard let setup = SwapSetup(rawValue: name) else { throw BenchError("the report's swap \(name) is unknown") }
+            let ks = report.budgets.filter { k in report.runs.contains { $0.swap == name && $0.budgetApps == k } }
+            if !ks.isEmpty { configurations.append(SwapConfiguration(swap: setup, budgets: ks)) }
         }
-        report.runs += try await runMatrix(
-            RunMatrix(swaps: swaps, trims: report.trims, budgets: report.budgets, traces: traces, policies: added,
-                      meanFootprint: report.meanAppFootprintBytes, calibration: report.calibration),
-            setup: setup, progress: progress, tool: tool, labelPrefix: "added run")
+        // --swap picks some of the report's swap configurations (the others get no runs of the
+        // added policies: their tables show them as not run).
+        if let only = swap {
+            let picked = try Self.list(only, "swap") { SwapSetup(rawValue: $0) }
+            if let missing = picked.first(where: { p in !configurations.contains { $0.swap == p } }) { throw ValidationError("--add --swap: the report has no \(missing.rawValue) runs") }
+            configurations = configurations.filter { picked.contains($0.swap) }
+        }
+        let matrix = RunMatrix(configurations: configurations, trims: report.trims, traces: traces, policies: added,
+                               meanFootprint: report.meanAppFootprintBytes, calibration: report.calibration)
+        let progress = BenchSupport.Progress(tool, total: matrix.count)
+        report.runs += try await runMatrix(matrix, setup: setup, progress: progress, tool: tool, labelPrefix: "added run")
         report.policies += added
         report.totalSeconds += monotonicSeconds() - started
         report.notes.append("added afterwards with --add (the same traces, budgets and calibration; Linux \(kernelRelease()), load average \(ByteFormat.fixed(loadAverage(), 1)) at the end): " + added.joined(separator: ", ") + " — their runs are interleaved among themselves, not with the others, so a drift of the machine between the two sessions falls on the comparison")
@@ -354,17 +407,22 @@ extension SwitchingBench {
 
 /// The runs of an evaluation: every swap configuration, trim, budget and seed, and in each the
 /// policies in an order of the seed's own.
-struct RunMatrix {
-    var swaps: [SwapSetup]
-    var trims: [Double]
+/// A swap configuration and the budgets its runs have.
+struct SwapConfiguration: Sendable {
+    var swap: SwapSetup
     var budgets: [Double]
+}
+
+struct RunMatrix {
+    var configurations: [SwapConfiguration]
+    var trims: [Double]
     var traces: [(seed: UInt64, trace: SwitchTrace)]
     var policies: [String]
     /// The mean app footprint: a budget of room for k apps is k times it.
     var meanFootprint: UInt64
     var calibration: [Calibration]
 
-    var count: Int { swaps.count * trims.count * budgets.count * traces.count * policies.count }
+    var count: Int { configurations.reduce(0) { $0 + $1.budgets.count } * trims.count * traces.count * policies.count }
 }
 
 extension SwitchingBench {
@@ -374,13 +432,14 @@ extension SwitchingBench {
     func runMatrix(_ m: RunMatrix, setup: Setup, progress: BenchSupport.Progress, tool: String, labelPrefix: String) async throws -> [RunResult] {
         var runs: [RunResult] = []
         var index = 0
-        for swapSetup in m.swaps {
-            let largestBudget = UInt64(Double(m.meanFootprint) * (m.budgets.max() ?? 1))
+        for configuration in m.configurations {
+            let swapSetup = configuration.swap
+            let largestBudget = UInt64(Double(m.meanFootprint) * (configuration.budgets.max() ?? 1))
             let swapDevice = try SwapDevice(swapSetup, bytes: max(256 << 20, largestBudget * 2), directory: "/var/tmp")
             defer { swapDevice.remove() }
             if let text = swapDevice.description { log(tool, text) }
             for trim in m.trims {
-                for k in m.budgets {
+                for k in configuration.budgets {
                     let budget = Int(Double(m.meanFootprint) * k) / 4096 * 4096
                     for (seed, seedTrace) in m.traces {
                         var order = m.policies
@@ -390,8 +449,14 @@ extension SwitchingBench {
                             try Task.checkCancellation()
                             index += 1
                             let label = "[\(labelPrefix) \(index)/\(m.count)] \(swapSetup.rawValue), trim \(trim), room for \(ByteFormat.fixed(k, 0)) (\(budget >> 20) MiB), seed \(seed), \(policy)"
-                            var r = try await replay(setup, trace: seedTrace, policy: policy, budgetApps: k, budgetBytes: budget, trim: trim, calibration: m.calibration,
-                                                     runName: "run-\(index)", progress: progress, label: label, logs: logs, zram: swapDevice.zram)
+                            var r: RunResult
+                            if PeerPolicy(policy) != nil {
+                                r = try await replayInNamespace(setup, trace: seedTrace, policy: policy, budgetApps: k, budgetBytes: budget, trim: trim, calibration: m.calibration,
+                                                                runName: "run-\(index)", progress: progress, label: label, logs: logs, zram: swapDevice.zram?.stats)
+                            } else {
+                                r = try await replay(setup, trace: seedTrace, policy: policy, budgetApps: k, budgetBytes: budget, trim: trim, calibration: m.calibration,
+                                                     runName: "run-\(index)", progress: progress, label: label, logs: logs, zram: swapDevice.zram?.stats)
+                            }
                             r.seed = seed
                             r.swap = swapSetup.rawValue
                             if !raw {

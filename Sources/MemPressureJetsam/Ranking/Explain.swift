@@ -44,7 +44,7 @@ extension Prepared {
         let candidate = sorted[index]
         let rank = index + 1
         var text = "rank \(rank) of \(sorted.count): band \(candidate.band) (\(bandDetail(candidate, context: context)))"
-        let keys = Policies.keys(policy: policy.name, bandOrder: candidate.bandOrder)
+        let keys = Policies.keys(policy: policy, bandOrder: candidate.bandOrder)
         if context.bandCount[index] == 1 {
             text += "; alone in its band"
         } else {
@@ -151,14 +151,14 @@ extension Prepared {
 
     /// Why `a` is ranked just before `b`.
     func aheadReason(_ a: Candidate, _ b: Candidate, context: ExplainContext) -> String {
-        guard let (decisiveKey, _) = Policies.decisive(a.view, b.view, policy: policy.name, names: names) else {
+        guard let (decisiveKey, _) = Policies.decisive(a.view, b.view, policy: policy, names: names) else {
             return "the same app"
         }
         guard let key = decisiveKey else {
             return "band \(a.band) comes before \(b.snapshot.name)'s band \(b.band) (\(bandDetail(b, context: context)))"
         }
         var parts = ["same band"]
-        let keys = Policies.keys(policy: policy.name, bandOrder: a.bandOrder)
+        let keys = Policies.keys(policy: policy, bandOrder: a.bandOrder)
         for index in 0..<keys.count {
             if keys[index] == key { break }
             parts.append(sameText(keys[index], a))

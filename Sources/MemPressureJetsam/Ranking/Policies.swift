@@ -141,9 +141,9 @@ enum Policies {
     }
 
     /// The keys that order a band of the policy, after the band itself.
-    static func keys(policy: JetsamPolicyName, bandOrder: Int) -> KeyList {
-        switch policy {
-        case .ios: bySize
+    static func keys(policy: JetsamPolicy, bandOrder: Int) -> KeyList {
+        switch policy.name {
+        case .ios: policy.withinBand == .leastRecentFirst ? byRecency : bySize
         case .xnu: bandOrder <= 1 ? byRecency : bySize
         case .lmkd: bandOrder <= 1 ? byRecency : byResident
         case .largest: byBadness
@@ -181,7 +181,7 @@ enum Policies {
 
     /// The first key on which `a` and `b` differ under the policy, and which way: `key` nil
     /// means they differ by band. Returns nil only for two candidates that are the same app.
-    static func decisive(_ a: SortView, _ b: SortView, policy: JetsamPolicyName, names: NameTable) -> (key: OrderKey?, sign: Int)? {
+    static func decisive(_ a: SortView, _ b: SortView, policy: JetsamPolicy, names: NameTable) -> (key: OrderKey?, sign: Int)? {
         if a.bandOrder != b.bandOrder { return (nil, a.bandOrder < b.bandOrder ? -1 : 1) }
         let keys = keys(policy: policy, bandOrder: a.bandOrder)
         for index in 0..<keys.count {
@@ -193,7 +193,7 @@ enum Policies {
 
     /// Whether `a` dies before `b` under the keys (the band compared first).
     @inline(__always)
-    static func precedes(_ a: SortView, _ b: SortView, policy: JetsamPolicyName, names: NameTable) -> Bool {
+    static func precedes(_ a: SortView, _ b: SortView, policy: JetsamPolicy, names: NameTable) -> Bool {
         if a.bandOrder != b.bandOrder { return a.bandOrder < b.bandOrder }
         let keys = keys(policy: policy, bandOrder: a.bandOrder)
         for index in 0..<keys.count {

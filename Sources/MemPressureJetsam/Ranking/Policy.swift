@@ -58,6 +58,17 @@ public enum JetsamPolicyName: String, Sendable, Hashable, Codable, CaseIterable 
     case cost
 }
 
+/// The order of the apps inside one band of the `ios` policy.
+public enum WithinBandOrder: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Largest footprint first (the WWDC 2010 slide's reasoning: one kill spares several small
+    /// apps).
+    case largestFirst
+    /// Least recently used first, as XNU orders a band (the process that entered it longest
+    /// ago dies first), the footprint breaking ties: the app the user is least likely to come
+    /// back to, not the largest, pays.
+    case leastRecentFirst
+}
+
 /// What "high memory" means for the `ios` policy: an app whose footprint is at least this is
 /// in a high-memory band.
 ///
@@ -139,6 +150,8 @@ public struct JetsamPolicy: Sendable, Hashable, Codable {
     /// What "high memory" means for the `ios` bands. Default `HighMemoryThreshold.default`
     /// (1/8 of the budget); the other policies report it but do not rank by it.
     public var highMemory: HighMemoryThreshold
+    /// The order inside each band of the `ios` policy. Default `.largestFirst`.
+    public var withinBand: WithinBandOrder
     /// A memory reading older than this at decision time spares the app (every policy).
     /// Default 2 s: twice a 1 s refresh of the supervisor's app view, so one late refresh does
     /// not blind the killer, while an app growing at 100 MiB/s cannot have doubled unseen for
@@ -163,6 +176,7 @@ public struct JetsamPolicy: Sendable, Hashable, Codable {
     public var exactSearchLimit: Int
 
     public static let defaultMaxSampleAgeSeconds = 2.0
+    public static let defaultWithinBand = WithinBandOrder.largestFirst
     public static let defaultReuseHorizonSeconds = 300.0
     public static let defaultDefaultRelaunchSeconds = 1.0
     public static let defaultMinimumReuseProbability = 0.01
@@ -176,6 +190,7 @@ public struct JetsamPolicy: Sendable, Hashable, Codable {
     public init(
         name: JetsamPolicyName,
         highMemory: HighMemoryThreshold = .default,
+        withinBand: WithinBandOrder = JetsamPolicy.defaultWithinBand,
         maxSampleAgeSeconds: Double = JetsamPolicy.defaultMaxSampleAgeSeconds,
         reuseHorizonSeconds: Double = JetsamPolicy.defaultReuseHorizonSeconds,
         defaultRelaunchSeconds: Double = JetsamPolicy.defaultDefaultRelaunchSeconds,
@@ -184,6 +199,7 @@ public struct JetsamPolicy: Sendable, Hashable, Codable {
     ) {
         self.name = name
         self.highMemory = highMemory
+        self.withinBand = withinBand
         self.maxSampleAgeSeconds = maxSampleAgeSeconds
         self.reuseHorizonSeconds = reuseHorizonSeconds
         self.defaultRelaunchSeconds = defaultRelaunchSeconds
@@ -205,7 +221,7 @@ public struct JetsamPolicy: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case name, highMemory, maxSampleAgeSeconds, reuseHorizonSeconds, defaultRelaunchSeconds
+        case name, highMemory, withinBand, maxSampleAgeSeconds, reuseHorizonSeconds, defaultRelaunchSeconds
         case minimumReuseProbability, exactSearchLimit
     }
 
@@ -214,6 +230,7 @@ public struct JetsamPolicy: Sendable, Hashable, Codable {
         self.init(
             name: try c.decode(JetsamPolicyName.self, forKey: .name),
             highMemory: try c.decodeIfPresent(HighMemoryThreshold.self, forKey: .highMemory) ?? .default,
+            withinBand: try c.decodeIfPresent(WithinBandOrder.self, forKey: .withinBand) ?? Self.defaultWithinBand,
             maxSampleAgeSeconds: try c.decodeIfPresent(Double.self, forKey: .maxSampleAgeSeconds)
                 ?? Self.defaultMaxSampleAgeSeconds,
             reuseHorizonSeconds: try c.decodeIfPresent(Double.self, forKey: .reuseHorizonSeconds)
@@ -231,6 +248,7 @@ public struct JetsamPolicy: Sendable, Hashable, Codable {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(name, forKey: .name)
         try c.encode(highMemory, forKey: .highMemory)
+        try c.encode(withinBand, forKey: .withinBand)
         try c.encode(maxSampleAgeSeconds, forKey: .maxSampleAgeSeconds)
         try c.encode(reuseHorizonSeconds, forKey: .reuseHorizonSeconds)
         try c.encode(defaultRelaunchSeconds, forKey: .defaultRelaunchSeconds)

@@ -168,10 +168,10 @@ struct Prepared: Sendable {
             Policies.assignBand(&candidates[index], policy: policy.name, highMemoryBytes: highMemoryBytes)
         }
         // Sort indices, not the (large) candidates themselves, then gather once.
-        let name = policy.name
+        let policy = policy
         let views = candidates.map(\.view)
         let names = names
-        let order = views.indices.sorted { Policies.precedes(views[$0], views[$1], policy: name, names: names) }
+        let order = views.indices.sorted { Policies.precedes(views[$0], views[$1], policy: policy, names: names) }
         sorted = order.map { candidates[$0] }
     }
 

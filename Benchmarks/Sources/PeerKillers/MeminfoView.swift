@@ -13,15 +13,15 @@ import Synchronization
 /// so their own default thresholds apply to the budget as they are (a 24 GiB machine cannot be
 /// given a 1 GiB budget by their options: nohang refuses thresholds above half of MemTotal).
 /// The figures are real; only their frame is the device's.
-final class MeminfoView: @unchecked Sendable {
+public final class MeminfoView: @unchecked Sendable {
     private final class Shared: Sendable {
         let stop = Atomic<Bool>(false)
     }
     private let shared = Shared()
     private var thread: OSThread?
-    let path: String
+    public let path: String
 
-    init(path: String, cgroup: String, budgetBytes: UInt64) throws {
+    public init(path: String, cgroup: String, budgetBytes: UInt64) throws {
         self.path = path
         let real = String(decoding: try ProcFS.readBytes("/proc/meminfo"), as: UTF8.self)
         let lines = real.split(separator: "\n").map(String.init)
@@ -67,17 +67,20 @@ final class MeminfoView: @unchecked Sendable {
         }
     }
 
-    func stop() {
+    /// Stops the refresh and removes the bind mount. Idempotent.
+    public func stop() {
+        guard let thread else { return }
+        self.thread = nil
         shared.stop.store(true, ordering: .relaxed)
-        thread?.join()
+        thread.join()
         umount2("/proc/meminfo", Int32(MNT_DETACH))
     }
 }
 
 extension String {
-    func padding(_ width: Int) -> String { self + String(repeating: " ", count: max(0, width - count)) }
-    func leftPadding(_ width: Int) -> String { String(repeating: " ", count: max(0, width - count)) + self }
-    func trimmingCharacters(in set: Character) -> String {
+    fileprivate func padding(_ width: Int) -> String { self + String(repeating: " ", count: max(0, width - count)) }
+    fileprivate func leftPadding(_ width: Int) -> String { String(repeating: " ", count: max(0, width - count)) + self }
+    fileprivate func trimmingCharacters(in set: Character) -> String {
         String(drop { $0 == set }.reversed().drop { $0 == set }.reversed())
     }
 }
