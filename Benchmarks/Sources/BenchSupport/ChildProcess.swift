@@ -92,6 +92,10 @@ public final class ChildProcess {
 
     public func signal(_ sig: Int32) throws(SystemCallError) { try handle.signal(sig) }
 
+    /// Records that the caller reaped it (a `waitid(P_ALL)` loop), with its wait status: `kill()`
+    /// and the waits then leave it alone.
+    public func noteReaped(_ status: Int32) { exitStatus = status }
+
     /// Waits for it to exit (up to `timeout` seconds, noticing cancellation every 10 ms) and
     /// reaps it; throws if it has not exited by then.
     public func waitForExit(timeout: Double, _ during: String) throws {

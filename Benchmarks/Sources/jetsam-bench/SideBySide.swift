@@ -192,7 +192,8 @@ enum Peer: String, Codable, Sendable, CaseIterable {
     case earlyoom, nohang
     /// The same two with jetsam's thresholds: they start at 20% available (where jetsam's
     /// usage source says warning: 80% of the budget in use) and kill outright at 5% (jetsam's
-    /// critical, 95%); earlyoom then stops killing above 20% available, jetsam at 25%.
+    /// critical, 95%); earlyoom then stops killing above 20% available, jetsam (its defaults)
+    /// at 5%.
     case earlyoomMatched = "earlyoom-matched", nohangMatched = "nohang-matched"
     /// The kernel's memory-cgroup OOM killer alone.
     case kernel
@@ -302,7 +303,9 @@ func peerRun(peer: Peer, cgroup: String, build: String, data: String, spike: Spi
             let how = info.si_code == Int32(CLD_EXITED) ? "exited \(code)" : "killed by signal \(code)"
             if let a = apps.first(where: { $0.child.pid == pid }) {
                 deaths.append((a.app.name, monotonicSeconds() - start, how))
-            } else if daemon?.owns(pid) == true {
+            } else if let daemon, daemon.owns(pid) {
+                // Reaped here: its ChildProcess must not wait for it (nor signal its PID) again.
+                daemon.child.noteReaped(info.si_code == Int32(CLD_EXITED) ? (code & 0xff) << 8 : code & 0x7f)
                 notes.append("the peer exited: \(how)")
             }
             continue

@@ -18,14 +18,35 @@ struct PeerPolicy: Sendable {
     var matched: Bool
 
     init?(_ name: String) {
-        let parts = name.split(separator: "-")
-        guard let first = parts.first, let kind = PeerKillerKind(rawValue: String(first)) else { return nil }
-        switch parts.count {
-        case 1: matched = false
-        case 2 where parts[1] == "matched": matched = true
-        default: return nil
+        for kind in PeerKillerKind.allCases {
+            if name == kind.rawValue {
+                self.kind = kind
+                matched = false
+                return
+            }
+            if name == kind.rawValue + "-matched" {
+                self.kind = kind
+                matched = true
+                return
+            }
         }
-        self.kind = kind
+        return nil
+    }
+
+    /// The programs a run under it needs, missing ones named (nil: all there).
+    static func missingPrograms(_ policies: [String]) -> String? {
+        var needed: [String] = []
+        for p in policies {
+            guard let peer = PeerPolicy(p) else { continue }
+            needed.append("/usr/bin/unshare")
+            switch peer.kind {
+            case .earlyoom: needed.append("/usr/bin/earlyoom")
+            case .nohang: needed += ["/usr/bin/python3", "/usr/sbin/nohang", "/etc/nohang/nohang.conf"]
+            }
+        }
+        var missing: [String] = []
+        for path in needed where !missing.contains(path) && access(path, R_OK) != 0 { missing.append(path) }
+        return missing.isEmpty ? nil : missing.joined(separator: ", ") + " not found (Debian's util-linux, earlyoom and nohang: make bench-deps installs them)"
     }
 }
 

@@ -481,11 +481,16 @@ func replay(_ setup: Setup, trace: SwitchTrace, policy: String, budgetApps: Doub
     let started = monotonicSeconds()
     let load = loadAverage()
     let swapBefore = swapTotalBytes()
-    let (c, runPolicy) = try supervisorConfiguration(build: setup.build, budgetBytes: budgetBytes, policy: policy)
+    guard (PeerPolicy(policy) != nil) == (peer != nil) else { throw BenchError("\(label): \(policy) runs only through replayInNamespace, with its peer") }
+    var (c, runPolicy) = try supervisorConfiguration(build: setup.build, budgetBytes: budgetBytes, policy: policy)
     let killer = runPolicy.killer
     let directory = "\(setup.data)/\(runName)"
     let made = try CheckedDirectory.open(directory, creating: true)
     defer { made.removeTree() }
+    // In a PID namespace the supervisor is PID 1, whose default runtime directory would be
+    // /run/mempressure-1-...: the run's own instead, removed with it even if the namespace is
+    // killed (the benchmark removes its scratch directory).
+    if peer != nil { c.runtimeDirectory = "\(directory)/runtime" }
     let s = try Supervisor(configuration: c)
     // A peer killer (in a PID namespace of the run's own: `replayInNamespace`) beside the
     // supervisor, on a /proc/meminfo that shows the device.
@@ -545,6 +550,9 @@ func replay(_ setup: Setup, trace: SwitchTrace, policy: String, budgetApps: Doub
                 progress.doing("\(label): switch \(i + 1)/\(switches.count)")
                 records.append(try await sw.switchTo(trace.apps[target], index: i))
             }
+            // The peer must have watched the whole replay: a run whose killer died is the
+            // kernel's alone, and would be reported under the peer's name.
+            if let daemon { try daemon.child.checkAlive("during the replay (\(label))") }
             let after = Counters.read(deviceCgroup: s.deviceMemoryCgroup)
             let zramPeak = zram?.peakMemoryBytes()
             let t1 = await s.now()

@@ -285,8 +285,8 @@ struct SwitchingReport: RenderedReport {
                 md += "| \(describe(p)) | jetsam: warnings, then \(freeze)kills by the \(c.policy.rawValue) policy\(order) until \(target) of the budget is free | \(c.holdKernelOOMKiller ? "held (`oom_kill_disable`): a task at the limit waits for jetsam" : "acts (a kernel kill under jetsam is counted)") |\n"
             }
         }
-        md += "\nPeers: \(peers.kernel); lmkd emulation after \(peers.lmkd)\(peers.earlyoom.map { "; earlyoom \($0)" } ?? "")\(peers.nohang.map { "; nohang \($0)" } ?? ""). earlyoom and nohang run each in a PID namespace of the run's own (`unshare --pid --fork --mount-proc`) holding only the supervisor (the namespace's first process, which neither takes) and its apps, where /proc/meminfo is the device's (MemTotal the budget, MemAvailable the budget less the device's working set, rewritten every 5 ms); their kills are the deaths by SIGTERM or SIGKILL the supervisor did not send, less the kernel's.\n\n"
-        md += "**Statistics**: each cell is the mean over seeds with its 95% percentile-bootstrap interval (10,000 resamples, seeded) in brackets; with 10 seeds a percentile bootstrap covers nearer 90% than 95%, so read the brackets as a little narrow. Against the best rival (the rival with the lowest mean switch time in that configuration — chosen on the same runs, which favours the rival), p is the two-sided paired sign-flip test over seeds (exact for up to 16 seeds; with fewer than 6 seeds nothing can reach 0.05); the findings use these p-values Holm-adjusted over every jetsam configuration and the four metrics they name, the tables show them unadjusted.\n\n"
+        md += "\nPeers: \(peers.kernel); lmkd emulation after \(peers.lmkd)\(peers.earlyoom.map { "; earlyoom \($0)" } ?? "")\(peers.nohang.map { "; nohang \($0)" } ?? ""). earlyoom and nohang run each in a PID namespace of the run's own (`unshare --pid --fork --mount-proc`) holding only the supervisor (the namespace's first process, which neither takes), its apps, its guard and the peer itself, where /proc/meminfo is the device's (MemTotal the budget, MemAvailable the budget less the device's working set, rewritten every 5 ms); their kills are the deaths by SIGTERM or SIGKILL the supervisor did not send, less the kernel's.\n\n"
+        md += "**Statistics**: each cell is the mean over seeds with its 95% percentile-bootstrap interval (10,000 resamples, seeded) in brackets; with 10 seeds a percentile bootstrap covers nearer 90% than 95%, so read the brackets as a little narrow. Against the best rival (the rival with the lowest mean switch time in that configuration — chosen on the same runs, which favours the rival), p is the two-sided paired sign-flip test over seeds (exact for up to 16 seeds; with fewer than 6 seeds nothing can reach 0.05); the findings against the best rival use these p-values Holm-adjusted over every jetsam configuration and the four metrics they name; the tables, the goal and the comparison with jetsam as it was show them unadjusted.\n\n"
 
         for g in groups {
             md += "## \(groupText(g).prefix(1).uppercased() + groupText(g).dropFirst())\n\n"
@@ -422,7 +422,8 @@ struct SwitchingReport: RenderedReport {
             }
             let clean = policies.filter { p in !isRival(p) && !runs.filter { $0.policy == p }.isEmpty && !lost.contains { $0.policy == p } }
             var s = "**State lost** by " + parts.joined(separator: "; ") + " (\(checked) relaunches checked): an app killed while background-running is, here, one killed inside didEnterBackground as it saves its state (the model apps run no background task) — its last activation is lost."
-            if !clean.isEmpty { s += " None by " + clean.map(describe).joined(separator: ", ") + ": jetsam never takes an app inside didEnterBackground (the supervisor tells it), the others cannot know." }
+            let jetsamLost = lost.contains { !isRival($0.policy) }
+            if !clean.isEmpty && !jetsamLost { s += " None by " + clean.map(describe).joined(separator: ", ") + ": jetsam does not take an app inside didEnterBackground (the supervisor tells it); the others cannot know." }
             out.append(s)
         }
         return out
@@ -457,10 +458,10 @@ struct SwitchingReport: RenderedReport {
                     let gap = m.higherIsBetter ? b.mean - a.mean : a.mean - b.mean
                     short.append(text + ": short by \(fixed(gap, m.decimals))\(m.unit.isEmpty ? "" : " " + m.unit)")
                 } else {
-                    met.append(text + (worse ? ", below but not significantly" : ""))
+                    met.append(text + (worse ? ", worse but not significantly" : ""))
                 }
             }
-            var s = "**The goal, \(groupText(g))** (jetsam's defaults against the best rival, \(describe(best))): "
+            var s = "**The goal, \(groupText(g))** (jetsam's defaults against the best rival, \(describe(best)); p unadjusted): "
             if !short.isEmpty {
                 s += "**not met** on " + short.joined(separator: "; ") + (met.isEmpty ? "." : "; met: " + met.joined(separator: "; ") + ".")
             } else if !untested.isEmpty {
@@ -482,7 +483,7 @@ struct SwitchingReport: RenderedReport {
                 }
                 parts.append("\(groupText(g)): " + cells.joined(separator: ", "))
             }
-            if !parts.isEmpty { out.append("**Jetsam's defaults against jetsam as it was** (\(describe("ios-freeze")), in the same runs): " + parts.joined(separator: "; ") + ".") }
+            if !parts.isEmpty { out.append("**Jetsam's defaults against jetsam as it was** (\(describe("ios-freeze")), in the same runs; p unadjusted): " + parts.joined(separator: "; ") + ".") }
         }
         return out
     }

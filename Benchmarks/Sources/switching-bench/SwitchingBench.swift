@@ -154,6 +154,7 @@ struct SwitchingBench: AsyncParsableCommand {
         guard Supervisor.canBudget() else { throw BenchError("switching-bench needs root and a memory cgroup controller (the device budget)") }
         let trimList = try Self.list(trims ?? "0", "trims") { Double($0).flatMap { (0...1).contains($0) ? $0 : nil } }
         let policyList = try Self.list(policies ?? (quick ? "default,lmkd-emu,kernel,earlyoom" : "default,ios-freeze,lmkd-emu,kernel,earlyoom,nohang"), "policies") { Self.isPolicy($0) ? $0 : nil }
+        if let missing = PeerPolicy.missingPrograms(policyList) { throw BenchError(missing) }
         let budgetText = budgets ?? (quick ? "3" : swap == nil ? "none:3,none:5,zram:4" : "4")
         let configurations = try Self.configurations(budgets: budgetText, swap: swap ?? (quick && !budgetText.contains(":") ? "none" : nil))
         let seedList = try Self.list(seeds ?? (quick ? "1,2" : "1,2,3,4,5,6,7,8,9,10"), "seeds") { UInt64($0) }
@@ -360,6 +361,11 @@ extension SwitchingBench {
         guard let policies else { throw ValidationError("--add needs --policies: the policies to add") }
         let added = try Self.list(policies, "policies") { Self.isPolicy($0) ? $0 : nil }
         if let again = added.first(where: { report.policies.contains($0) }) { throw ValidationError("--add: \(again) is in the report already") }
+        if let missing = PeerPolicy.missingPrograms(added) { throw BenchError(missing) }
+        // Peers added to a report written without them: their versions too.
+        let versions = PeerVersions.read()
+        if report.peers.earlyoom == nil { report.peers.earlyoom = versions.earlyoom }
+        if report.peers.nohang == nil { report.peers.nohang = versions.nohang }
         guard trace == nil, report.traces.allSatisfy({ $0.model == "day" }), let timeScale = report.timeScale else {
             throw ValidationError("--add works on a report of generated day traces")
         }
