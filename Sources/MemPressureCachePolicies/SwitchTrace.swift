@@ -6,7 +6,7 @@ import Glibc
 ///
 /// Pure value code: the same seed gives the same trace in any process (SplitMix64; no hashed
 /// collection or system random number decides anything).
-public struct SwitchTrace: Sendable, Hashable {
+public struct SwitchTrace: Sendable, Hashable, Codable {
     public var name: String
     /// The apps, by name: for a generated trace in order of popularity (the first is the most
     /// used), for a file in order of first appearance.

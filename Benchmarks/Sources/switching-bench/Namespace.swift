@@ -50,26 +50,9 @@ struct PeerPolicy: Sendable {
     }
 }
 
-/// Everything a run in the namespace needs, written by the benchmark for its copy there.
+/// A run in the namespace: what it runs, and where its result and its cgroup's path go.
 struct PeerJob: Codable {
-    struct Trace: Codable {
-        var name: String
-        var apps: [String]
-        var switches: [Int]
-        var times: [Double]?
-        var sessions: [Int]?
-    }
-    var setup: Setup
-    var trace: Trace
-    var policy: String
-    var budgetApps: Double
-    var budgetBytes: Int
-    var trim: Double
-    var calibration: [Calibration]
-    var runName: String
-    var label: String
-    var logs: String?
-    var zram: ZramStats?
+    var run: RunSpec
     /// Where the result goes.
     var output: String
     /// Where the run writes its device memory cgroup as soon as it exists, so that the
@@ -81,18 +64,16 @@ struct PeerJob: Codable {
 /// returns its result. Cancelled (Ctrl-C), unshare is killed, and with `--kill-child` its fork,
 /// the namespace's first process — with it, the kernel kills every process in the namespace —
 /// and the run's cgroups are removed.
-func replayInNamespace(_ setup: Setup, trace: SwitchTrace, policy: String, budgetApps: Double, budgetBytes: Int, trim: Double, calibration: [Calibration],
-                       runName: String, progress: BenchSupport.Progress, label: String, logs: String?, zram: ZramStats?) async throws -> RunResult {
+func replayInNamespace(_ run: RunSpec, progress: BenchSupport.Progress) async throws -> RunResult {
+    let (setup, runName, label) = (run.setup, run.runName, run.label)
     let jobPath = "\(setup.data)/\(runName)-job.json"
     let output = "\(setup.data)/\(runName)-result.json"
     let cgroupFile = "\(setup.data)/\(runName)-cgroup"
-    let job = PeerJob(setup: setup, trace: .init(name: trace.name, apps: trace.apps, switches: trace.switches, times: trace.times, sessions: trace.sessions),
-                      policy: policy, budgetApps: budgetApps, budgetBytes: budgetBytes, trim: trim, calibration: calibration, runName: runName,
-                      label: label, logs: logs, zram: zram, output: output, cgroupFile: cgroupFile)
+    let job = PeerJob(run: run, output: output, cgroupFile: cgroupFile)
     try writeText(String(decoding: try JSONEncoder().encode(job), as: UTF8.self), to: jobPath)
     let me = ProcFS.ownExecutablePath() ?? CommandLine.arguments[0]
     let logPath = "\(setup.data)/\(runName)-namespace.log"
-    let child = try ChildProcess(name: "\(policy) run", tool: "switching-bench",
+    let child = try ChildProcess(name: "\(run.policy) run", tool: "switching-bench",
                                  argv: ["/usr/bin/unshare", "--pid", "--fork", "--mount-proc", "--kill-child", "--", me, "--peer-job", jobPath], logPath: logPath)
     progress.doing("\(label): in a PID namespace of its own")
     var reaped = false
@@ -155,10 +136,10 @@ extension SwitchingBench {
     func runPeerJob(_ path: String) async throws {
         guard getpid() == 1 else { throw BenchError("--peer-job runs only as the first process of a PID namespace of its own (under unshare --pid --fork --mount-proc)") }
         let job = try JSONDecoder().decode(PeerJob.self, from: Data(try ProcFS.readBytes(path)))
-        guard let peer = PeerPolicy(job.policy) else { throw BenchError("--peer-job: \(job.policy) is not earlyoom or nohang") }
+        guard let peer = PeerPolicy(job.run.policy) else { throw BenchError("--peer-job: \(job.run.policy) is not earlyoom or nohang") }
         // The apps publish their purgeable regions in a registry of this run's own: their PIDs
         // are this namespace's, which would name other processes in /dev/shm.
-        let registry = "\(job.setup.data)/\(job.runName)-registry"
+        let registry = "\(job.run.setup.data)/\(job.run.runName)-registry"
         let made = try CheckedDirectory.open(registry, creating: true)
         defer { made.removeTree() }
         setenv("MEMPRESSURE_REGISTRY", registry, 1)
@@ -167,11 +148,8 @@ extension SwitchingBench {
         // candidates) and earlyoom, if it did, would end the run as a failure, never counted.
         // (oom_score_adj -1000 would say so to every killer, but lowering one needs
         // CAP_SYS_RESOURCE, which this machine's root lacks.) Its apps carry their states' bands.
-        let trace = SwitchTrace(name: job.trace.name, apps: job.trace.apps, switches: job.trace.switches, times: job.trace.times, sessions: job.trace.sessions)
         let progress = BenchSupport.Progress("switching-bench", total: 1)
-        let result = try await replay(job.setup, trace: trace, policy: job.policy, budgetApps: job.budgetApps, budgetBytes: job.budgetBytes, trim: job.trim,
-                                      calibration: job.calibration, runName: job.runName, progress: progress, label: job.label, logs: job.logs,
-                                      zram: job.zram, peer: (peer, job.cgroupFile))
+        let result = try await replay(job.run, progress: progress, peer: (peer, job.cgroupFile))
         try writeText(String(decoding: try JSONEncoder().encode(result), as: UTF8.self), to: job.output)
         // Returning ends the namespace's first process: the kernel kills whatever is left.
     }

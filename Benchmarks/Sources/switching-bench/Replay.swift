@@ -230,6 +230,8 @@ struct Switcher {
     var losses: [Loss] = []
     var failedActivations = 0
     var notes: [String] = []
+    /// Who kills in this run: how a loss names the death before it.
+    var killers = Killers()
 
     init(_ s: Supervisor, setup: Setup, directory: String) {
         self.s = s
@@ -356,13 +358,27 @@ struct Switcher {
     }
 
     func lastDeath(of app: String, in log: [SupervisorEvent]) -> String {
-        deaths(in: log, from: 0, to: .infinity).last { $0.app == app }.map { "\($0.by) while \($0.state)" } ?? "unknown"
+        deaths(in: log, from: 0, to: .infinity, killers: killers).last { $0.app == app }.map { "\($0.by) while \($0.state)" } ?? "unknown"
+    }
+}
+
+/// Who kills in a run, as its deaths are labelled: the policy that kills through the supervisor
+/// (its kills carry a reason in the log: jetsam's, or the lmkd emulation's), and a peer killer
+/// beside it (earlyoom, nohang: its SIGTERM is its own; a SIGKILL the supervisor did not send is
+/// the peer's or the kernel's, which only they know).
+struct Killers: Sendable {
+    var policy = "jetsam"
+    var peer: String?
+
+    init(policy: String = "jetsam", peer: String? = nil) {
+        self.policy = policy
+        self.peer = peer
     }
 }
 
 /// The deaths the log records between `from` and `to`: each app's exit or crash, with the state
 /// it was in (its last transition before) and who killed it.
-func deaths(in log: [SupervisorEvent], from: Double, to: Double) -> [Death] {
+func deaths(in log: [SupervisorEvent], from: Double, to: Double, killers: Killers = Killers()) -> [Death] {
     var state: [String: String] = [:]
     var out: [Death] = []
     for e in log {
@@ -371,8 +387,11 @@ func deaths(in log: [SupervisorEvent], from: Double, to: Double) -> [Death] {
         guard e.t >= from, e.t <= to else { continue }
         let by: String
         switch e.payload {
-        case .exit(_, killReason: .some): by = "jetsam"
-        case .crash(.signaled(SIGKILL), _): by = "kernel"  // a SIGKILL the supervisor did not send: the cgroup's OOM killer
+        case .exit(_, killReason: .some): by = killers.policy
+        case .crash(.signaled(SIGKILL), _):
+            // A SIGKILL the supervisor did not send: the cgroup's OOM killer, or a peer's.
+            by = killers.peer.map { "\($0) or kernel" } ?? "kernel"
+        case .crash(.signaled(SIGTERM), _) where killers.peer != nil: by = killers.peer ?? ""
         case .exit: by = "terminated"  // the supervisor's own terminate
         case .crash: by = "crash: \(e.detail ?? "")"
         default: continue
@@ -475,9 +494,30 @@ func schedule(_ trace: SwitchTrace, maxGap: Double) -> [Double]? {
 /// One run: the apps in a device of `budgetBytes` under `policy`, launched once each (the
 /// warm-up), then `trace` replayed: each switch at its scheduled time, the foreground app sent
 /// to the background between two sessions (the screen off).
-func replay(_ setup: Setup, trace: SwitchTrace, policy: String, budgetApps: Double, budgetBytes: Int, trim: Double, calibration: [Calibration], runName: String,
-            progress: BenchSupport.Progress, label: String, logs: String?, zram: ZramStats? = nil,
-            peer: (policy: PeerPolicy, cgroupFile: String)? = nil) async throws -> RunResult {
+/// One run of the matrix: what `replay` measures, here or (for a peer) in a PID namespace of its
+/// own, to which it is handed as JSON.
+struct RunSpec: Codable, Sendable {
+    var setup: Setup
+    var trace: SwitchTrace
+    var policy: String
+    /// The budget as room for this many apps of the mean footprint, and in bytes.
+    var budgetApps: Double
+    var budgetBytes: Int
+    var trim: Double
+    var calibration: [Calibration]
+    /// The run's directory under the setup's data directory.
+    var runName: String
+    /// How progress lines and errors name the run.
+    var label: String
+    /// `--logs DIR`.
+    var logs: String?
+    /// The zram device of the run's swap configuration, if any.
+    var zram: ZramStats?
+}
+
+func replay(_ run: RunSpec, progress: BenchSupport.Progress, peer: (policy: PeerPolicy, cgroupFile: String)? = nil) async throws -> RunResult {
+    let (setup, trace, policy, budgetApps, budgetBytes) = (run.setup, run.trace, run.policy, run.budgetApps, run.budgetBytes)
+    let (trim, calibration, runName, label, logs, zram) = (run.trim, run.calibration, run.runName, run.label, run.logs, run.zram)
     let started = monotonicSeconds()
     let load = loadAverage()
     let swapBefore = swapTotalBytes()
@@ -518,6 +558,7 @@ func replay(_ setup: Setup, trace: SwitchTrace, policy: String, budgetApps: Doub
                     + p.arguments(dataDirectory: "\(directory)/\(p.name)", trim: trim, restore: setup.restore, decodeCost: setup.decodeCost)))
             }
             var sw = Switcher(s, setup: setup, directory: directory)
+            sw.killers = Killers(policy: runPolicy.lmkd != nil ? "lmkd emulation" : "jetsam", peer: peer?.policy.kind.rawValue)
             // Warm-up: every app launched once, in the trace's order of apps, and sent to the
             // background (a device some time after boot).
             let oomStart = await s.kernelOOMKills()
@@ -598,24 +639,12 @@ func replay(_ setup: Setup, trace: SwitchTrace, policy: String, budgetApps: Doub
             calResume /= Double(max(1, done.count))
             calRelaunch /= Double(max(1, done.count))
             let bg = backgroundFootprint(reports, deaths: deaths(in: log, from: 0, to: .infinity), from: t0, to: t1, interval: c.sampleInterval)
+            let died = deaths(in: log, from: t0, to: t1, killers: sw.killers)
             var policyKills = log.filter { $0.kind == .jetsam && $0.t >= t0 && $0.t <= t1 }.count
-            // A peer's kills: deaths by SIGTERM or SIGKILL the supervisor did not send, less the
-            // kernel's (which the kernel counts); who sent which SIGKILL, only they know.
-            var died = deaths(in: log, from: t0, to: t1)
-            if runPolicy.lmkd != nil {
-                // The supervisor logs every policy's kill as jetsam's: here it was the emulation's.
-                for i in died.indices where died[i].by == "jetsam" { died[i].by = "lmkd emulation" }
-                for i in sw.losses.indices where sw.losses[i].death.hasPrefix("jetsam ") { sw.losses[i].death = "lmkd emulation" + sw.losses[i].death.dropFirst(6) }
-            }
-            if let peer {
-                policyKills = log.filter { e in
-                    guard e.t >= t0, e.t <= t1, case .crash(.signaled(let sig), _) = e.payload else { return false }
-                    return sig == SIGKILL || sig == SIGTERM
-                }.count
-                let name = peer.policy.kind.rawValue
-                for i in died.indices {
-                    if died[i].by == "kernel" { died[i].by = "\(name) or kernel" } else if died[i].by.hasPrefix("crash: "), died[i].by.contains("SIGTERM") || died[i].by.contains("signal 15") { died[i].by = name }
-                }
+            if let peer = sw.killers.peer {
+                // A peer's kills: its deaths (SIGTERM, or a SIGKILL the supervisor did not send),
+                // less the kernel's, which the kernel counts (below).
+                policyKills = died.filter { $0.by == peer || $0.by == "\(peer) or kernel" }.count
             }
             let warmupKills = log.filter { $0.kind == .jetsam && $0.t < t0 }.count
             let warnings = log.filter { $0.payload == .warning(.sent) && $0.t >= t0 && $0.t <= t1 }.count

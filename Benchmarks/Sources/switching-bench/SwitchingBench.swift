@@ -455,14 +455,11 @@ extension SwitchingBench {
                             try Task.checkCancellation()
                             index += 1
                             let label = "[\(labelPrefix) \(index)/\(m.count)] \(swapSetup.rawValue), trim \(trim), room for \(ByteFormat.fixed(k, 0)) (\(budget >> 20) MiB), seed \(seed), \(policy)"
-                            var r: RunResult
-                            if PeerPolicy(policy) != nil {
-                                r = try await replayInNamespace(setup, trace: seedTrace, policy: policy, budgetApps: k, budgetBytes: budget, trim: trim, calibration: m.calibration,
-                                                                runName: "run-\(index)", progress: progress, label: label, logs: logs, zram: swapDevice.zram?.stats)
-                            } else {
-                                r = try await replay(setup, trace: seedTrace, policy: policy, budgetApps: k, budgetBytes: budget, trim: trim, calibration: m.calibration,
-                                                     runName: "run-\(index)", progress: progress, label: label, logs: logs, zram: swapDevice.zram?.stats)
-                            }
+                            let run = RunSpec(setup: setup, trace: seedTrace, policy: policy, budgetApps: k, budgetBytes: budget, trim: trim, calibration: m.calibration,
+                                              runName: "run-\(index)", label: label, logs: logs, zram: swapDevice.zram?.stats)
+                            var r = PeerPolicy(policy) != nil
+                                ? try await replayInNamespace(run, progress: progress)
+                                : try await replay(run, progress: progress)
                             r.seed = seed
                             r.swap = swapSetup.rawValue
                             if !raw {
