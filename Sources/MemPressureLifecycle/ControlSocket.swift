@@ -76,6 +76,16 @@ final class ControlSocket: @unchecked Sendable {
     /// by `UnixSocket.accept`).
     private func acceptLoop() {
         while !closed.load(ordering: .acquiring) {
+            // The descriptor accept would take is the lowest free one: probed first, so that a
+            // connection arriving while connections hold the descriptors waits in the backlog
+            // (and is served once they close) rather than being accepted only to be closed.
+            let probe = fcntl(listener, F_DUPFD_CLOEXEC, 0)
+            if probe >= 0 { Glibc.close(probe) }
+            if probe < 0 || Int(probe) >= Self.acceptLimit() {
+                if closed.load(ordering: .acquiring) { return }
+                Self.backOff()
+                continue
+            }
             let fd: Int32
             let peer: UnixSocket.PeerCredentials
             do {
@@ -85,9 +95,10 @@ final class ControlSocket: @unchecked Sendable {
                 Self.backOff()
                 continue
             }
-            // Descriptors are handed out lowest first: every one below `fd` is in use. A
-            // connection that leaves fewer than the reserve free is closed at once (its peer reads
-            // the end of the connection), and accepting pauses: the rest wait in the backlog.
+            // Descriptors are handed out lowest first: every one below `fd` is in use. Should
+            // another thread have taken descriptors since the probe, a connection that leaves
+            // fewer than the reserve free is closed at once (its peer reads the end of the
+            // connection), and accepting pauses: the rest wait in the backlog.
             guard Int(fd) < Self.acceptLimit() else {
                 Glibc.close(fd)
                 Self.backOff()
