@@ -49,6 +49,8 @@ let package = Package(
             name: "PeerKillers",
             dependencies: [
                 "BenchSupport",
+                .product(name: "MemPressureJetsam", package: "MemoryPressure"),
+                .product(name: "MemPressureLifecycle", package: "MemoryPressure"),
                 .product(name: "MemPressureMonitor", package: "MemoryPressure"),
                 .product(name: "MemPressureSystem", package: "MemoryPressure"),
             ],

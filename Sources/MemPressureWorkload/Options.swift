@@ -32,6 +32,7 @@ struct Options: ParsableCommand, Sendable {
     @Option(name: .customLong("model-mb"), help: "A model computed at launch (MiB, 1 MiB chunks of plain dirty memory, --decode-cost like images): trimmed in the background and rebuilt on resume.") var modelMB = 0
     @Option(name: .customLong("dirty-mb"), help: "Plain dirty memory allocated at launch (MiB); grows and shrinks with allocate and release.") var dirtyMB = 0
     @Option(name: .customLong("decode-cost"), help: "Rounds of mixing per KiB when decoding an image (real CPU).") var decodeCost = 64
+    @Option(name: .customLong("frame-kb"), help: "A frame drawn each time the app comes to the foreground — at launch and on every resume — before it reports ready: this many KiB decoded like an image (real CPU at --decode-cost), a MiB at a time into a buffer freed after: the fixed cost of a resume, as a phone redraws its screen (default 0).") var frameKB = 0
     @Option(help: "Fraction (0...1) of the rebuildable memory (images, backing stores, the model) released on didEnterBackground.") var trim = 0.5
     @Option(help: "On resume, rebuild what was released before reporting ready (eager) or after (lazy).") var restore: Restore = .lazy
     @Option(name: .customLong("background-gate"), help: "On didEnterBackground, before saving, wait until a byte can be read from this FIFO (a save that lasts as long as a test wants).") var backgroundGate: String?
@@ -43,9 +44,10 @@ struct Options: ParsableCommand, Sendable {
     @Flag(name: .customLong("watch-pressure"), help: "Watch memory pressure in-process and shrink its caches at warning.") var watchPressure = false
 
     mutating func validate() throws {
-        guard stateMB >= 0, imageCacheMB >= 0, backingMB >= 0, assetsMB >= 0, modelMB >= 0, dirtyMB >= 0, decodeCost >= 0 else {
+        guard stateMB >= 0, imageCacheMB >= 0, backingMB >= 0, assetsMB >= 0, modelMB >= 0, dirtyMB >= 0, decodeCost >= 0, frameKB >= 0 else {
             throw ValidationError("sizes and costs are non-negative integers")
         }
+        guard frameKB <= 1 << 20 else { throw ValidationError("--frame-kb is at most 1048576 (1 GiB)") }
         guard stateMB <= 1 << 20, imageCacheMB <= 1 << 20, backingMB <= 1 << 20, assetsMB <= 1 << 20, modelMB <= 1 << 20, dirtyMB <= 1 << 20 else {
             throw ValidationError("sizes are at most 1048576 MiB")
         }

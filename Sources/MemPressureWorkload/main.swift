@@ -41,6 +41,8 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
     /// Set at launch and when returning from the background: the next didBecomeActive reports
     /// ready (an interruption's end is not a resume).
     let owesReady = Atomic<Bool>(true)
+    /// Frames drawn (`drawFrame`), for the `state` reply.
+    let framesDrawn = Atomic<UInt64>(0)
     let taskShouldStop = Atomic<Bool>(false)
     let taskBegun = Atomic<Bool>(false)
     var restoredFromDisk = false
@@ -273,6 +275,22 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
         if o.dirtyMB > 0, !dirty.allocate(o.dirtyMB << 20) { fail("cannot allocate \(o.dirtyMB) MiB") }
     }
 
+    /// The frame drawn before ready, at launch and on every resume (`--frame-kb`): real CPU,
+    /// the same decoding as an image, a MiB at a time into a buffer freed after (its work grows
+    /// with `--frame-kb`, the memory it holds at once does not: a screen's worth).
+    func drawFrame() {
+        guard o.frameKB > 0 else { return }
+        defer { framesDrawn.add(1, ordering: .relaxed) }
+        var left = o.frameKB
+        var sum: UInt64 = 0
+        while left > 0 {
+            let kb = min(left, 1024)
+            sum &+= decode(2_000_000 + left, bytes: kb * 1024).withUnsafeBytes { $0.load(fromByteOffset: $0.count - 8, as: UInt64.self) }
+            left -= kb
+        }
+        blackHole(sum)
+    }
+
     // MARK: LifecycleDelegate
 
     func didFinishLaunching(_ client: LifecycleClient) { launch() }
@@ -282,6 +300,7 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
         // a relaunch that restored an older state (or none) shows in the checksum.
         if state.count >= 8 { state.withUnsafeMutableBytes { $0.storeBytes(of: $0.load(as: UInt64.self) &+ 1, as: UInt64.self) } }
         guard owesReady.exchange(false, ordering: .relaxed) else { return }
+        drawFrame()
         if rebuilding.load(ordering: .relaxed) == false, !o.eagerRestore {
             // Lazy restore: ready now, rebuild after.
             rebuilding.store(true, ordering: .releasing)
@@ -348,7 +367,7 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
             return .state(
                 WorkloadStateReport(
                     checksum: stateChecksum, launchChecksum: launchChecksum, restoredFromDisk: restoredFromDisk, bytes: state.count,
-                    activations: activations))
+                    activations: activations, frames: framesDrawn.load(ordering: .relaxed)))
         case .restored:
             // The lazy rebuild runs on a thread of its own; it is short (seconds at most).
             while rebuilding.load(ordering: .acquiring) { sched_yield() }

@@ -36,7 +36,7 @@ public enum WorkloadReply: Codable, Sendable, Hashable, CustomStringConvertible 
         case .dirty(let bytes): "dirty \(bytes)"
         case .growing: "growing"
         case .state(let s):
-            "state fnv=\(String(s.checksum, radix: 16)) launch=\(String(s.launchChecksum, radix: 16)) restored=\(s.restoredFromDisk) bytes=\(s.bytes) activations=\(s.activations)"
+            "state fnv=\(String(s.checksum, radix: 16)) launch=\(String(s.launchChecksum, radix: 16)) restored=\(s.restoredFromDisk) bytes=\(s.bytes) activations=\(s.activations) frames=\(s.frames)"
         case .lost(let bytes): "lost \(bytes)"
         case .restored(let r):
             "restored images=\(r.images) stores=\(r.stores) model=\(r.modelChunks) seconds=\(r.seconds) cpu=\(r.cpuSeconds) refault=\(r.refaultSeconds)"
@@ -77,11 +77,11 @@ public enum WorkloadReply: Codable, Sendable, Hashable, CustomStringConvertible 
             guard pid >= 1, pid <= UInt64(Int32.max) else { throw .outOfRange(field: "pid", text: WorkloadText.excerpt(text), range: "1...\(Int32.max)") }
             self = .ready(pid: Int32(pid))
         case "state":
-            let fields = try WorkloadFields(reply: "state", rest, known: ["fnv", "launch", "restored", "bytes", "activations"])
+            let fields = try WorkloadFields(reply: "state", rest, known: ["fnv", "launch", "restored", "bytes", "activations", "frames"])
             self = .state(
                 WorkloadStateReport(
                     checksum: try fields.hex("fnv"), launchChecksum: try fields.hex("launch"), restoredFromDisk: try fields.bool("restored"),
-                    bytes: try fields.size("bytes"), activations: try fields.decimal("activations")))
+                    bytes: try fields.size("bytes"), activations: try fields.decimal("activations"), frames: try fields.decimal("frames")))
         case "restored":
             let fields = try WorkloadFields(reply: "restored", rest, known: ["images", "stores", "model", "seconds", "cpu", "refault"])
             self = .restored(
@@ -108,13 +108,17 @@ public struct WorkloadStateReport: Codable, Sendable, Hashable {
     public var bytes: Int
     /// Its activation count (the state's first word).
     public var activations: UInt64
+    /// Frames drawn since this process launched (`--frame-kb`: one at launch and one on every
+    /// resume; none without it).
+    public var frames: UInt64
 
-    public init(checksum: UInt64, launchChecksum: UInt64, restoredFromDisk: Bool, bytes: Int, activations: UInt64) {
+    public init(checksum: UInt64, launchChecksum: UInt64, restoredFromDisk: Bool, bytes: Int, activations: UInt64, frames: UInt64 = 0) {
         self.checksum = checksum
         self.launchChecksum = launchChecksum
         self.restoredFromDisk = restoredFromDisk
         self.bytes = bytes
         self.activations = activations
+        self.frames = frames
     }
 }
 

@@ -5,6 +5,7 @@ import MemPressureSystem
 import SystemPackage
 import Testing
 import MemPressureTestSupport
+import MemPressureWorkloadProtocol
 
 let workload = buildDirectory + "/mempressure-workload"
 
@@ -99,6 +100,36 @@ struct SupervisorTests {
         #expect(log.filter { $0.app == "A" && $0.kind == .ready }.count == 2)
         #expect(log.contains { $0.app == "A" && $0.kind == .exit })
         #expect(!log.contains { $0.kind == .crash || $0.kind == .error }, "\(log.filter { $0.kind == .error })")
+    }
+
+    @Test("the model app draws a frame at launch and on every resume with --frame-kb (a resume's fixed cost), none without; a return from inactive is not a resume")
+    func framesOnLaunchAndResume() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let s = try Supervisor(configuration: supervisorConfiguration())
+        try await withCleanup({ await s.shutdown() }) {
+            try await s.register(AppSpec(name: "A", command: workloadCommand(dir, ["--frame-kb", "64"])))
+            try await s.register(AppSpec(name: "B", command: workloadCommand(dir)))
+            func frames(_ app: String) async throws -> UInt64 { try await WorkloadRequest.state.send { try await s.command(app, $0) }.frames }
+            try await s.activate("A")
+            try await s.waitForReady("A")
+            #expect(try await frames("A") == 1, "one frame at launch")
+            try await s.deactivate("A")
+            try await s.activate("A")
+            #expect(try await frames("A") == 1, "inactive and back is not a resume: no frame")
+            for resume in 1...2 {
+                try await s.background("A")
+                try await s.activate("A")
+                try await s.waitForReady("A", count: 1 + resume)
+                #expect(try await frames("A") == UInt64(1 + resume), "a frame on resume \(resume)")
+            }
+            try await s.activate("B")
+            try await s.waitForReady("B")
+            try await s.background("B")
+            try await s.activate("B")
+            try await s.waitForReady("B", count: 2)
+            #expect(try await frames("B") == 0, "no --frame-kb: no frame")
+        }
     }
 
     @Test("a suspended app is stopped and uses no CPU; on resume it gets one coalesced notification per kind", arguments: [SuspendMethod.sigstop, .freezer])

@@ -16,7 +16,7 @@ struct WorkloadProtocolTests {
     static let replies: [WorkloadReply] = [
         .dirty(bytes: 0), .dirty(bytes: 50_331_648), .growing, .lost(bytes: 0), .lost(bytes: 8_388_608),
         .state(WorkloadStateReport(checksum: 0xcbf2_9ce4_8422_2325, launchChecksum: 0, restoredFromDisk: true, bytes: 8 << 20, activations: 3)),
-        .state(WorkloadStateReport(checksum: UInt64.max, launchChecksum: 0x1, restoredFromDisk: false, bytes: 0, activations: UInt64.max)),
+        .state(WorkloadStateReport(checksum: UInt64.max, launchChecksum: 0x1, restoredFromDisk: false, bytes: 0, activations: UInt64.max, frames: UInt64.max)),
         .restored(WorkloadRebuild(images: 12, stores: 4, modelChunks: 3, seconds: 0.012345678901234567, cpuSeconds: 5e-05, refaultSeconds: 0)),
         .restored(WorkloadRebuild()),
         .failed("mmap of 1099511627776 bytes refused"), .failed(""), .ready(pid: 1), .ready(pid: Int32.max),
@@ -48,8 +48,8 @@ struct WorkloadProtocolTests {
     @Test("the lines the model app has always written parse to their values")
     func existingLines() throws {
         #expect(
-            try WorkloadReply(line: "state fnv=8f3c0a1b2c3d4e5f launch=cbf29ce484222325 restored=true bytes=8388608 activations=2")
-                == .state(WorkloadStateReport(checksum: 0x8f3c_0a1b_2c3d_4e5f, launchChecksum: 0xcbf2_9ce4_8422_2325, restoredFromDisk: true, bytes: 8_388_608, activations: 2)))
+            try WorkloadReply(line: "state fnv=8f3c0a1b2c3d4e5f launch=cbf29ce484222325 restored=true bytes=8388608 activations=2 frames=3")
+                == .state(WorkloadStateReport(checksum: 0x8f3c_0a1b_2c3d_4e5f, launchChecksum: 0xcbf2_9ce4_8422_2325, restoredFromDisk: true, bytes: 8_388_608, activations: 2, frames: 3)))
         #expect(
             try WorkloadReply(line: "restored images=32 stores=4 model=6 seconds=0.0421 cpu=0.0398 refault=0.0012")
                 == .restored(WorkloadRebuild(images: 32, stores: 4, modelChunks: 6, seconds: 0.0421, cpuSeconds: 0.0398, refaultSeconds: 0.0012)))
@@ -110,11 +110,13 @@ struct WorkloadProtocolTests {
         ("ready 0", .outOfRange(field: "pid", text: "0", range: "1...2147483647")),
         ("ready 2147483648", .outOfRange(field: "pid", text: "2147483648", range: "1...2147483647")),
         ("state fnv=1 launch=2 restored=true bytes=3", .missingField(reply: "state", field: "activations")),
-        ("state fnv=1 launch=2 restored=true bytes=3 activations=4 color=red", .unknownField(reply: "state", field: "color")),
-        ("state fnv=1 fnv=2 launch=2 restored=true bytes=3 activations=4", .repeatedField(reply: "state", field: "fnv")),
-        ("state fnv=1 launch=2 restored=yes bytes=3 activations=4", .malformedField(reply: "state", field: "restored", text: "yes")),
-        ("state fnv=xyz launch=2 restored=true bytes=3 activations=4", .notANumber(field: "fnv", text: "xyz")),
-        ("state fnv=12345678901234567 launch=2 restored=true bytes=3 activations=4", .notANumber(field: "fnv", text: "12345678901234567")),
+        ("state fnv=1 launch=2 restored=true bytes=3 activations=4", .missingField(reply: "state", field: "frames")),
+        ("state fnv=1 launch=2 restored=true bytes=3 activations=4 frames=0 color=red", .unknownField(reply: "state", field: "color")),
+        ("state fnv=1 fnv=2 launch=2 restored=true bytes=3 activations=4 frames=0", .repeatedField(reply: "state", field: "fnv")),
+        ("state fnv=1 launch=2 restored=yes bytes=3 activations=4 frames=0", .malformedField(reply: "state", field: "restored", text: "yes")),
+        ("state fnv=xyz launch=2 restored=true bytes=3 activations=4 frames=0", .notANumber(field: "fnv", text: "xyz")),
+        ("state fnv=12345678901234567 launch=2 restored=true bytes=3 activations=4 frames=0", .notANumber(field: "fnv", text: "12345678901234567")),
+        ("state fnv=1 launch=2 restored=true bytes=3 activations=4 frames=-1", .notANumber(field: "frames", text: "-1")),
         ("state fnv=1 launch=2 restored=true bytes=3 activations", .malformedReply(reply: "state", text: "activations")),
         ("state fnv= launch=2 restored=true bytes=3 activations=4", .notANumber(field: "fnv", text: "")),
         ("restored images=1 stores=2 model=3 seconds=nan cpu=0 refault=0", .malformedField(reply: "restored", field: "seconds", text: "nan")),

@@ -1,6 +1,7 @@
 // jetsam-bench: decision latency, the ranker alone, memory back after a kill (with and without
-// process_mrelease), and the same allocation spike under jetsam, earlyoom, nohang and the
-// kernel's cgroup OOM killer alone. Writes Reports/jetsam.{md,json,svg}.
+// process_mrelease), and the same allocation spike under jetsam, the lmkd emulation, earlyoom,
+// nohang and the kernel's cgroup OOM killer alone, without swap and on zram. Writes
+// Reports/jetsam.{md,json,svg}.
 //
 // Needs root, a cgroup v1 memory controller and util-linux's unshare; earlyoom and nohang from
 // Debian (`make bench` installs them). Each peer runs only inside a PID namespace of its own.
@@ -9,6 +10,7 @@ import ArgumentParser
 import BenchSupport
 import Foundation
 import Glibc
+import MemPressureCachePolicies
 import MemPressureSystem
 
 @main
@@ -23,7 +25,8 @@ struct Measure: AsyncParsableCommand {
 
     @Option(help: "The main package's release build directory (mempressure-exec, mempressure-workload, mempressure-hog).") var build = "../.build/release"
     @Option(help: "Where the report goes.") var output = "../Reports"
-    @Option(help: "Rounds of the spike per killer.") var rounds = 5
+    @Option(help: "Rounds of the spike per killer and swap configuration (default 10).") var rounds = 10
+    @Option(name: .customLong("spike-swap"), help: "The spike's swap configurations, comma-separated: none, zram (/dev/zram0, lz4, set up for its rounds and reset after; default none,zram; none with --quick).") var spikeSwap: String?
     @Option(name: .customLong("latency-rounds"), help: "Rounds of the decision-latency measurement.") var latencyRounds = 20
     @Option(name: .customLong("memory-rounds"), help: "Rounds per size of the memory-back measurement.") var memoryRounds = 15
     @Flag(name: .customLong("render-only"), help: "Re-render the Markdown and SVG from the JSON.") var renderOnly = false
@@ -36,6 +39,16 @@ struct Measure: AsyncParsableCommand {
 
     static let allSections = ["ranker", "memory", "latency", "spike", "end-to-end"]
 
+    /// `--spike-swap`: none and/or zram, each once.
+    func spikeSwaps() throws -> [String] {
+        let text = spikeSwap ?? (quick ? "none" : "none,zram")
+        let list = text.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
+        guard !list.isEmpty, list.allSatisfy({ $0 == "none" || $0 == "zram" }), Set(list).count == list.count else {
+            throw ValidationError("--spike-swap takes none, zram or both, comma-separated, each once: \(text)")
+        }
+        return list
+    }
+
     func validate() throws {
         for s in chosenSections where !Self.allSections.contains(s) {
             throw ValidationError("--sections takes \(Self.allSections.joined(separator: ", ")) (got '\(s)')")
@@ -44,6 +57,8 @@ struct Measure: AsyncParsableCommand {
         if let endToEndSeeds, endToEndSeeds.split(separator: ",").contains(where: { UInt64($0) == nil }) || endToEndSeeds.isEmpty {
             throw ValidationError("--end-to-end-seeds takes seeds (unsigned integers) separated by commas")
         }
+        _ = try spikeSwaps()
+        guard rounds >= 1 else { throw ValidationError("--rounds must be at least 1") }
     }
 
     var chosenSections: [String] { sections.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } } ?? Self.allSections }
@@ -86,7 +101,8 @@ struct Measure: AsyncParsableCommand {
             case "latency": print(String(decoding: try encoder.encode(try await decisionLatency(apps: 100, rounds: latencyRounds, build: build, data: data)), as: UTF8.self))
             case "end-to-end": print(String(decoding: try encoder.encode(try await endToEndLatency(plan: endToEndPlan, quick: quick, build: build, data: data, episodes: episodes)), as: UTF8.self))
             case "spike":
-                var runs = [try await runJetsam(Spike(), round: 1, build: build, data: data)]
+                var runs = [try await runSupervised(.jetsam, Spike(), round: 1, build: build, data: data)]
+                runs.append(try await runSupervised(.lmkd, Spike(), round: 1, build: build, data: data))
                 for peer in Peer.allCases { runs.append(try await runPeer(peer, Spike(), round: 1, build: build, data: data, benchBinary: (ProcFS.ownExecutablePath() ?? CommandLine.arguments[0]))) }
                 for var r in runs {
                     r.series = []
@@ -137,17 +153,46 @@ struct Measure: AsyncParsableCommand {
             let spike = Spike()
             var runs: [SpikeRun] = []
             let me = (ProcFS.ownExecutablePath() ?? CommandLine.arguments[0])
-            for round in 1...(quick ? 1 : rounds) {
-                try Task.checkCancellation()
-                log(tool, "spike round \(round): jetsam")
-                var roundRuns = [try await runJetsam(spike, round: round, build: build, data: data)]
-                for peer in Peer.allCases {
-                    log(tool, "spike round \(round): \(peer.rawValue)")
-                    roundRuns.append(try await runPeer(peer, spike, round: round, build: build, data: data, benchBinary: me))
+            // Every contender of a round, in an order drawn from the round's seed.
+            enum Contender { case supervised(SupervisedKiller), peer(Peer) }
+            let contenders = SupervisedKiller.allCases.map(Contender.supervised) + Peer.allCases.map(Contender.peer)
+            let swaps = try spikeSwaps()
+            for swap in swaps {
+                // zram as Android and ChromeOS use it, the size of the budget; reset after its rounds
+                // (also when interrupted: the task is cancelled and this scope left).
+                var zram: TemporaryZramSwap?
+                if swap == "zram" {
+                    do {
+                        zram = try TemporaryZramSwap(index: 0, bytes: spike.budgetBytes, compressor: "lz4")
+                    } catch {
+                        throw BenchError("the spike on zram needs /dev/zram0 free and root to set it up: \(error) (--spike-swap none measures without it)")
+                    }
                 }
-                // The plot shows round 1: later rounds keep their figures, not their series.
-                if round > 1 { for i in roundRuns.indices { roundRuns[i].series = [] } }
-                runs += roundRuns
+                defer { if let failure = zram?.remove() { log(tool, "LEFT BEHIND: \(failure)") } }
+                for round in 1...(quick ? 1 : rounds) {
+                    var order = contenders
+                    var g = SplitMix64(seed: UInt64(round) &* 0x9E37_79B9 &+ (swap == "zram" ? 1 : 0))
+                    for i in stride(from: order.count - 1, to: 0, by: -1) { order.swapAt(i, Int(g.next() % UInt64(i + 1))) }
+                    for contender in order {
+                        try Task.checkCancellation()
+                        zram?.resetPeak()
+                        var run: SpikeRun
+                        switch contender {
+                        case .supervised(let which):
+                            log(tool, "spike, \(swap), round \(round): \(which.rawValue)")
+                            run = try await runSupervised(which, spike, round: round, build: build, data: data)
+                        case .peer(let peer):
+                            log(tool, "spike, \(swap), round \(round): \(peer.rawValue)")
+                            run = try await runPeer(peer, spike, round: round, build: build, data: data, benchBinary: me)
+                        }
+                        run.swap = swap
+                        run.zramPeakBytes = zram?.peakMemoryBytes()
+                        // The plot shows round 1 of the first swap configuration: the others keep
+                        // their figures, not their series.
+                        if round > 1 || swap != swaps.first { run.series = [] }
+                        runs.append(run)
+                    }
+                }
             }
             report.spike = spike
             report.runs = runs

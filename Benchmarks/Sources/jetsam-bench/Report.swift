@@ -71,22 +71,43 @@ struct JetsamReport: RenderedReport {
             md += "A \(spike.budgetMB) MiB device (a memory cgroup) holding "
             md += spike.apps.map { "\($0.name) (\($0.role.rawValue), \($0.dirtyMB) MiB)" }.joined(separator: ", ")
             md += "; the foreground app, \(spike.foreground), then grows by \(spike.growthMB) MiB at \(spike.growthMBPerSecond) MiB/s. "
-            md += "earlyoom and nohang run twice: with their own default thresholds (earlyoom: SIGTERM at 10% available, SIGKILL at 5%; nohang: 5% and 2%), and with jetsam's (both at 20% available, where jetsam's usage source says warning, and 5%, its critical), each inside a PID namespace of its own holding only these processes, where /proc/meminfo shows the device as LXCFS shows a container its own: MemTotal the budget, MemAvailable the budget less the cgroup's working set, refreshed every 5 ms; "
+            md += "The lmkd emulation (`LmkdEmulation`, lmkd's PSI-mode decision, as switching-bench runs it) and jetsam run in the supervisor. "
+            md += "earlyoom and nohang run twice: with their own default thresholds (earlyoom: SIGTERM at 10% available, SIGKILL at 5%; nohang: 5% and 2%), and with jetsam's (both at 20% available, where jetsam's usage source says warning, and 5%, its critical), each inside a PID namespace of its own holding only these processes, where /proc/meminfo shows the device as LXCFS shows a container its own: MemTotal the budget, MemAvailable the budget less the cgroup's working set, refreshed every 5 ms (its swap lines are the machine's); "
             md += "\"kernel\" is the memory cgroup's own OOM killer, with no killer beside it. Every contender knows the apps' states: each app's oom_score_adj is the one the supervisor gives it (`OOMScoreBands`: "
             md += spike.apps.map { "\($0.name) \(spike.oomScoreAdj($0))" }.joined(separator: ", ")
-            md += "), which the kernel's badness, earlyoom and nohang all read; and jetsam does not hold the kernel's OOM killer (a kernel kill under jetsam would count). Needed: what must be freed for the working set to end at 75% of the budget. Recovery: from the working set first reaching 80% of the budget to its first return to 75% after its peak. A death is timed at SIGKILL for jetsam (its own record) and when reaped for the others (the benchmark sees only that); freed memory is read from the working set around it.\n\n"
-            md += "| killer | rounds | victims (round 1) | kills, median | foreground survived | freed / needed, median | recovery, median (min–max) | peak working set | kernel OOM kills |\n|---|---:|---|---:|---:|---:|---:|---:|---:|\n"
+            md += "), which the kernel's badness, lmkd, earlyoom and nohang all read; and jetsam does not hold the kernel's OOM killer (a kernel kill under jetsam would count). Every round runs each contender once, in an order drawn from the round's number. Needed: what must be freed for the working set to end at 75% of the budget. Recovery: from the working set first reaching 80% of the budget to its first return to 75% after its peak. A death is timed at SIGKILL for jetsam and the lmkd emulation (their own records) and when reaped for the others (the benchmark sees only that); freed memory is read from the working set around it. "
+            md += "Each cell is the mean over rounds with its 95% percentile-bootstrap interval (10,000 resamples, seeded).\n\n"
+            var swaps: [String] = []
+            for r in runs where !swaps.contains(r.swapText) { swaps.append(r.swapText) }
+            for swap in swaps {
+                let here = runs.filter { $0.swapText == swap }
+                let zram = here.contains { $0.zramPeakBytes != nil }
+                md += "### \(swap.prefix(1).uppercased() + swap.dropFirst())\n\n"
+                if zram {
+                    md += "The machine's only swap is `/dev/zram0` (lz4, as large as the budget), set up for these rounds and reset after; the memory cgroup limits the apps' memory, not their swap, and the zram device's own memory is not charged to the device: its peak is given per killer, the memory the device borrowed from outside its budget.\n\n"
+                }
+                md += "| killer | rounds | victims (round 1) | kills | foreground survived | freed / needed | recovery, median (min–max) | peak working set (MiB) | kernel OOM kills |" + (zram ? " zram's memory, peak (MiB) |" : "") + "\n"
+                md += "|---|---:|---|---:|---:|---:|---:|---:|---:|" + (zram ? "---:|" : "") + "\n"
+                var contenders: [String] = []
+                for r in here where !contenders.contains(r.contender) { contenders.append(r.contender) }
+                func cell(_ xs: [Double], _ d: Int) -> String {
+                    let i = MeanInterval(xs)
+                    return "\(ByteFormat.fixed(i.mean, d)) [\(ByteFormat.fixed(i.low, d)), \(ByteFormat.fixed(i.high, d))]"
+                }
+                for c in contenders {
+                    let rs = here.filter { $0.contender == c }
+                    let recoveries = rs.compactMap(\.recoverySeconds)
+                    let rec = recoveries.isEmpty ? "never" : "\(ms(Stats(recoveries).median)) ms (\(ms(Stats(recoveries).min))–\(ms(Stats(recoveries).max)))" + (recoveries.count < rs.count ? ", \(rs.count - recoveries.count) never" : "")
+                    let victims = rs.min { $0.round < $1.round }.map { $0.deaths.map(\.app).joined(separator: ", ") } ?? ""
+                    let ratio = rs.filter { $0.neededBytes > 0 }.map { Double($0.freedBytes) / Double($0.neededBytes) }
+                    md += "| \(c) | \(rs.count) | \(victims.isEmpty ? "none" : victims) | \(cell(rs.map { Double($0.deaths.count) }, 1)) | \(rs.filter(\.foregroundSurvived).count) of \(rs.count) | \(ratio.isEmpty ? "nothing needed" : cell(ratio, 2)) | \(rec) | \(cell(rs.map { Double($0.peakUsedBytes) / 1048576 }, 0)) | \(rs.reduce(0) { $0 + $1.kernelOOMKills }) |"
+                    if zram { md += " \(cell(rs.compactMap(\.zramPeakBytes).map { Double($0) / 1048576 }, 0)) |" }
+                    md += "\n"
+                }
+                md += "\n"
+            }
             var contenders: [String] = []
             for r in runs where !contenders.contains(r.contender) { contenders.append(r.contender) }
-            for c in contenders {
-                let rs = runs.filter { $0.contender == c }
-                let kills = Stats(rs.map { Double($0.deaths.count) })
-                let ratio = Stats(rs.map { $0.neededBytes > 0 ? Double($0.freedBytes) / Double($0.neededBytes) : 0 })
-                let recoveries = rs.compactMap(\.recoverySeconds)
-                let rec = recoveries.isEmpty ? "never" : "\(ms(Stats(recoveries).median)) ms (\(ms(Stats(recoveries).min))–\(ms(Stats(recoveries).max)))" + (recoveries.count < rs.count ? ", \(rs.count - recoveries.count) never" : "")
-                let victims = rs.first.map { $0.deaths.map(\.app).joined(separator: ", ") } ?? ""
-                md += "| \(c) | \(rs.count) | \(victims.isEmpty ? "none" : victims) | \(ByteFormat.fixed(kills.median, 0)) | \(rs.filter(\.foregroundSurvived).count) of \(rs.count) | \(ByteFormat.fixed(ratio.median, 2)) | \(rec) | \(mib(rs.map(\.peakUsedBytes).max() ?? 0)) MiB | \(rs.reduce(0) { $0 + $1.kernelOOMKills }) |\n"
-            }
             md += "\n![working set over time, round 1 of each killer](jetsam.svg)\n\n"
             for c in contenders {
                 let notes = Set(runs.filter { $0.contender == c }.flatMap(\.notes)).sorted()
@@ -104,10 +125,10 @@ struct JetsamReport: RenderedReport {
         guard let spike, let runs else { return plots }
         var contenders: [String] = []
         for r in runs where !contenders.contains(r.contender) { contenders.append(r.contender) }
-        let firsts = contenders.compactMap { c in runs.first { $0.contender == c } }
-        var p = Plot(name: "jetsam", title: "Working set of the device during the spike (round 1 of each killer); a dot is a death", width: 900, height: 480)
+        let firsts = contenders.compactMap { c in runs.first { $0.contender == c && !$0.series.isEmpty } }
+        var p = Plot(name: "jetsam", title: "Working set of the device during the spike (round 1 of each killer, \(runs.first { !$0.series.isEmpty }?.swapText ?? "no swap")); a dot is a death", width: 900, height: 480)
         var plot: [String] = []
-        let colors = ["#d04a4a", "#4a7bd0", "#3a9a4a", "#9a6a2a", "#8a4ab0", "#555555"]
+        let colors = ["#d04a4a", "#4a7bd0", "#3a9a4a", "#9a6a2a", "#8a4ab0", "#555555", "#2a9a9a"]
         for (i, r) in firsts.enumerated() {
             p.data("series\(i)", columns: ["seconds", "MiB"], rows: r.series.filter { $0.t >= 0 }.map { [.number($0.t), .number(Double($0.usedBytes) / 1048576)] })
             p.data("deaths\(i)", columns: ["seconds", "MiB", "app"], rows: r.deaths.map { d in

@@ -68,6 +68,11 @@ struct SpikeRun: Codable, Sendable {
         var freedBytes: UInt64
     }
     var deaths: [Death]
+    /// The swap the run had: nil or "none" (no swap), "zram" (`/dev/zram0`, lz4).
+    var swap: String?
+    /// The most memory the zram device held during the run (its compressed pages and their
+    /// metadata: memory outside the device's budget), when it had zram.
+    var zramPeakBytes: UInt64?
     var foregroundSurvived: Bool
     var kernelOOMKills: UInt64
     /// Working set when the growth began; what must be freed to end at the target (75%).
@@ -81,6 +86,11 @@ struct SpikeRun: Codable, Sendable {
     var peakUsedBytes: UInt64
     var series: [WorkingSetSampler.Point]
     var notes: [String]
+}
+
+extension SpikeRun {
+    /// The run's swap in words (reports written before zram was measured had none).
+    var swapText: String { swap == "zram" ? "zram swap (lz4)" : "no swap" }
 }
 
 extension Spike {
@@ -125,20 +135,41 @@ extension Spike {
     }
 }
 
-// MARK: Our killer
+// MARK: Killers in the supervisor
 
-/// The spike under the supervisor with jetsam (ios policy, its defaults).
-func runJetsam(_ spike: Spike, round: Int, build: String, data: String) async throws -> SpikeRun {
-    // The kernel's killer is free to act, as for the peers (a kernel kill under jetsam counts).
-    var j = JetsamConfiguration(policy: .ios)
-    j.holdKernelOOMKiller = false
-    let killer = JetsamKiller(configuration: j)
+/// A killer that runs in the supervisor: jetsam, or the lmkd emulation.
+enum SupervisedKiller: String, Codable, Sendable, CaseIterable {
+    case jetsam, lmkd
+
+    var contender: String {
+        switch self {
+        case .jetsam: "mempressure jetsam (ios)"
+        case .lmkd: "lmkd emulation"
+        }
+    }
+}
+
+/// The spike under the supervisor with jetsam (ios policy, its defaults) or the lmkd emulation
+/// (`LmkdEmulation`, as switching-bench runs it).
+func runSupervised(_ which: SupervisedKiller, _ spike: Spike, round: Int, build: String, data: String) async throws -> SpikeRun {
     var c = SupervisorConfiguration()
     c.executableDirectory = build
     c.budgetBytes = Int(spike.budgetBytes)
     c.backgroundTaskLimit = 7200
     c.expirationWarning = 5
-    killer.attach(to: &c)
+    var killer: JetsamKiller?
+    var lmkd: LmkdEmulation?
+    switch which {
+    case .jetsam:
+        // The kernel's killer is free to act, as for the peers (a kernel kill under jetsam counts).
+        var j = JetsamConfiguration(policy: .ios)
+        j.holdKernelOOMKiller = false
+        killer = JetsamKiller(configuration: j)
+        killer?.attach(to: &c)
+    case .lmkd:
+        lmkd = LmkdEmulation(configuration: .supervisedApps)
+        lmkd?.attach(to: &c)
+    }
     let s = try Supervisor(configuration: c)
     var notes: [String] = []
     return try await withTaskCancellationHandler {
@@ -166,16 +197,20 @@ func runJetsam(_ spike: Spike, round: Int, build: String, data: String) async th
         // Deaths at SIGKILL, as the episodes have them (the memory comes back then, with
         // process_mrelease); any other death (a crash) as the log has it.
         var deaths: [(app: String, t: Double, how: String)] = []
-        for e in killer.episodes {
+        for e in killer?.episodes ?? [] {
             for v in e.victims { deaths.append((v.name, e.trigger.t + v.secondsFromEvent - t0, "SIGKILL (jetsam, \(v.reason), rank \(v.rank), \(v.band))")) }
+        }
+        for k in lmkd?.kills ?? [] where k.time >= t0 {
+            deaths.append((k.app, k.time - t0, "SIGKILL (lmkd emulation, \(k.detail), adj \(k.oomScoreAdj))"))
         }
         for e in log where (e.kind == .exit || e.kind == .crash) && e.t >= t0 {
             if let app = e.app, !deaths.contains(where: { $0.app == app }) { deaths.append((app, e.t - t0, e.detail ?? e.kind.rawValue)) }
         }
-        if let e = killer.episodes.first { notes.append("first episode: \(e.outcome)") }
+        if let e = killer?.episodes.first { notes.append("first episode: \(e.outcome)") }
+        if lmkd != nil { notes.append("lmkd's PSI-mode decision (`LmkdEmulation`), low-memory kills from adj \(LmkdConfiguration.supervisedApps.lowmemMinOomScore)") }
         let oom = (await s.kernelOOMKills() ?? 0) - oomBefore
         await s.shutdown()
-        return spike.finish(contender: "mempressure jetsam (ios)", round: round, start: start, series: series, deaths: deaths, oomKills: oom, notes: notes)
+        return spike.finish(contender: which.contender, round: round, start: start, series: series, deaths: deaths, oomKills: oom, notes: notes)
     } catch {
         await s.shutdown()
         throw error

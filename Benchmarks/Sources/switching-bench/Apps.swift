@@ -15,6 +15,10 @@ struct AppProfile: Codable, Sendable, Hashable {
     var assetsMB: Int
     var modelMB: Int
     var dirtyMB: Int
+    /// The frame it draws whenever it comes to the foreground (launch and resume), KiB decoded
+    /// (mempressure-workload's `--frame-kb`), sized by `sizeFrames` for a relaunch ratio; nil
+    /// (no frame) in reports written before it existed.
+    var frameKB: Int?
 
     /// The base profile (scale 1), in MiB.
     static let base = (state: 2.0, images: 4.0, backing: 2.0, assets: 2.0, model: 6.0, dirty: 2.0)
@@ -44,6 +48,7 @@ struct AppProfile: Codable, Sendable, Hashable {
         ["--name", name, "--data-dir", dataDirectory, "--state-mb", "\(stateMB)", "--image-cache-mb", "\(imageCacheMB)", "--image-kb", "256",
          "--backing-mb", "\(backingMB)", "--assets-mb", "\(assetsMB)", "--model-mb", "\(modelMB)", "--dirty-mb", "\(dirtyMB)",
          "--decode-cost", "\(decodeCost)", "--trim", "\(trim)", "--restore", restore]
+            + ((frameKB ?? 0) > 0 ? ["--frame-kb", "\(frameKB ?? 0)"] : [])
     }
 }
 

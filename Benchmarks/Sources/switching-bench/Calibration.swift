@@ -87,3 +87,35 @@ func calibrate(_ setup: Setup, trim: Double, rounds: Int, progress: BenchSupport
         Task { await s.abort() }
     }
 }
+
+/// Sizes each app's frame (`AppProfile.frameKB`) so that its relaunch costs `ratio` times its
+/// resume at trim 0. A frame is the same work at launch and at resume, so with b ms per KiB of
+/// frame, resume = a + b·f and relaunch = c + b·f: a calibration without frames gives a and c,
+/// one with a trial frame gives b (the median over apps: the decoding is the same code in
+/// every app), and f = (c − ratio·a) / ((ratio − 1)·b), none where the app's relaunch is within
+/// `ratio` of its resume already. The calibration that follows measures what it gives.
+func sizeFrames(_ setup: Setup, ratio: Double, rounds: Int, progress: BenchSupport.Progress) async throws -> [AppProfile] {
+    var bare = setup
+    bare.profiles = setup.profiles.map { var p = $0; p.frameKB = nil; return p }
+    progress.doing("sizing the frames: no frame")
+    let without = try await calibrate(bare, trim: 0, rounds: rounds, progress: progress)
+    let trialKB = 4096
+    var trial = bare
+    trial.profiles = bare.profiles.map { var p = $0; p.frameKB = trialKB; return p }
+    progress.doing("sizing the frames: a \(trialKB / 1024) MiB frame")
+    let with = try await calibrate(trial, trim: 0, rounds: rounds, progress: progress)
+    let slopes = bare.profiles.compactMap { p -> Double? in
+        guard let a = without.first(where: { $0.app == p.name }), let t = with.first(where: { $0.app == p.name }) else { return nil }
+        return (t.resumeMedianMs - a.resumeMedianMs) / Double(trialKB)
+    }
+    let b = median(slopes)
+    guard b > 0, b.isFinite else { throw BenchError("sizing the frames: a \(trialKB / 1024) MiB frame did not make a resume slower (\(slopes.map { ByteFormat.fixed($0 * 1024, 2) }.joined(separator: ", ")) ms per MiB)") }
+    return bare.profiles.map { p in
+        var sized = p
+        if let c = without.first(where: { $0.app == p.name }) {
+            let kb = (c.relaunchMedianMs - ratio * c.resumeMedianMs) / ((ratio - 1) * b)
+            sized.frameKB = kb >= 1 ? Int(kb.rounded()) : nil
+        }
+        return sized
+    }
+}

@@ -112,7 +112,9 @@ struct RunResult: Codable, Sendable {
     /// background app, and the mean total of all of them together.
     var backgroundFootprintBytes: UInt64
     var backgroundTotalBytes: UInt64
-    /// How many apps were alive in the background, on average over the replay.
+    /// How many apps were alive in the background, on average over the replay (`cachedApps`,
+    /// from the supervisor's transitions; reports before format 3 took it from the footprint
+    /// samples, which undercounted under load).
     var backgroundApps: Double
     /// Kills and kernel OOM kills while every app was launched once before the replay.
     var warmupKills: Int
@@ -202,12 +204,7 @@ func supervisorConfiguration(build: String, budgetBytes: Int, policy: String) th
         c.oomScoreBands = nil
         return (c, RunPolicy())
     case "lmkd-emu":
-        // lmkd kills on low memory alone from adj 701 (`lowmem_min_oom_score`): Android's cached
-        // and previous apps. In the supervisor's bands the suspended ones begin at 500: set there,
-        // lmkd may take on low memory what jetsam would (a device's property, as on Android).
-        var configuration = LmkdConfiguration()
-        configuration.lowmemMinOomScore = Int(OOMScoreBands().suspendedLowMemory)
-        let lmkd = LmkdEmulation(configuration: configuration)
+        let lmkd = LmkdEmulation(configuration: .supervisedApps)
         lmkd.attach(to: &c)
         return (c, RunPolicy(lmkd: lmkd))
     default:
@@ -420,6 +417,26 @@ func backgroundFootprint(_ reports: [AppReport], deaths: [Death], from: Double, 
     }
     let span = max(to - from, 1e-9)
     return (appSeconds > 0 ? UInt64(byteSeconds / appSeconds) : 0, UInt64(byteSeconds / span), appSeconds / span)
+}
+
+/// How many apps were alive in the background (background-running or suspended) over
+/// [from, to], weighted by time — Fleet's cached apps — from the supervisor's own transitions:
+/// an app counts from its transition into the background until its next transition (to the
+/// foreground, or to not-running when it dies). Exact where the footprint samples are not:
+/// those are taken four times a second, and a sample late under load would count an app as
+/// gone for the gap.
+func cachedApps(in log: [SupervisorEvent], from: Double, to: Double) -> Double {
+    var since: [String: Double] = [:]  // apps in the background, since when
+    var seconds = 0.0
+    for e in log where e.kind == .state {
+        guard let app = e.app, let next = e.to else { continue }
+        if let start = since.removeValue(forKey: app) {
+            seconds += max(0, min(e.t, to) - max(start, from))
+        }
+        if next == .suspended || next == .backgroundRunning { since[app] = e.t }
+    }
+    for start in since.values { seconds += max(0, to - max(start, from)) }
+    return seconds / max(to - from, 1e-9)
 }
 
 func percentile(_ xs: [Double], _ p: Double) -> Double {
@@ -668,7 +685,7 @@ func replay(_ run: RunSpec, progress: BenchSupport.Progress, peer: (policy: Peer
                 expectedSwitchMs: pAlive * calResume + (1 - pAlive) * calRelaunch, bytesLost: lost,
                 budgetApps: budgetApps, p50SwitchMs: percentile(ms, 0.5), meanResumeMs: mean(resumes.map(\.ms)), meanRelaunchMs: mean(relaunches.map(\.ms)),
                 resumeShare: pAlive, calibratedResumeMs: calResume, calibratedRelaunchMs: calRelaunch, warningsSent: warnings,
-                backgroundFootprintBytes: bg.perApp, backgroundTotalBytes: bg.total, backgroundApps: bg.apps,
+                backgroundFootprintBytes: bg.perApp, backgroundTotalBytes: bg.total, backgroundApps: cachedApps(in: log, from: t0, to: t1),
                 warmupKills: warmupKills, warmupKernelOOMKills: oomBefore - oomStart, heldAtLimit: killer == nil ? nil : heldEpisodes.count, failedActivations: sw.failedActivations,
                 failedSwitches: records.count - done.count,
                 episodes: outcomes.map { "\($0.1)× \($0.0)" }, losses: sw.losses, deaths: died, seconds: monotonicSeconds() - started, loadAverage: load,

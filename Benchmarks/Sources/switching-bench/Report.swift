@@ -73,7 +73,9 @@ struct Group: Hashable, Sendable {
 }
 
 struct SwitchingReport: RenderedReport {
-    var formatVersion = 2
+    /// 3: cached apps counted from the supervisor's transitions (`cachedApps`).
+    static let currentFormat = 3
+    var formatVersion = currentFormat
     var machine: Machine
     var command: String
     var quick: Bool
@@ -84,6 +86,9 @@ struct SwitchingReport: RenderedReport {
     var appScale: Double
     var restore: String
     var decodeCost: Int
+    /// The relaunch ÷ resume ratio at trim 0 the apps' frames were sized for (`--relaunch-ratio`;
+    /// 0 or nil in reports written before it existed: no frame).
+    var relaunchRatio: Double?
     var profiles: [AppProfile]
     /// Each app's footprint (the largest sampled while active), and their mean: a budget of
     /// "room for k apps" is k times the mean.
@@ -245,7 +250,7 @@ struct SwitchingReport: RenderedReport {
             }
             md += "\n"
         }
-        md += "\nFootprint is the supervisor's reading (dirty memory the app alone holds plus its swap; purgeable and clean pages are not charged). Resume and relaunch: medians of \(calibrationRounds) per app with no pressure and no swap, activate to `ready` (a relaunch restores the saved state, page cache warm; `--decode-cost \(decodeCost)`).\n\n"
+        md += "\nFootprint is the supervisor's reading (dirty memory the app alone holds plus its swap; purgeable and clean pages are not charged). Resume and relaunch: medians of \(calibrationRounds) per app with no pressure and no swap, activate to `ready` (a relaunch restores the saved state, page cache warm; `--decode-cost \(decodeCost)`)" + ((relaunchRatio ?? 0) > 0 ? "; each app draws a frame whenever it comes to the foreground, at launch and on every resume, before ready (decoded like an image: real CPU), sized for a relaunch \(fixed(relaunchRatio ?? 0, 1))× its resume at trim 0 (`--relaunch-ratio`, from two calibrations without and with a trial frame): \(profiles.map { "\($0.name) \(fixed(Double($0.frameKB ?? 0) / 1024, 1))" }.joined(separator: ", ")) MiB" : "") + ".\n\n"
         if let t = traces.first {
             md += "**Traces**: one per seed (\(seeds.map(String.init).joined(separator: ", "))), "
             if t.model == "day" {
@@ -404,7 +409,7 @@ struct SwitchingReport: RenderedReport {
         let ratios = calibration.filter { $0.resumeMedianMs > 0 }.map { $0.relaunchMedianMs / $0.resumeMedianMs }
         if !ratios.isEmpty {
             let s = ratios.sorted()
-            out.append("**Relaunch against resume** with no pressure: \(fixed(s[s.count / 2], 1))× (median over apps and trims; \(fixed(s.first ?? 0, 1))–\(fixed(s.last ?? 0, 1))×), against PMR's (ATC '25) cold ≈ 3.1× hot on phones: a resume here costs the model app's rebuild and callbacks only, no rendering, so every relaunch weighs more than on a phone.")
+            out.append("**Relaunch against resume** with no pressure: \(fixed(s[s.count / 2], 1))× (median over apps and trims; \(fixed(s.first ?? 0, 1))–\(fixed(s.last ?? 0, 1))×), against PMR's (ATC '25) cold ≈ 3.1× hot on phones" + ((relaunchRatio ?? 0) > 0 ? ": the frame each app draws on launch and resume was sized for \(fixed(relaunchRatio ?? 0, 1))× (`--relaunch-ratio`)." : ": a resume here costs the model app's rebuild and callbacks only, no frame drawn (`--relaunch-ratio 0`), so every relaunch weighs more than on a phone."))
         }
         let lost = runs.filter { $0.bytesLost > 0 }
         let checked = runs.reduce(0) { $0 + $1.relaunches }
@@ -427,6 +432,32 @@ struct SwitchingReport: RenderedReport {
             out.append(s)
         }
         return out
+    }
+
+    /// Why jetsam's defaults keep fewer apps than `rival`, from the runs: the memory each kept
+    /// in the background (cached apps × their mean footprint, both weighted by time), the size
+    /// of the apps kept, and what the rival's way cost (kernel OOM kills, state lost).
+    func shortfallReasons(_ g: Group, rival: String) -> String? {
+        let mine = runs(g, "default"), theirs = runs(g, rival)
+        guard !mine.isEmpty, !theirs.isEmpty else { return nil }
+        func avg(_ rs: [RunResult], _ f: (RunResult) -> Double) -> Double { rs.map(f).reduce(0, +) / Double(rs.count) }
+        let kept = { (r: RunResult) in r.backgroundApps * Double(r.backgroundFootprintBytes) / 1048576 }
+        let (keptMine, keptTheirs) = (avg(mine, kept), avg(theirs, kept))
+        let (sizeMine, sizeTheirs) = (avg(mine) { Double($0.backgroundFootprintBytes) / 1048576 }, avg(theirs) { Double($0.backgroundFootprintBytes) / 1048576 })
+        let budget = avg(mine) { Double($0.budgetBytes) / 1048576 }
+        var parts: [String] = []
+        parts.append("jetsam kept \(fixed(keptMine, 0)) MiB of apps in the background against \(describe(rival))'s \(fixed(keptTheirs, 0)) MiB (\(fixed((keptTheirs - keptMine) / budget * 100, 1))% of the \(fixed(budget, 0)) MiB budget \(keptMine <= keptTheirs ? "less" : "more"))")
+        parts.append("its cached apps held \(fixed(sizeMine, 1)) MiB each against \(fixed(sizeTheirs, 1))" + (sizeMine > sizeTheirs * 1.02 ? " (it keeps the apps used last, large ones too, where the rival's oom_score takes the largest of a band first)" : ""))
+        let kernelMine = avg(mine) { Double($0.kernelOOMKills) }, kernelTheirs = avg(theirs) { Double($0.kernelOOMKills) }
+        let lostTheirs = theirs.filter { $0.bytesLost > 0 }.count
+        var cost = "kernel OOM kills \(fixed(kernelTheirs, 1)) a run against jetsam's \(fixed(kernelMine, 1))"
+        if lostTheirs > 0 { cost += ", state lost in \(lostTheirs) of \(theirs.count) runs against jetsam's \(mine.filter { $0.bytesLost > 0 }.count)" }
+        let target = JetsamVariant("default")?.configuration.targetAvailableShare ?? 0
+        if mine.allSatisfy({ $0.kills == 0 && $0.kernelOOMKills == 0 }) {
+            return "Why: no app was killed under jetsam in these runs (nor by the kernel): the apps it did not keep are apps out of the background for longer (the app being switched to, the foreground app in an idle gap), not apps it took; " + parts.joined(separator: "; ") + "."
+        }
+        guard keptMine < keptTheirs else { return "Why: " + parts.joined(separator: "; ") + "." }
+        return "Why: " + parts.joined(separator: "; ") + ". Jetsam acts when the working set reaches its critical line (95% of the budget, the usage source's) and frees until \(fixed(target * 100, 0))% is free, a headroom the rival leaves to the kernel's reclaim and OOM killer; what that cost the rival: " + cost + "."
     }
 
     /// The goal (issue 22), per configuration, for jetsam's defaults (`default`): no failed
@@ -469,6 +500,7 @@ struct SwitchingReport: RenderedReport {
             } else {
                 s += "**met** — " + met.joined(separator: "; ") + "."
             }
+            if !short.isEmpty, let why = shortfallReasons(g, rival: best) { s += " " + why }
             out.append(s)
         }
         // The change in the same runs: jetsam's defaults against jetsam as this evaluation began

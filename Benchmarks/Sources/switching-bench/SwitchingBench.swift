@@ -36,6 +36,8 @@ enum SwapSetup: String, ExpressibleByArgument, Codable, Sendable, CaseIterable {
 
 @main
 struct SwitchingBench: AsyncParsableCommand {
+    /// A relaunch about 3× a resume at trim 0: PMR's (ATC '25) cold ≈ 3.1× hot on phones.
+    static let defaultRelaunchRatio = 3.0
     static let configuration = CommandConfiguration(
         commandName: "switching-bench",
         abstract: "The multi-app switching evaluation; writes Reports/switching.{md,json,gp,svg}.",
@@ -71,14 +73,15 @@ struct SwitchingBench: AsyncParsableCommand {
     @Option(help: "Zipf exponent of the apps' popularity.") var alpha = 1.0
     @Option(name: .customLong("return-probability"), help: "Markov: the chance that a switch goes back to the previous app.") var returnProbability = 0.4
     @Option(help: "Switches in a zipf or markov trace (default 200; 30 with --quick).") var switches: Int?
-    @Option(help: "Sessions in a day trace (default 25, about 150 switches; 5 with --quick).") var sessions: Int?
+    @Option(help: "Sessions in a day trace (default 20, about 115 switches; 5 with --quick).") var sessions: Int?
     @Option(name: .customLong("time-scale"), help: "A day trace's time scale (default 0.002: a median session of 106 s lasts 0.21 s).") var timeScale = 0.002
     @Option(name: .customLong("max-gap"), help: "Seconds an idle gap between sessions lasts at most once scaled (the screen is off; nothing runs; default 0.25).") var maxGap = 0.25
     @Option(help: "Model apps (2 to 12; default 10).") var apps = 10
+    @Option(name: .customLong("relaunch-ratio"), help: "Each app draws a frame whenever it comes to the foreground (launch and resume), sized so that its relaunch costs this many times its resume at trim 0 with no pressure (default 3, PMR's cold ≈ 3.1× hot on phones; 0: no frame, a resume then costs far less).") var relaunchRatio = SwitchingBench.defaultRelaunchRatio
     @Option(name: .customLong("app-scale"), help: "Every app's sizes times this (default 4: footprints of about 35 to 150 MiB; 2 with --quick).") var appScale: Double?
     @Option(help: "Budgets, as room for this many apps of the mean footprint, for every swap configuration (3,5), or per swap configuration (none:3,none:5,zram:4; then --swap is not given). Default none:3,none:5,zram:4; 3 with --quick.") var budgets: String?
     @Option(help: "The apps' trim levels (default 0).") var trims: String?
-    @Option(help: "Policies (default default,ios-freeze,lmkd-emu,kernel,earlyoom,nohang; default,lmkd-emu,kernel,earlyoom with --quick).") var policies: String?
+    @Option(help: "Policies (default default,lmkd-emu,kernel,earlyoom,nohang; default,lmkd-emu,kernel,earlyoom with --quick).") var policies: String?
     @Option(help: "Swap configurations: none, zram, file (default none,zram; none with --quick).") var swap: String?
     @Option(help: "The apps rebuild what they trimmed before reporting ready on resume (eager), or after (lazy).") var restore = "eager"
     @Option(name: .customLong("decode-cost"), help: "The apps' decoding cost (rounds of mixing per KiB, as mempressure-workload's --decode-cost).") var decodeCost = 512
@@ -153,7 +156,7 @@ struct SwitchingBench: AsyncParsableCommand {
         if add { return try await addPolicies(tool: tool) }
         guard Supervisor.canBudget() else { throw BenchError("switching-bench needs root and a memory cgroup controller (the device budget)") }
         let trimList = try Self.list(trims ?? "0", "trims") { Double($0).flatMap { (0...1).contains($0) ? $0 : nil } }
-        let policyList = try Self.list(policies ?? (quick ? "default,lmkd-emu,kernel,earlyoom" : "default,ios-freeze,lmkd-emu,kernel,earlyoom,nohang"), "policies") { Self.isPolicy($0) ? $0 : nil }
+        let policyList = try Self.list(policies ?? (quick ? "default,lmkd-emu,kernel,earlyoom" : "default,lmkd-emu,kernel,earlyoom,nohang"), "policies") { Self.isPolicy($0) ? $0 : nil }
         if let missing = PeerPolicy.missingPrograms(policyList) { throw BenchError(missing) }
         let budgetText = budgets ?? (quick ? "3" : swap == nil ? "none:3,none:5,zram:4" : "4")
         let configurations = try Self.configurations(budgets: budgetText, swap: swap ?? (quick && !budgetText.contains(":") ? "none" : nil))
@@ -162,11 +165,12 @@ struct SwitchingBench: AsyncParsableCommand {
         guard (2...AppProfile.catalogue.count).contains(apps) else { throw ValidationError("--apps takes 2 to \(AppProfile.catalogue.count)") }
         let switchCount = switches ?? (quick ? 30 : 200)
         guard switchCount >= 1, switchCount <= 100_000 else { throw ValidationError("--switches takes 1 to 100000") }
-        let sessionCount = sessions ?? (quick ? 5 : 25)
+        let sessionCount = sessions ?? (quick ? 5 : 20)
         guard sessionCount >= 1, sessionCount <= 10_000 else { throw ValidationError("--sessions takes 1 to 10000") }
         guard timeScale > 0, timeScale <= 1, maxGap >= 0, maxGap <= 3600 else { throw ValidationError("--time-scale takes (0, 1], --max-gap 0 to 3600") }
         let scale = appScale ?? (quick ? 2 : 4)
         guard scale > 0, scale <= 64 else { throw ValidationError("--app-scale takes (0, 64]") }
+        guard relaunchRatio == 0 || (relaunchRatio > 1 && relaunchRatio <= 100) else { throw ValidationError("--relaunch-ratio takes 0 (no frame) or more than 1, at most 100") }
         let rounds = calibrationRounds ?? (quick ? 1 : 3)
         guard rounds >= 1, rounds <= 100 else { throw ValidationError("--calibration-rounds takes 1 to 100") }
 
@@ -209,7 +213,7 @@ struct SwitchingBench: AsyncParsableCommand {
         let scratch = try CheckedDirectory.makeUnique(prefix: "mempressure-switching-bench-")
         defer { scratch.removeTree() }
         let data = scratch.path
-        let setup = Setup(build: build, data: data, profiles: profiles, restore: restore, decodeCost: decodeCost, maxGap: maxGap)
+        var setup = Setup(build: build, data: data, profiles: profiles, restore: restore, decodeCost: decodeCost, maxGap: maxGap)
         let started = monotonicSeconds()
         let loadBefore = loadAverage()
         let peers = PeerVersions.read()
@@ -223,6 +227,10 @@ struct SwitchingBench: AsyncParsableCommand {
         var calibration: [Calibration] = []
         var footprints: [UInt64] = []
         var meanFootprint: UInt64 = 0
+        if relaunchRatio > 0 {
+            setup.profiles = try await sizeFrames(setup, ratio: relaunchRatio, rounds: rounds, progress: progress)
+            profiles = setup.profiles
+        }
         for trim in trimList {
             try Task.checkCancellation()
             calibration += try await calibrate(setup, trim: trim, rounds: rounds, progress: progress)
@@ -247,12 +255,13 @@ struct SwitchingBench: AsyncParsableCommand {
         if let policies { command += " --policies \(policies)" }
         if let swap { command += " --swap \(swap)" }
         if let trims { command += " --trims \(trims)" }
+        if relaunchRatio != Self.defaultRelaunchRatio { command += " --relaunch-ratio \(relaunchRatio)" }
         command += ")"
         let report = SwitchingReport(
             machine: machine, command: command, quick: quick, peers: peers,
             traces: traces.map { TraceInfo(seed: $0.seed, trace: $0.trace, file: trace, model: trace == nil ? model.rawValue : nil, alpha: alpha) },
             timeScale: trace == nil && model == .day ? timeScale : nil, maxGap: maxGap, appScale: scale,
-            restore: restore, decodeCost: decodeCost, profiles: profiles, footprints: footprints, meanAppFootprintBytes: meanFootprint,
+            restore: restore, decodeCost: decodeCost, relaunchRatio: relaunchRatio, profiles: profiles, footprints: footprints, meanAppFootprintBytes: meanFootprint,
             budgets: configurations.flatMap(\.budgets).reduce(into: [Double]()) { if !$0.contains($1) { $0.append($1) } }, trims: trimList, policies: policyList,
             swaps: configurations.map(\.swap.rawValue), seeds: seedList, calibrationRounds: rounds,
             calibration: calibration, runs: runs, totalSeconds: monotonicSeconds() - started, notes: notes)
@@ -359,6 +368,9 @@ extension SwitchingBench {
     func addPolicies(tool: String) async throws {
         var report = try readReport(SwitchingReport.self, from: output, named: "switching")
         guard let policies else { throw ValidationError("--add needs --policies: the policies to add") }
+        guard report.formatVersion == SwitchingReport.currentFormat else {
+            throw ValidationError("--add: the report in \(output) is of format \(report.formatVersion), this build writes \(SwitchingReport.currentFormat) (its figures are measured differently): run the whole benchmark again")
+        }
         let added = try Self.list(policies, "policies") { Self.isPolicy($0) ? $0 : nil }
         if let again = added.first(where: { report.policies.contains($0) }) { throw ValidationError("--add: \(again) is in the report already") }
         if let missing = PeerPolicy.missingPrograms(added) { throw BenchError(missing) }
