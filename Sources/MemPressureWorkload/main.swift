@@ -422,6 +422,7 @@ if LifecycleClient.start(delegate: workload) == nil {
     // Unsupervised: launch, report on standard output, then answer commands, one per line on
     // standard input, until end of file.
     workload.launch()
+    workload.drawFrame()
     func say(_ line: String) { _ = (line + "\n").withCString { write(1, $0, strlen($0)) } }
     say(WorkloadReply.ready(pid: getpid()).line)
     while let line = readLine() { say(workload.command(line)) }

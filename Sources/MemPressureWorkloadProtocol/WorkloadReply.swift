@@ -2,7 +2,7 @@
 ///
 ///     dirty BYTES                      allocate, release: the plain dirty memory it holds now
 ///     growing                          grow: the spike has begun
-///     state fnv=HEX launch=HEX restored=true|false bytes=N activations=N
+///     state fnv=HEX launch=HEX restored=true|false bytes=N activations=N frames=N
 ///     lost BYTES                       verify: the bytes of the state that differ
 ///     restored images=N stores=N model=N seconds=S cpu=S refault=S
 ///     ramped crossed=S before=S started=S ended=S chunks=N bytes=N usage=N

@@ -45,7 +45,7 @@ struct WorkloadProtocolTests {
         }
     }
 
-    @Test("the lines the model app has always written parse to their values")
+    @Test("the lines the model app writes parse to their values")
     func existingLines() throws {
         #expect(
             try WorkloadReply(line: "state fnv=8f3c0a1b2c3d4e5f launch=cbf29ce484222325 restored=true bytes=8388608 activations=2 frames=3")
@@ -151,8 +151,8 @@ struct WorkloadProtocolTests {
         #expect(try WorkloadRequest.allocate(bytes: 5).reply("dirty 4096") == 4096)
         #expect(WorkloadRequest.allocate(bytes: 5).line == "allocate 5")
         #expect(try WorkloadRequest.verify(activations: 7).reply("lost 12") == 12)
-        let state = try WorkloadRequest.state.reply("state fnv=a launch=b restored=false bytes=16 activations=1")
-        #expect(state.checksum == 0xa && state.launchChecksum == 0xb && !state.restoredFromDisk && state.bytes == 16 && state.activations == 1)
+        let state = try WorkloadRequest.state.reply("state fnv=a launch=b restored=false bytes=16 activations=1 frames=0")
+        #expect(state.checksum == 0xa && state.launchChecksum == 0xb && !state.restoredFromDisk && state.bytes == 16 && state.activations == 1 && state.frames == 0)
         #expect(try WorkloadRequest.restored.reply(WorkloadReply.restored(WorkloadRebuild(images: 2)).line) == WorkloadRebuild(images: 2))
         try WorkloadRequest.grow(bytesPerSecond: 1, totalBytes: 2).reply("growing")
         #expect(WorkloadRequest.ramp(chunkBytes: 65536, lineBytes: 9, moreBytes: 8, limitBytes: 7).line == "ramp 65536 9 8 7")

@@ -160,6 +160,11 @@ struct Measure: AsyncParsableCommand {
             for swap in swaps {
                 // zram as Android and ChromeOS use it, the size of the budget; reset after its rounds
                 // (also when interrupted: the task is cancelled and this scope left).
+                // No swap of the machine's own: "no swap" must be none, and zram the only one.
+                let machineSwaps = String(decoding: (try? ProcFS.readBytes("/proc/swaps")) ?? [], as: UTF8.self).split(separator: "\n").dropFirst()
+                if let other = machineSwaps.first {
+                    throw BenchError("the machine has swap (\(other.split(separator: " ").first ?? "")): the spike's swap configurations need none of its own (swapoff it first)")
+                }
                 var zram: TemporaryZramSwap?
                 if swap == "zram" {
                     do {
@@ -169,6 +174,10 @@ struct Measure: AsyncParsableCommand {
                     }
                 }
                 defer { if let failure = zram?.remove() { log(tool, "LEFT BEHIND: \(failure)") } }
+                // Each swap configuration's files (the peers' /proc/meminfo views, registries,
+                // results) in a directory of its own: a round's names repeat across them.
+                let swapData = "\(data)/spike-\(swap)"
+                _ = try CheckedDirectory.open(swapData, creating: true)
                 for round in 1...(quick ? 1 : rounds) {
                     var order = contenders
                     var g = SplitMix64(seed: UInt64(round) &* 0x9E37_79B9 &+ (swap == "zram" ? 1 : 0))
@@ -180,10 +189,10 @@ struct Measure: AsyncParsableCommand {
                         switch contender {
                         case .supervised(let which):
                             log(tool, "spike, \(swap), round \(round): \(which.rawValue)")
-                            run = try await runSupervised(which, spike, round: round, build: build, data: data)
+                            run = try await runSupervised(which, spike, round: round, build: build, data: swapData)
                         case .peer(let peer):
                             log(tool, "spike, \(swap), round \(round): \(peer.rawValue)")
-                            run = try await runPeer(peer, spike, round: round, build: build, data: data, benchBinary: me)
+                            run = try await runPeer(peer, spike, round: round, build: build, data: swapData, benchBinary: me)
                         }
                         run.swap = swap
                         run.zramPeakBytes = zram?.peakMemoryBytes()

@@ -76,7 +76,7 @@ struct JetsamReport: RenderedReport {
             md += "\"kernel\" is the memory cgroup's own OOM killer, with no killer beside it. Every contender knows the apps' states: each app's oom_score_adj is the one the supervisor gives it (`OOMScoreBands`: "
             md += spike.apps.map { "\($0.name) \(spike.oomScoreAdj($0))" }.joined(separator: ", ")
             md += "), which the kernel's badness, lmkd, earlyoom and nohang all read; and jetsam does not hold the kernel's OOM killer (a kernel kill under jetsam would count). Every round runs each contender once, in an order drawn from the round's number. Needed: what must be freed for the working set to end at 75% of the budget. Recovery: from the working set first reaching 80% of the budget to its first return to 75% after its peak. A death is timed at SIGKILL for jetsam and the lmkd emulation (their own records) and when reaped for the others (the benchmark sees only that); freed memory is read from the working set around it. "
-            md += "Each cell is the mean over rounds with its 95% percentile-bootstrap interval (10,000 resamples, seeded).\n\n"
+            md += "Kills, freed / needed, the peak working set and zram's memory are means over rounds with their 95% percentile-bootstrap intervals (10,000 resamples, seeded); foreground survived and kernel OOM kills are counts over the rounds, recovery a median with its range.\n\n"
             var swaps: [String] = []
             for r in runs where !swaps.contains(r.swapText) { swaps.append(r.swapText) }
             for swap in swaps {

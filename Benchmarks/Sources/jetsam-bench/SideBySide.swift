@@ -265,7 +265,10 @@ func runPeer(_ peer: Peer, _ spike: Spike, round: Int, build: String, data: Stri
     }
     try Task.checkCancellation()
     guard (status & 0x7f) == 0, (status >> 8) & 0xff == 0 else {
-        throw BenchError("peer run \(peer.rawValue) failed (wait status \(status)); see \(data)/peer-\(peer.rawValue)-\(round).log")
+        // The log goes with the run's data directory: its end is said here.
+        let tail = String(decoding: (try? ProcFS.readBytes("\(data)/peer-\(peer.rawValue)-\(round).log")) ?? [], as: UTF8.self)
+            .split(separator: "\n").suffix(5).joined(separator: " / ")
+        throw BenchError("peer run \(peer.rawValue) failed (wait status \(status)): \(tail.isEmpty ? "its log is empty" : tail)")
     }
     return try JSONDecoder().decode(SpikeRun.self, from: Data(try ProcFS.readBytes(output)))
 }

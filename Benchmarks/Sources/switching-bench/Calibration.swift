@@ -110,12 +110,19 @@ func sizeFrames(_ setup: Setup, ratio: Double, rounds: Int, progress: BenchSuppo
     }
     let b = median(slopes)
     guard b > 0, b.isFinite else { throw BenchError("sizing the frames: a \(trialKB / 1024) MiB frame did not make a resume slower (\(slopes.map { ByteFormat.fixed($0 * 1024, 2) }.joined(separator: ", ")) ms per MiB)") }
-    return bare.profiles.map { p in
+    let sized = bare.profiles.map { p -> AppProfile? in
         var sized = p
         if let c = without.first(where: { $0.app == p.name }) {
             let kb = (c.relaunchMedianMs - ratio * c.resumeMedianMs) / ((ratio - 1) * b)
+            // A frame past a second of drawing would be a measurement gone wrong (a trial that
+            // barely slowed the resume), and would outlast the callback's timeout: refused.
+            guard kb * b <= 1000 else { return nil }
             sized.frameKB = kb >= 1 ? Int(kb.rounded()) : nil
         }
         return sized
     }
+    guard sized.allSatisfy({ $0 != nil }) else {
+        throw BenchError("sizing the frames: a frame for \(ratio)× would take over a second to draw (\(ByteFormat.fixed(b * 1024, 2)) ms per MiB measured): the trial measured nothing useful")
+    }
+    return sized.compactMap { $0 }
 }

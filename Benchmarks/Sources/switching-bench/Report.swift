@@ -446,8 +446,10 @@ struct SwitchingReport: RenderedReport {
         let (sizeMine, sizeTheirs) = (avg(mine) { Double($0.backgroundFootprintBytes) / 1048576 }, avg(theirs) { Double($0.backgroundFootprintBytes) / 1048576 })
         let budget = avg(mine) { Double($0.budgetBytes) / 1048576 }
         var parts: [String] = []
-        parts.append("jetsam kept \(fixed(keptMine, 0)) MiB of apps in the background against \(describe(rival))'s \(fixed(keptTheirs, 0)) MiB (\(fixed((keptTheirs - keptMine) / budget * 100, 1))% of the \(fixed(budget, 0)) MiB budget \(keptMine <= keptTheirs ? "less" : "more"))")
-        parts.append("its cached apps held \(fixed(sizeMine, 1)) MiB each against \(fixed(sizeTheirs, 1))" + (sizeMine > sizeTheirs * 1.02 ? " (it keeps the apps used last, large ones too, where the rival's oom_score takes the largest of a band first)" : ""))
+        parts.append("jetsam kept \(fixed(keptMine, 0)) MiB of apps in the background against \(describe(rival))'s \(fixed(keptTheirs, 0)) MiB (\(fixed(abs(keptTheirs - keptMine) / budget * 100, 1))% of the \(fixed(budget, 0)) MiB budget \(keptMine <= keptTheirs ? "less" : "more"))")
+        // Per-app size: the mean footprint of the apps each kept, weighted by time (the samples'
+        // ratio, which a late sample does not bias); said, not tested.
+        parts.append("its cached apps held \(fixed(sizeMine, 1)) MiB each against \(fixed(sizeTheirs, 1)) (means, not tested)")
         let kernelMine = avg(mine) { Double($0.kernelOOMKills) }, kernelTheirs = avg(theirs) { Double($0.kernelOOMKills) }
         let lostTheirs = theirs.filter { $0.bytesLost > 0 }.count
         var cost = "kernel OOM kills \(fixed(kernelTheirs, 1)) a run against jetsam's \(fixed(kernelMine, 1))"
@@ -500,7 +502,8 @@ struct SwitchingReport: RenderedReport {
             } else {
                 s += "**met** — " + met.joined(separator: "; ") + "."
             }
-            if !short.isEmpty, let why = shortfallReasons(g, rival: best) { s += " " + why }
+            // Why, for the shortfalls the explanation is about: apps kept, and resumes.
+            if short.contains(where: { $0.hasPrefix(cached.name) || $0.hasPrefix(share.name) }), let why = shortfallReasons(g, rival: best) { s += " " + why }
             out.append(s)
         }
         // The change in the same runs: jetsam's defaults against jetsam as this evaluation began
