@@ -401,7 +401,7 @@ func deaths(in log: [SupervisorEvent], from: Double, to: Double, killers: Killer
 /// Time-weighted background footprint over [from, to]: per app, each sample holds until the
 /// next sample, the app's death, or a quarter-second gap beyond the sampling interval, and is
 /// counted while the app is background-running or suspended.
-func backgroundFootprint(_ reports: [AppReport], deaths: [Death], from: Double, to: Double, interval: Double) -> (perApp: UInt64, total: UInt64, apps: Double) {
+func backgroundFootprint(_ reports: [AppReport], deaths: [Death], from: Double, to: Double, interval: Double) -> (perApp: UInt64, total: UInt64) {
     var byteSeconds = 0.0, appSeconds = 0.0
     for r in reports {
         let samples = r.footprint.filter { $0.t <= to }.sorted { $0.t < $1.t }
@@ -416,7 +416,7 @@ func backgroundFootprint(_ reports: [AppReport], deaths: [Death], from: Double, 
         }
     }
     let span = max(to - from, 1e-9)
-    return (appSeconds > 0 ? UInt64(byteSeconds / appSeconds) : 0, UInt64(byteSeconds / span), appSeconds / span)
+    return (appSeconds > 0 ? UInt64(byteSeconds / appSeconds) : 0, UInt64(byteSeconds / span))
 }
 
 /// How many apps were alive in the background (background-running or suspended) over
