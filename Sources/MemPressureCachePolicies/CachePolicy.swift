@@ -199,6 +199,17 @@ public enum AnyCachePolicy<Key: Hashable & Sendable>: CachePolicy {
         }
     }
 
+    /// `recordHit(keys[i], at: CacheSlot(rawValue: slots[i]))` for every i, in order (hits kept as
+    /// two arrays, which a caller appends to without building a tuple).
+    @inlinable public mutating func recordHits(keys: [Key], slots: [Int32]) {
+        switch consume self {
+        case .lru(var p): for (k, s) in zip(keys, slots) { p.recordHit(k, at: CacheSlot(rawValue: s)) }; self = .lru(p)
+        case .sieve(var p): for (k, s) in zip(keys, slots) { p.recordHit(k, at: CacheSlot(rawValue: s)) }; self = .sieve(p)
+        case .s3fifo(var p): for (k, s) in zip(keys, slots) { p.recordHit(k, at: CacheSlot(rawValue: s)) }; self = .s3fifo(p)
+        case .tinylfu(var p): for (k, s) in zip(keys, slots) { p.recordHit(k, at: CacheSlot(rawValue: s)) }; self = .tinylfu(p)
+        }
+    }
+
     @inlinable public mutating func recordHit(_ key: Key) {
         switch consume self {
         case .lru(var p): p.recordHit(key); self = .lru(p)

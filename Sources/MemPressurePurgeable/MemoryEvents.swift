@@ -27,7 +27,8 @@ extension PurgeableCache where Value == PurgeableBuffer {
         guard let buffer = object(forKey: key) else { return nil }
         guard buffer.beginContentAccess() else {
             mutate { s, out in
-                guard shards.withLock(shardIndex(for: key), { $0.entries[key]?.value === buffer }) else { return }
+                let hash = key.hashValue
+                guard shards.withLock(Self.shard(of: hash), { $0.element(forKey: key, hash: hash)?.value === buffer }) else { return }
                 remove(key, reason: .discarded, &s, &out)
             }
             return nil

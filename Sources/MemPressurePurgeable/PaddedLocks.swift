@@ -7,7 +7,7 @@ import Synchronization
 /// object owns, not in an object each. The one unsafe part of `PurgeableCache`'s sharding,
 /// confined here.
 @usableFromInline
-final class PaddedLocks<Value>: Sendable {
+final class PaddedLocks<Value: ~Copyable>: Sendable {
     @usableFromInline typealias Slot = Mutex<Value>
 
     /// Bytes from one lock to the next: a slot rounded up to whole 128-byte blocks (two cache

@@ -19,23 +19,29 @@ import Synchronization
 ///
 /// ## Concurrency
 ///
-/// Lookups do not serialise on one lock. The entries live in 64 shards chosen by the key's hash,
-/// each a dictionary under a lock of its own (on cache lines of its own) with its own hit and
-/// miss counters; a lookup takes only its shard's lock. The policy, which decides evictions, is a
-/// value under a separate lock. A hit does not take it: it appends the key to a read buffer (one
-/// of several, chosen by the calling thread, each under its own lock), and a buffer that fills
-/// up is replayed into the policy (`recordHit`, in the order the hits happened) if the policy's
-/// lock is free at that moment, as Caffeine does. Each entry keeps the slot the policy gave its
-/// key (`CacheSlot`) and a hit is buffered with it, so the replay goes straight to the policy's
-/// entry instead of looking the key up a second time. With SIEVE and S3-FIFO, whose state after hits
-/// does not depend on their order and stops changing after a few hits on an entry (a visited bit;
-/// a frequency capped at 3), a hit that can no longer change it since the last write is not sent
-/// at all: in a run of lookups, a hit on an entry already seen costs one shard lock. Every write
-/// (a store, a removal, a change of limits, a memory warning, entering the background) takes the
-/// policy's lock, first replays every pending hit, and then takes the shard locks it needs, one
-/// at a time (lock order: the policy's, then one shard's or one read buffer's). Whether values
-/// can be discarded (`Value`'s conformance to `DiscardableContent`) is found once, when the cache
-/// is made, so a hit does no dynamic cast.
+/// Lookups do not serialise on one lock. The entries live in 64 shards chosen by the top bits of
+/// the key's hash, each a hash table (`ShardTable`: open addressing, a control byte per bucket,
+/// key and entry side by side, filed under the same hash, so a lookup hashes its key once) under
+/// a lock of its own (on cache lines of its own) with its own hit and miss counters; a lookup
+/// takes only its shard's lock. The policy, which decides evictions, is a value under a separate
+/// lock. A hit does not take it. Each entry keeps the slot the policy gave its key (`CacheSlot`),
+/// and a hit is told to the policy with it, so the policy need not look the key up again:
+/// - LRU and W-TinyLFU, where the order of hits matters: the hit is appended to a read buffer
+///   (one of several, chosen by the calling thread, each under its own lock), and a buffer that
+///   fills up is replayed into the policy (`recordHit`, in the order the hits happened) if the
+///   policy's lock is free at that moment, as Caffeine does.
+/// - SIEVE and S3-FIFO, whose state after hits does not depend on their order and stops changing
+///   after a few hits on an entry (a visited bit; a frequency capped at 3): a hit that can still
+///   change it since the last write waits in its shard, appended under the lock the lookup holds
+///   anyway, and a shard holding 64 such hits replays them if the policy's lock is free. A hit
+///   that can no longer change it is not sent at all: in a run of lookups, a hit on an entry
+///   already seen costs one shard lock.
+///
+/// Every write (a store, a removal, a change of limits, a memory warning, entering the
+/// background) takes the policy's lock, first replays every pending hit, and then takes the
+/// shard locks it needs, one at a time (lock order: the policy's, then one shard's or one read
+/// buffer's). Whether values can be discarded (`Value`'s conformance to `DiscardableContent`) is
+/// found once, when the cache is made, so a hit does no dynamic cast.
 ///
 /// What is exact and what is not:
 /// - Exact: the entries, the limits, the eviction handler's calls (once per entry that leaves),
@@ -43,14 +49,16 @@ import Synchronization
 ///   `statistics` is read, so a reading taken while other threads work adds up figures of
 ///   slightly different instants.
 /// - Exact within a thread: the hits one thread makes reach the policy in the order it made
-///   them, all before the next eviction decision. Single-threaded use evicts exactly as the policy
-///   would with every request applied in order (the tests check this for every policy).
+///   them (SIEVE and S3-FIFO: shard by shard, which leaves them as that order would), all before
+///   the next eviction decision. Single-threaded use evicts exactly as the policy would with
+///   every request applied in order (the tests check this for every policy).
 /// - Lossy across threads: a hit is not sent to the policy (the value is still returned and
 ///   counted) when its thread's buffer is full while another thread holds the policy's lock, or
-///   when every buffer is taken at that instant. Hits of different threads reach the policy buffer
-///   by buffer, not in the order they happened, and a hit that races with a write may be taken
-///   for one the policy already knows. All of this changes only which entry the policy evicts
-///   next, never the limits, the entries or the counters.
+///   when every buffer is taken at that instant, or (SIEVE, S3-FIFO) when its shard already
+///   holds 256 hits because the policy's lock was busy at every 64th. Hits of different threads
+///   reach the policy buffer by buffer, not in the order they happened, and a hit that races
+///   with a write may be taken for one the policy already knows. All of this changes only which
+///   entry the policy evicts next, never the limits, the entries or the counters.
 ///
 /// ## Metrics
 ///
@@ -131,14 +139,7 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     }
 
     /// A share of the entries (by the key's hash), and the lookups that ended there.
-    @usableFromInline
-    struct Shard {
-        @usableFromInline var entries: [Key: Entry] = [:]
-        @usableFromInline var hits = 0
-        @usableFromInline var misses = 0
-
-        @inlinable init() {}
-    }
+    @usableFromInline typealias Shard = ShardTable<Key, Entry>
 
     /// Keys hit since the policy last heard of them, oldest first, each with its slot in the policy.
     @usableFromInline
@@ -172,12 +173,15 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
 
     /// The policy's lock: every write holds it.
     @usableFromInline let state: Mutex<State>
-    /// The entries, by `shardIndex(for:)`.
+    /// The entries, by `shard(of:)` of their key's hash.
     @usableFromInline let shards: PaddedLocks<Shard>
     @usableFromInline let readBuffers: PaddedLocks<ReadBuffer>
     /// Bit i: read buffer i may hold keys (set and cleared with its lock held), so that a write
     /// does not lock the buffers that are empty.
     @usableFromInline let pendingReadBuffers = Atomic<UInt64>(0)
+    /// Bit i: shard i may hold hits for the policy (`ShardTable.pendingKeys`; set and cleared
+    /// with its lock held), so that a write locks only the shards that do.
+    @usableFromInline let pendingShards = Atomic<UInt64>(0)
     @usableFromInline let evictsDiscarded: Atomic<Bool>
     /// Counts the writes. Between two writes the policy only hears of hits, and the state a hit
     /// leaves in a SIEVE or S3-FIFO policy does not depend on their order and stops changing
@@ -197,10 +201,13 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     /// The metric handles (nil without a `metricsName`: then nothing is published).
     @usableFromInline let metrics: CacheMetrics?
 
-    /// Shards of the entries (a power of two).
-    @inlinable static var shardCount: Int { 64 }
-    /// Hits a read buffer holds before it is replayed into the policy.
+    /// Shards of the entries: 2^shardBits.
+    @inlinable static var shardBits: Int { 6 }
+    @inlinable static var shardCount: Int { 1 << shardBits }
+    /// Hits a read buffer, or a shard, holds before they are replayed into the policy.
     @inlinable static var readBufferCapacity: Int { 64 }
+    /// The most hits a shard keeps while the policy's lock is busy; beyond, hits are dropped.
+    @inlinable static var shardHitsLimit: Int { 256 }
 
     /// Read buffers: twice the CPUs, rounded up to a power of two, at least 4 and at most 64 (the
     /// bits of `pendingReadBuffers`), so that threads running at once rarely pick the same one.
@@ -344,14 +351,17 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
         var value: Value? = nil
         var discarded = false
         var record = false
+        var replayShard = false
         var slot: Int32 = -1
-        let lookups = shards.withLock(shardIndex(for: key)) { s -> Int in
-            guard let index = s.entries.index(forKey: key) else {
+        let hash = key.hashValue
+        let home = Self.shard(of: hash)
+        let lookups = shards.withLock(home) { s -> Int in
+            guard let index = s.find(key, hash: hash) else {
                 s.misses += 1
                 return s.hits &+ s.misses
             }
-            // The entry in place (Dictionary.Values' modify accessor), not a copy of it.
-            Self.visit(&s.entries.values[index]) { entry in
+            // The entry in place, not a copy of it.
+            s.withElement(at: index) { entry in
                 if let isDiscarded = contentIsDiscarded, evictsDiscarded.load(ordering: .relaxed), isDiscarded(entry.value) {
                     discarded = true
                 } else if hitsThatCount == Int.max {
@@ -369,35 +379,48 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
                 value = entry.value
                 slot = entry.slot
             }
-            if discarded { s.misses += 1 } else { s.hits += 1 }
+            if discarded {
+                s.misses += 1
+            } else {
+                s.hits += 1
+                if record && hitsThatCount != Int.max {
+                    // Order does not matter to this policy: the hit waits in its shard.
+                    record = false
+                    let pending = s.pendingKeys.count
+                    if pending < Self.shardHitsLimit {
+                        s.pendingKeys.append(key)
+                        s.pendingSlots.append(slot)
+                        if pending == 0 { pendingShards.bitwiseOr(1 << UInt64(home), ordering: .relaxed) }
+                        replayShard = (pending + 1) % Self.readBufferCapacity == 0
+                    }
+                }
+            }
             return s.hits &+ s.misses
         }
         if lookups & (Self.lookupsPerPublishOffer - 1) == 0, metrics != nil { offerToPublishLookups() }
-        guard let found = value else { return nil }
         if discarded {
-            removeDiscarded(key, found)
+            if let found = value { removeDiscarded(key, found) }
             return nil
         }
+        // The value goes back as it is (no second copy of it held across the calls below).
         if record { recordHit(key, slot: slot) }
-        return found
+        if replayShard { replayShardHits(home) }
+        return value
     }
-
-    /// Runs `body` on an entry where it lies.
-    @inlinable
-    static func visit(_ entry: inout Entry, _ body: (inout Entry) -> Void) { body(&entry) }
 
     /// Stores `value` under `key` with `cost`; entries the policy or the limits choose are
     /// evicted. A value costing more than `totalCostLimit` is not stored (it would evict
     /// everything and still not fit): the handler sees it leave with reason `.rejected`.
     @inlinable
     public func setObject(_ value: Value, forKey key: Key, cost: Int = 0) {
-        let home = shardIndex(for: key)
+        let hash = key.hashValue
+        let home = Self.shard(of: hash)
         mutate { s, out in
             // One visit to the key's shard: the new entry takes the old one's place at once
             // (lookups find one or the other), and is taken out again in the rare case that the
             // policy turns it away.
             let entry = Entry(value: value)
-            if let old = shards.withLock(home, { $0.entries.updateValue(entry, forKey: key) }) {
+            if let old = shards.withLock(home, { $0.updateValue(entry, forKey: key, hash: hash) }) {
                 s.policy.remove(key)
                 s.statistics.removals += 1
                 out.append((key, old.value, .replaced))
@@ -413,7 +436,7 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
                 if victim == key { turnedAway = true } else { drop(victim, reason: .policy, &s, &out) }
             }
             if turnedAway {
-                _ = shards.withLock(home) { $0.entries.removeValue(forKey: key) }
+                _ = shards.withLock(home) { $0.removeValue(forKey: key, hash: hash) }
                 s.count -= 1
                 s.statistics.evictions += 1
                 s.evictionCounts.rejected += 1
@@ -421,7 +444,7 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
             } else if let slot = s.policy.slot(of: key) {
                 // Kept beside the value: a hit then tells the policy where the key is.
                 shards.withLock(home) { shard in
-                    if let i = shard.entries.index(forKey: key) { Self.visit(&shard.entries.values[i]) { $0.slot = slot.rawValue } }
+                    if let i = shard.find(key, hash: hash) { shard.withElement(at: i) { $0.slot = slot.rawValue } }
                 }
             }
             enforceCountLimit(&s, &out)
@@ -435,7 +458,11 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     public func removeAllObjects() {
         mutate { s, out in
             for i in 0..<shards.count {
-                let keys = shards.withLock(i) { Array($0.entries.keys) }
+                let keys = shards.withLock(i) { shard in
+                    var keys: [Key] = []
+                    shard.forEach { key, _ in keys.append(key) }
+                    return keys
+                }
                 for key in keys { remove(key, reason: .removed, &s, &out) }
             }
         }
@@ -454,7 +481,11 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
                 // Entries change only under the policy's lock, which this holds: the contents
                 // collected here are still the entries' when they are probed, outside the shard's
                 // lock (mincore is a system call; lookups in the shard go on meanwhile).
-                let contents = shards.withLock(i) { shard in shard.entries.map { key, entry in (key, entry.value) } }
+                let contents = shards.withLock(i) { shard in
+                    var contents: [(Key, Value)] = []
+                    shard.forEach { key, entry in contents.append((key, entry.value)) }
+                    return contents
+                }
                 for (key, value) in contents {
                     let lost = (value as? PurgeableBuffer)?.hasLostPages ?? isDiscarded(value)
                     if lost {
@@ -488,10 +519,12 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
             guard s.background == .flush else { return }
             for i in 0..<shards.count {
                 let idle = shards.withLock(i) { shard in
-                    shard.entries.compactMap { key, entry -> Key? in
-                        if let buffer = entry.value as? PurgeableBuffer, buffer.accessCount > 0 { return nil }
-                        return key
+                    var idle: [Key] = []
+                    shard.forEach { key, entry in
+                        if let buffer = entry.value as? PurgeableBuffer, buffer.accessCount > 0 { return }
+                        idle.append(key)
                     }
+                    return idle
                 }
                 for key in idle {
                     s.policy.remove(key)

@@ -52,10 +52,11 @@ extension PurgeableCache {
 
     // MARK: Internals
 
-    /// The shard that holds `key`.
+    /// The shard of a key whose hash is `hash`: the hash's top bits (its low bits choose the
+    /// bucket in the shard's table, so a shard's keys still spread over all of its buckets).
     @inlinable
-    func shardIndex(for key: Key) -> Int {
-        key.hashValue & (Self.shardCount - 1)
+    static func shard(of hash: Int) -> Int {
+        Int(truncatingIfNeeded: UInt(bitPattern: hash) &>> UInt(Int.bitWidth - shardBits))
     }
 
     /// Tells the policy about a hit, through the calling thread's read buffer (see the type's
@@ -102,9 +103,33 @@ extension PurgeableCache {
         Int(truncatingIfNeeded: (UInt64(pthread_self()) &* 0x9E37_79B9_7F4A_7C15) >> 40)
     }
 
-    /// Replays every pending hit into the policy (the policy's lock is held).
+    /// Replays the hits shard `index` holds into the policy, if the policy's lock is free.
     @inlinable
-    func replayReadBuffers(_ s: inout State) {
+    func replayShardHits(_ index: Int) {
+        _ = state.withLockIfAvailable { s in replayShardHits(index, &s) }
+    }
+
+    /// Replays the hits shard `index` holds into the policy (the policy's lock is held).
+    @inlinable
+    func replayShardHits(_ index: Int, _ s: inout State) {
+        shards.withLock(index) { shard in
+            s.policy.recordHits(keys: shard.pendingKeys, slots: shard.pendingSlots)
+            shard.pendingKeys.removeAll(keepingCapacity: true)
+            shard.pendingSlots.removeAll(keepingCapacity: true)
+            pendingShards.bitwiseAnd(~(1 << UInt64(index)), ordering: .relaxed)
+        }
+    }
+
+    /// Replays every pending hit into the policy (the policy's lock is held): the read buffers'
+    /// and the shards'.
+    @inlinable
+    func replayPendingHits(_ s: inout State) {
+        var shardsPending = pendingShards.load(ordering: .relaxed)
+        while shardsPending != 0 {
+            let index = shardsPending.trailingZeroBitCount
+            shardsPending &= shardsPending - 1
+            replayShardHits(index, &s)
+        }
         var pending = pendingReadBuffers.load(ordering: .relaxed)
         while pending != 0 {
             let index = pending.trailingZeroBitCount
@@ -122,7 +147,8 @@ extension PurgeableCache {
     func removeDiscarded(_ key: Key, _ value: Value) {
         mutate { s, out in
             // Values here are DiscardableContent, hence objects: identity tells them apart.
-            guard shards.withLock(shardIndex(for: key), { $0.entries[key].map { $0.value as AnyObject } === value as AnyObject }) else { return }
+            let hash = key.hashValue
+            guard shards.withLock(Self.shard(of: hash), { $0.element(forKey: key, hash: hash).map { $0.value as AnyObject } === value as AnyObject }) else { return }
             remove(key, reason: .discarded, &s, &out)
         }
     }
@@ -134,7 +160,7 @@ extension PurgeableCache {
         var departed: Departed = []
         var handler: (@Sendable (Key, Value, EvictionReason) -> Void)?
         let result = state.withLock { s -> R in
-            replayReadBuffers(&s)
+            replayPendingHits(&s)
             let r = body(&s, &departed)
             epoch.wrappingAdd(1, ordering: .relaxed)
             if metrics != nil { publishMetrics(&s, lookups: false) }
@@ -157,7 +183,8 @@ extension PurgeableCache {
     /// Removes an entry the policy no longer holds, counting why.
     @inlinable
     func drop(_ key: Key, reason: EvictionReason, _ s: inout State, _ out: inout Departed) {
-        guard let entry = shards.withLock(shardIndex(for: key), { $0.entries.removeValue(forKey: key) }) else { return }
+        let hash = key.hashValue
+        guard let entry = shards.withLock(Self.shard(of: hash), { $0.removeValue(forKey: key, hash: hash) }) else { return }
         s.count -= 1
         switch reason {
         case .policy:

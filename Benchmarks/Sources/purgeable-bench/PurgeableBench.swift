@@ -29,6 +29,8 @@ struct PurgeableBench: AsyncParsableCommand {
     @Flag(help: "Re-render the Markdown and SVG from the JSON already in --output.") var renderOnly = false
     @Flag(help: "Measure only the miss ratios against libCacheSim (a quick check of a policy change).") var missRatiosOnly = false
     @Flag(help: "Measure only the hits' throughput and print its table, writing nothing (a quick check of a hit-path change; try --rounds 5).") var hitsOnly = false
+    @Option(help: "With --hits-only: only these caches, comma-separated (nscache, dictionary, dictionary-lru, lru, sieve, s3fifo, tinylfu, harness).") var caches: String?
+    @Flag(help: "With --hits-only: one thread only (no scaling check then).") var oneThread = false
     @Option(help: "Give every PurgeableCache measured this metrics name (it publishes through swift-metrics; no backend is bootstrapped, so swift-metrics' no-op one takes the figures): what publishing costs.") var metricsName: String?
 
     func run() async throws {
@@ -43,7 +45,14 @@ struct PurgeableBench: AsyncParsableCommand {
         }
         if hitsOnly {
             var report = Report(kernel: kernelRelease(), cpus: onlineCPUs, keys: keys, operations: operations, rounds: rounds, requests: requests, objects: objects)
-            report.throughput = try measureThroughput(operations: [.hit])
+            let names = caches.map { $0.split(separator: ",").map(String.init) }
+            let kinds = try names.map { try $0.map { name in
+                guard let kind = Kind.allCases.first(where: { $0.slug == name }) else {
+                    throw ValidationError("--caches: no cache named \(name); the names: \(Kind.allCases.map(\.slug).joined(separator: ", "))")
+                }
+                return kind
+            } } ?? Kind.allCases
+            report.throughput = try measureThroughput(operations: [.hit], kinds: kinds, threadCounts: oneThread ? [1] : [1, 2])
             print(report.throughputMarkdown())
             return
         }

@@ -21,6 +21,20 @@ extension PurgeableBench {
         case purgeableTinyLFU = "PurgeableCache (W-TinyLFU)"
         case harness = "harness alone (array read, no lock)"
 
+        /// The name `--caches` knows it by.
+        var slug: String {
+            switch self {
+            case .nscache: "nscache"
+            case .dictionaryMutex: "dictionary"
+            case .dictionaryLRU: "dictionary-lru"
+            case .purgeableLRU: "lru"
+            case .purgeableSIEVE: "sieve"
+            case .purgeableS3FIFO: "s3fifo"
+            case .purgeableTinyLFU: "tinylfu"
+            case .harness: "harness"
+            }
+        }
+
         var isPurgeable: Bool { [.purgeableLRU, .purgeableSIEVE, .purgeableS3FIFO, .purgeableTinyLFU].contains(self) }
     }
 
@@ -51,7 +65,7 @@ extension PurgeableBench {
         var key: String { "\(kind.rawValue)|\(op.rawValue)|\(threads)" }
     }
 
-    func measureThroughput(operations measured: [Operation] = Operation.allCases) throws -> [Throughput] {
+    func measureThroughput(operations measured: [Operation] = Operation.allCases, kinds: [Kind] = Kind.allCases, threadCounts: [Int] = [1, 2]) throws -> [Throughput] {
         var samples: [String: [Double]] = [:]
         var rng = SplitMix64(seed: 1)
         let hitKeys = (0..<operations).map { _ in Int.random(in: 0..<keys, using: &rng) }
@@ -62,7 +76,7 @@ extension PurgeableBench {
         // the contention on that count, not the caches).
         let values = (0..<(2 * keys)).map { Box($0) }
         var conditions: [Condition] = []
-        for kind in Kind.allCases { for threads in [1, 2] { for op in measured { conditions.append(Condition(kind: kind, op: op, threads: threads)) } } }
+        for kind in kinds { for threads in threadCounts { for op in measured { conditions.append(Condition(kind: kind, op: op, threads: threads)) } } }
         for round in 0..<rounds {
             log("purgeable-bench", "throughput round \(round + 1)/\(rounds)")
             // A new order every round (seeded: the same in every run), so that no condition
