@@ -46,7 +46,11 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 # Release builds link the Swift runtime and Foundation statically: the binaries need only libc,
 # libstdc++, jemalloc, libunwind and zlib, and run where Swift is not installed (make test-deb
 # checks it with the toolchain's directory hidden). The demo and the benchmarks run these too.
-RELEASE := -c release --static-swift-stdlib
+# --no-export-dynamic undoes the -export-dynamic that the static runtime's link arguments add:
+# exporting all of the program's ~16,500 symbols made every symbol the libraries look up at start
+# search them first, and dladdr scan them (0.3 ms and 1.1 MiB of every command's start-up,
+# Reports/vmtracker.md). Call stacks still name our functions: libunwind reads .symtab.
+RELEASE := -c release --static-swift-stdlib -Xlinker --no-export-dynamic
 VERSION := $(shell sed -n 's/^let mempressureVersion = "\(.*\)"$$/\1/p' Sources/MemPressureCommands/Mempressure.swift)
 
 .PHONY: deps test-deps test-packages bench-deps bench-packages build demo test test-stress fuzz bench bench-quick bench-micro bench-check bench-thresholds reports fixtures docs man c-client install uninstall deb test-deb clean

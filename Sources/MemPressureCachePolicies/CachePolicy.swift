@@ -202,6 +202,7 @@ public enum AnyCachePolicy<Key: Hashable & Sendable>: CachePolicy {
     /// `recordHit(keys[i], at: CacheSlot(rawValue: slots[i]))` for every i, in order (hits kept as
     /// two arrays, which a caller appends to without building a tuple).
     @inlinable public mutating func recordHits(keys: [Key], slots: [Int32]) {
+        assert(keys.count == slots.count, "recordHits: as many slots as keys")
         switch consume self {
         case .lru(var p): for (k, s) in zip(keys, slots) { p.recordHit(k, at: CacheSlot(rawValue: s)) }; self = .lru(p)
         case .sieve(var p): for (k, s) in zip(keys, slots) { p.recordHit(k, at: CacheSlot(rawValue: s)) }; self = .sieve(p)

@@ -40,7 +40,7 @@ import Synchronization
 /// Every write (a store, a removal, a change of limits, a memory warning, entering the
 /// background) takes the policy's lock, first replays every pending hit, and then takes the
 /// shard locks it needs, one at a time (lock order: the policy's, then one shard's or one read
-/// buffer's). Whether values can be discarded (`Value`'s conformance to `DiscardableContent`) is
+/// buffer's; a lookup holding a shard's lock only ever tries the policy's, which cannot block). Whether values can be discarded (`Value`'s conformance to `DiscardableContent`) is
 /// found once, when the cache is made, so a hit does no dynamic cast.
 ///
 /// What is exact and what is not:
@@ -55,9 +55,11 @@ import Synchronization
 /// - Lossy across threads: a hit is not sent to the policy (the value is still returned and
 ///   counted) when its thread's buffer is full while another thread holds the policy's lock, or
 ///   when every buffer is taken at that instant, or (SIEVE, S3-FIFO) when its shard already
-///   holds 256 hits because the policy's lock was busy at every 64th. Hits of different threads
-///   reach the policy buffer by buffer, not in the order they happened, and a hit that races
-///   with a write may be taken for one the policy already knows. All of this changes only which
+///   holds 256 hits and the policy's lock is still busy (a hit that finds its shard full tries
+///   to empty it; a dropped hit is not taken for sent, so the entry's next hit is sent).
+///   Hits of different threads reach the policy buffer by buffer (shard by shard), not in the
+///   order they happened, and a hit that races with a write may be taken for one the policy
+///   already knows. All of this changes only which
 ///   entry the policy evicts next, never the limits, the entries or the counters.
 ///
 /// ## Metrics
@@ -167,6 +169,10 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
         /// What the metrics were last told (only with a `metricsName`).
         var published = PublishedCounts()
         @usableFromInline var handler: (@Sendable (Key, Value, EvictionReason) -> Void)?
+        /// Empty arrays (with capacity) that a shard's waiting hits are swapped into, so that the
+        /// policy hears of them after the shard's lock is released (`replayShardHits`).
+        @usableFromInline var spareKeys: [Key] = []
+        @usableFromInline var spareSlots: [Int32] = []
     }
 
     @usableFromInline typealias Departed = [(Key, Value, EvictionReason)]
@@ -204,8 +210,11 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
     /// Shards of the entries: 2^shardBits.
     @inlinable static var shardBits: Int { 6 }
     @inlinable static var shardCount: Int { 1 << shardBits }
-    /// Hits a read buffer, or a shard, holds before they are replayed into the policy.
+    /// Hits a read buffer holds before it is replayed into the policy.
     @inlinable static var readBufferCapacity: Int { 64 }
+    /// Every this many hits waiting in a shard (SIEVE, S3-FIFO), the lookup that adds one tries
+    /// to replay them into the policy.
+    @inlinable static var shardReplayBatch: Int { 64 }
     /// The most hits a shard keeps while the policy's lock is busy; beyond, hits are dropped.
     @inlinable static var shardHitsLimit: Int { 256 }
 
@@ -246,6 +255,7 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
             policy: policy.make(capacity: Self.capacity(for: totalCostLimit)), countLimit: max(0, countLimit),
             totalCostLimit: max(0, totalCostLimit),
             background: backgroundBehavior, shrinkFraction: memoryWarningShrinkFraction.isFinite ? min(1, max(0, memoryWarningShrinkFraction)) : 0.5))
+        precondition(Self.shardCount <= 64, "internal: pendingShards has a bit for each of at most 64 shards")
         shards = PaddedLocks(count: Self.shardCount) { _ in Shard() }
         readBuffers = PaddedLocks(count: Self.readBufferCount) { _ in ReadBuffer() }
         evictsDiscarded = Atomic(evictsObjectsWithDiscardedContent)
@@ -361,6 +371,10 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
                 return s.hits &+ s.misses
             }
             // The entry in place, not a copy of it.
+            // SIEVE, S3-FIFO: whether this hit can still change the policy's state (`wants`), and
+            // the mark it leaves on the entry once it is on its way.
+            var wants = false
+            var mark = 0
             s.withElement(at: index) { entry in
                 if let isDiscarded = contentIsDiscarded, evictsDiscarded.load(ordering: .relaxed), isDiscarded(entry.value) {
                     discarded = true
@@ -369,11 +383,11 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
                 } else {
                     let now = epoch.load(ordering: .relaxed) &<< 2
                     if entry.sent & ~3 != now {
-                        entry.sent = now | 1
-                        record = true
+                        wants = true
+                        mark = now | 1
                     } else if entry.sent & 3 < hitsThatCount {
-                        entry.sent += 1
-                        record = true
+                        wants = true
+                        mark = entry.sent + 1
                     }
                 }
                 value = entry.value
@@ -383,15 +397,20 @@ public final class PurgeableCache<Key: Hashable & Sendable, Value: Sendable>: Se
                 s.misses += 1
             } else {
                 s.hits += 1
-                if record && hitsThatCount != Int.max {
-                    // Order does not matter to this policy: the hit waits in its shard.
-                    record = false
-                    let pending = s.pendingKeys.count
-                    if pending < Self.shardHitsLimit {
+                if wants {
+                    // Order does not matter to this policy: the hit waits in its shard. A full
+                    // shard (the policy's lock was busy at each of its replays) is emptied into
+                    // the policy here if its lock is free now; if not, the hit is dropped and
+                    // the entry not marked, so that its next hit is sent instead.
+                    var room = s.pendingKeys.count < Self.shardHitsLimit
+                    if !room { room = replayHeldShardHits(&s, home) }
+                    if room {
+                        s.withElement(at: index) { $0.sent = mark }
+                        let pending = s.pendingKeys.count
                         s.pendingKeys.append(key)
                         s.pendingSlots.append(slot)
                         if pending == 0 { pendingShards.bitwiseOr(1 << UInt64(home), ordering: .relaxed) }
-                        replayShard = (pending + 1) % Self.readBufferCapacity == 0
+                        replayShard = (pending + 1) % Self.shardReplayBatch == 0
                     }
                 }
             }

@@ -109,15 +109,36 @@ extension PurgeableCache {
         _ = state.withLockIfAvailable { s in replayShardHits(index, &s) }
     }
 
-    /// Replays the hits shard `index` holds into the policy (the policy's lock is held).
+    /// Replays the hits shard `index` holds into the policy (the policy's lock is held). They are
+    /// swapped out under the shard's lock and replayed after it is released, so that lookups in
+    /// the shard do not wait for the policy.
     @inlinable
     func replayShardHits(_ index: Int, _ s: inout State) {
         shards.withLock(index) { shard in
+            swap(&shard.pendingKeys, &s.spareKeys)
+            swap(&shard.pendingSlots, &s.spareSlots)
+            pendingShards.bitwiseAnd(~(1 << UInt64(index)), ordering: .relaxed)
+        }
+        s.policy.recordHits(keys: s.spareKeys, slots: s.spareSlots)
+        s.spareKeys.removeAll(keepingCapacity: true)
+        s.spareSlots.removeAll(keepingCapacity: true)
+    }
+
+    /// Empties shard `index`, whose lock the caller holds (`shard`), into the policy if the
+    /// policy's lock is free at once; returns whether it did. Taking the policy's lock while
+    /// holding a shard's goes against the lock order, so it only tries: a try cannot deadlock.
+    /// The policy hears of the hits with the shard's lock held, which happens only when every
+    /// replay of the shard found the policy busy and a hit then found the shard full
+    /// (`object(forKey:)`).
+    @inlinable
+    func replayHeldShardHits(_ shard: inout Shard, _ index: Int) -> Bool {
+        let replayed: Void? = state.withLockIfAvailable { s in
             s.policy.recordHits(keys: shard.pendingKeys, slots: shard.pendingSlots)
             shard.pendingKeys.removeAll(keepingCapacity: true)
             shard.pendingSlots.removeAll(keepingCapacity: true)
             pendingShards.bitwiseAnd(~(1 << UInt64(index)), ordering: .relaxed)
         }
+        return replayed != nil
     }
 
     /// Replays every pending hit into the policy (the policy's lock is held): the read buffers'

@@ -15,9 +15,11 @@ import Glibc
 /// - Removal shifts the following buckets of the probe run back (no tombstones), so a lookup
 ///   that meets an empty bucket is done and the table never fills up with deleted buckets.
 /// - At most 7/8 full: it doubles when an insertion would go past that. Linear probing's runs
-///   grow long that full, but a probe reads one control byte per bucket, 64 to a cache line,
-///   and goes to a bucket only when the tag matches. It never shrinks, like a `Dictionary`
-///   from which entries are removed one by one.
+///   grow long that full (a miss probes about 30 buckets just below it), but a probe reads one
+///   control byte per bucket, 64 to a cache line, and goes to a bucket only when the tag
+///   matches; at 3/4 the tables took more memory and hits were slower (Reports/purgeable-cache.md
+///   was measured at 7/8). It halves when a removal leaves it less than 1/8 full, so a cache
+///   that is flushed or shrunk by a memory warning gives its tables' memory back.
 /// - The full hashes live in an array of their own, read only to grow and to shift back after a
 ///   removal, never by a lookup.
 ///
@@ -79,8 +81,9 @@ struct ShardTable<Key: Hashable, Element>: ~Copyable {
         free(block)
     }
 
-    /// One block for the three arrays: the buckets first, aligned to a cache line so that one of
-    /// 32 bytes or less never straddles two, then the hashes, then the control bytes (all 0).
+    /// One block for the three arrays: the buckets first, aligned to a cache line so that a bucket
+    /// whose size divides 64 (32 bytes for an `Int` key and a reference) never straddles two, then
+    /// the hashes, then the control bytes (all 0).
     /// The block comes from `malloc` (63 bytes more, the buckets starting at its first multiple of
     /// 64) and goes back with `free`: `UnsafeMutableRawPointer.allocate` would take it from
     /// aligned_alloc, which the allocation counter that the micro-benchmarks' gate preloads does
@@ -167,6 +170,9 @@ struct ShardTable<Key: Hashable, Element>: ~Copyable {
             hole = j
         }
         controls[hole] = Self.empty
+        // Memory goes back when most entries have gone (a memory warning, a flush, a removal of
+        // all): at 1/8 full the table halves, to 1/4 full, far from the 7/8 at which it doubles.
+        if capacity > Self.initialCapacity && count * 8 < capacity { resize(to: capacity / 2) }
         return removed
     }
 
@@ -179,8 +185,16 @@ struct ShardTable<Key: Hashable, Element>: ~Copyable {
     /// Doubles the buckets, moving every element to its place in the new table.
     @inlinable
     mutating func grow() {
+        resize(to: capacity * 2)
+    }
+
+    /// Moves every element into a table of `newCapacity` buckets (a power of two, more than
+    /// `count`).
+    @inlinable
+    mutating func resize(to newCapacity: Int) {
+        assert(newCapacity > count && newCapacity & (newCapacity - 1) == 0, "internal: a shard table resized below its count or off a power of two")
         let (oldBlock, oldControls, oldHashes, oldBuckets, oldCapacity) = (block, controls, hashes, buckets, capacity)
-        capacity *= 2
+        capacity = newCapacity
         mask = capacity - 1
         (block, controls, hashes, buckets) = Self.allocate(capacity)
         for j in 0..<oldCapacity where oldControls[j] != Self.empty {

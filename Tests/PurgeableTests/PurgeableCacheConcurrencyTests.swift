@@ -5,9 +5,10 @@ import Testing
 import MemPressureTestSupport
 
 /// The hit path that does not take the policy's lock: hits reach the policy through read
-/// buffers (and, for SIEVE and S3-FIFO, only while they can still change it). These tests check
-/// that single-threaded use still evicts exactly as the policy would, and that many threads at
-/// once keep every invariant.
+/// buffers (LRU, W-TinyLFU) or wait in their shards (SIEVE and S3-FIFO, and only while they can
+/// still change the policy's state). These tests check that single-threaded use still evicts
+/// exactly as the policy would, and that many threads at once keep every invariant
+/// (ShardTableTests fills shards past a replay and past their limit).
 @Suite("purgeable cache: hits without the global lock")
 struct PurgeableCacheConcurrencyTests {
     typealias Reason = PurgeableCache<Int, Int>.EvictionReason
@@ -60,7 +61,8 @@ struct PurgeableCacheConcurrencyTests {
             // Mostly hits on a skewed key set, so runs of hits longer than a read buffer happen
             // between writes, and hits repeat on the same entries.
             let key = Int.random(in: 0..<8, using: &rng) * Int.random(in: 0..<16, using: &rng)
-            // Every other 200 requests are all lookups: read buffers fill and are replayed.
+            // Every other 200 requests are all lookups: read buffers (LRU, W-TinyLFU) fill and are
+            // replayed.
             let onlyLookups = (i / 200) % 2 == 0
             switch onlyLookups ? 0 : Int.random(in: 0..<100, using: &rng) {
             case 0..<90:

@@ -75,20 +75,52 @@ struct ShardTableTests {
     /// A hash for an integer key, spread over all 64 bits.
     static func spread(_ i: Int) -> Int { i &* Int(bitPattern: 0x9E37_79B9_7F4A_7C15) }
 
-    @Test("releases every element it removes or replaces, and the rest when it goes")
+    /// A key that lives on the heap and counts its instances, as `Counted` does for elements.
+    final class CountedKey: Hashable, Sendable {
+        static let alive = Atomic<Int>(0)
+        let id: Int
+        init(_ id: Int) {
+            self.id = id
+            Self.alive.wrappingAdd(1, ordering: .relaxed)
+        }
+        deinit { Self.alive.wrappingSubtract(1, ordering: .relaxed) }
+        static func == (a: CountedKey, b: CountedKey) -> Bool { a.id == b.id }
+        func hash(into hasher: inout Hasher) { hasher.combine(id) }
+    }
+
+    @Test("releases every key and element it removes or replaces, through growth and shrinking, and the rest when it goes")
     func releasesElements() {
+        let keysBefore = CountedKey.alive.load(ordering: .relaxed)
         let before = Counted.alive.load(ordering: .relaxed)
         do {
-            var table = ShardTable<Int, Counted>()
-            for i in 0..<1_000 { table.updateValue(Counted(i), forKey: i, hash: Self.spread(i)) }
+            var table = ShardTable<CountedKey, Counted>()
+            for i in 0..<1_000 { table.updateValue(Counted(i), forKey: CountedKey(i), hash: Self.spread(i)) }
+            let grown = table.capacity
             #expect(Counted.alive.load(ordering: .relaxed) - before == 1_000)
-            for i in 0..<300 { #expect(table.removeValue(forKey: i, hash: Self.spread(i))?.id == i) }
-            for i in 300..<400 { #expect(table.updateValue(Counted(-i), forKey: i, hash: Self.spread(i))?.id == i) }
+            #expect(CountedKey.alive.load(ordering: .relaxed) - keysBefore == 1_000)
+            for i in 0..<300 { #expect(table.removeValue(forKey: CountedKey(i), hash: Self.spread(i))?.id == i) }
+            // Replacing keeps the key the table holds (as Dictionary does) and releases the old element.
+            for i in 300..<400 { #expect(table.updateValue(Counted(-i), forKey: CountedKey(i), hash: Self.spread(i))?.id == i) }
             #expect(Counted.alive.load(ordering: .relaxed) - before == 700)
-            #expect(table.element(forKey: 350, hash: Self.spread(350))?.id == -350)
+            #expect(CountedKey.alive.load(ordering: .relaxed) - keysBefore == 700)
+            for i in 0..<1_000 {
+                let expected: Int? = i < 300 ? nil : i < 400 ? -i : i
+                #expect(table.element(forKey: CountedKey(i), hash: Self.spread(i))?.id == expected, "key \(i)")
+            }
             #expect(table.count == 700)
+            // Removing almost everything gives the memory back: the table shrinks as it empties.
+            for i in 400..<995 { #expect(table.removeValue(forKey: CountedKey(i), hash: Self.spread(i))?.id == i) }
+            #expect(table.count == 105)
+            #expect(table.capacity <= grown / 4, "grown to \(grown) buckets, \(table.capacity) with 105 entries")
+            for i in 300..<1_000 {
+                let expected: Int? = i < 400 ? -i : i >= 995 ? i : nil
+                #expect(table.element(forKey: CountedKey(i), hash: Self.spread(i))?.id == expected, "key \(i) after shrinking")
+            }
+            #expect(Counted.alive.load(ordering: .relaxed) - before == 105)
+            #expect(CountedKey.alive.load(ordering: .relaxed) - keysBefore == 105)
         }
-        #expect(Counted.alive.load(ordering: .relaxed) == before, "the table's deinit released what it held")
+        #expect(Counted.alive.load(ordering: .relaxed) == before, "the table's deinit released the elements it held")
+        #expect(CountedKey.alive.load(ordering: .relaxed) == keysBefore, "and the keys")
     }
 
     @Test("hits waiting in their shards reach SIEVE and S3-FIFO, also more than a replay's worth", arguments: [PolicyKind.sieve, .s3fifo])
@@ -117,6 +149,35 @@ struct ShardTableTests {
         let log = seen.withLock { $0 }
         #expect(log.count == n / 2)
         #expect(log == model.log)
+    }
+
+    @Test("a shard full while the policy is busy drops hits, then sends them once the policy is free, before the next eviction")
+    func fullShardRecovers() throws {
+        let n = 400
+        // 400 keys of one shard: more than the 256 hits a shard keeps while the policy is busy.
+        var keys: [Int] = []
+        var k = 0
+        while keys.count < n {
+            if PurgeableCache<Int, Int>.shard(of: k.hashValue) == 0 { keys.append(k) }
+            k += 1
+        }
+        let cache = PurgeableCache<Int, Int>(policy: .sieve, countLimit: n)
+        let gone = Mutex<[Int]>([])
+        cache.setEvictionHandler { key, _, _ in gone.withLock { $0.append(key) } }
+        for key in keys { cache.setObject(key, forKey: key, cost: 1) }
+        // Every key hit while the policy's lock is held (here, by this thread): the shard keeps
+        // 256 hits and drops the rest; its tries to empty itself into the policy fail.
+        cache.state.withLock { _ in
+            for key in keys { #expect(cache.object(forKey: key) == key) }
+        }
+        // The lock free, the same hits again: a dropped hit was not taken for sent, so it is sent
+        // now (the first of them empties the full shard into the policy).
+        for key in keys { #expect(cache.object(forKey: key) == key) }
+        // One more entry: SIEVE's hand finds all 400 keys visited, clears them and goes on to
+        // the only entry not visited, the new one. Had a hit been lost, its key would go instead.
+        cache.setObject(-1, forKey: -1, cost: 1)
+        #expect(gone.withLock { $0 } == [-1])
+        #expect(cache.statistics.hits == 2 * n)
     }
 
     @Test("a cache over keys whose hashes collide keeps every entry and evicts as its policy does", arguments: PolicyKind.allCases)
