@@ -8,23 +8,23 @@ set key noautotitle
 set border lc rgb '#555555'
 $bars << EOD
 # row	label	value	highlight	text
-13	"NSCache (Foundation), 1 thread"	1.2703999231851497	1	"1.27"
-12	"NSCache (Foundation), 2 threads"	0.935958353453943	1	"0.94"
-11	"Dictionary, one Mutex (get/set only), 1 thread"	27.364857291126828	0	"27.36"
-10	"Dictionary, one Mutex (get/set only), 2 threads"	13.588727855677819	0	"13.59"
-9	"Dictionary + LRU list, one lock, 1 thread"	6.7134694847465015	0	"6.71"
-8	"Dictionary + LRU list, one lock, 2 threads"	4.218864443937938	0	"4.22"
-7	"PurgeableCache (LRU), 1 thread"	12.294292210583569	0	"12.29"
-6	"PurgeableCache (LRU), 2 threads"	21.718913902529472	0	"21.72"
-5	"PurgeableCache (SIEVE), 1 thread"	20.419890947698832	0	"20.42"
-4	"PurgeableCache (SIEVE), 2 threads"	35.22970365579355	0	"35.23"
-3	"PurgeableCache (S3-FIFO), 1 thread"	18.004245256772652	0	"18.00"
-2	"PurgeableCache (S3-FIFO), 2 threads"	31.854147757960607	0	"31.85"
-1	"PurgeableCache (W-TinyLFU), 1 thread"	9.028544665121608	0	"9.03"
-0	"PurgeableCache (W-TinyLFU), 2 threads"	16.58244415730247	0	"16.58"
+13	"NSCache (Foundation), 1 thread"	0.9202722995242903	1	"0.92"
+12	"NSCache (Foundation), 2 threads"	0.6713689959857485	1	"0.67"
+11	"Dictionary, one Mutex (get/set only), 1 thread"	23.099798986183384	0	"23.10"
+10	"Dictionary, one Mutex (get/set only), 2 threads"	11.477440797416435	0	"11.48"
+9	"Dictionary + LRU list, one lock, 1 thread"	4.242617798327225	0	"4.24"
+8	"Dictionary + LRU list, one lock, 2 threads"	3.1784887206615227	0	"3.18"
+7	"PurgeableCache (LRU), 1 thread"	7.321691979606051	0	"7.32"
+6	"PurgeableCache (LRU), 2 threads"	19.781263534496027	0	"19.78"
+5	"PurgeableCache (SIEVE), 1 thread"	13.023767070993586	0	"13.02"
+4	"PurgeableCache (SIEVE), 2 threads"	30.771517328069606	0	"30.77"
+3	"PurgeableCache (S3-FIFO), 1 thread"	11.002467853918786	0	"11.00"
+2	"PurgeableCache (S3-FIFO), 2 threads"	25.616069679884202	0	"25.62"
+1	"PurgeableCache (W-TinyLFU), 1 thread"	4.324292759236671	0	"4.32"
+0	"PurgeableCache (W-TinyLFU), 2 threads"	12.317920199041955	0	"12.32"
 EOD
 set style fill solid 0.9 noborder
-set xrange [0:41.57105031383639]
+set xrange [0:36.31039044712213]
 set yrange [-0.6:13.6]
 set ytics scale 0 nomirror
 set xtics nomirror
