@@ -119,9 +119,7 @@ extension PurgeableCache {
             swap(&shard.pendingSlots, &s.spareSlots)
             pendingShards.bitwiseAnd(~(1 << UInt64(index)), ordering: .relaxed)
         }
-        s.policy.recordHits(keys: s.spareKeys, slots: s.spareSlots)
-        s.spareKeys.removeAll(keepingCapacity: true)
-        s.spareSlots.removeAll(keepingCapacity: true)
+        replayTakenHits(&s)
     }
 
     /// Empties shard `index`, whose lock the caller holds (`shard`), into the policy if the
@@ -133,12 +131,21 @@ extension PurgeableCache {
     @inlinable
     func replayHeldShardHits(_ shard: inout Shard, _ index: Int) -> Bool {
         let replayed: Void? = state.withLockIfAvailable { s in
-            s.policy.recordHits(keys: shard.pendingKeys, slots: shard.pendingSlots)
-            shard.pendingKeys.removeAll(keepingCapacity: true)
-            shard.pendingSlots.removeAll(keepingCapacity: true)
+            swap(&shard.pendingKeys, &s.spareKeys)
+            swap(&shard.pendingSlots, &s.spareSlots)
             pendingShards.bitwiseAnd(~(1 << UInt64(index)), ordering: .relaxed)
+            replayTakenHits(&s)
         }
         return replayed != nil
+    }
+
+    /// Tells the policy of the hits a shard's waiting hits were swapped into (its spare arrays),
+    /// and empties them.
+    @inlinable
+    func replayTakenHits(_ s: inout State) {
+        s.policy.recordHits(keys: s.spareKeys, slots: s.spareSlots)
+        s.spareKeys.removeAll(keepingCapacity: true)
+        s.spareSlots.removeAll(keepingCapacity: true)
     }
 
     /// Replays every pending hit into the policy (the policy's lock is held): the read buffers'

@@ -8,16 +8,25 @@ import Testing
 /// around the end of the table, and removals shift runs back.
 @Suite("shard table")
 struct ShardTableTests {
-    /// An element that counts how many of its kind are alive, to show that the table releases
-    /// exactly what it removes, replaces and holds when it goes.
-    final class Counted: Sendable {
-        static let alive = Atomic<Int>(0)
+    /// A live-instance count, one per kind of object counted.
+    final class Tally: Sendable {
+        let alive = Atomic<Int>(0)
+        var now: Int { alive.load(ordering: .relaxed) }
+    }
+
+    /// A key or an element that lives on the heap and counts its instances in a tally, to show
+    /// that the table releases exactly what it removes, replaces and holds when it goes.
+    final class Counted: Hashable, Sendable {
         let id: Int
-        init(_ id: Int) {
+        let tally: Tally
+        init(_ id: Int, in tally: Tally) {
             self.id = id
-            Self.alive.wrappingAdd(1, ordering: .relaxed)
+            self.tally = tally
+            tally.alive.wrappingAdd(1, ordering: .relaxed)
         }
-        deinit { Self.alive.wrappingSubtract(1, ordering: .relaxed) }
+        deinit { tally.alive.wrappingSubtract(1, ordering: .relaxed) }
+        static func == (a: Counted, b: Counted) -> Bool { a.id == b.id }
+        func hash(into hasher: inout Hasher) { hasher.combine(id) }
     }
 
     /// Runs `steps` random operations on a table and on a dictionary, with hashes taken from
@@ -75,52 +84,39 @@ struct ShardTableTests {
     /// A hash for an integer key, spread over all 64 bits.
     static func spread(_ i: Int) -> Int { i &* Int(bitPattern: 0x9E37_79B9_7F4A_7C15) }
 
-    /// A key that lives on the heap and counts its instances, as `Counted` does for elements.
-    final class CountedKey: Hashable, Sendable {
-        static let alive = Atomic<Int>(0)
-        let id: Int
-        init(_ id: Int) {
-            self.id = id
-            Self.alive.wrappingAdd(1, ordering: .relaxed)
-        }
-        deinit { Self.alive.wrappingSubtract(1, ordering: .relaxed) }
-        static func == (a: CountedKey, b: CountedKey) -> Bool { a.id == b.id }
-        func hash(into hasher: inout Hasher) { hasher.combine(id) }
-    }
-
     @Test("releases every key and element it removes or replaces, through growth and shrinking, and the rest when it goes")
     func releasesElements() {
-        let keysBefore = CountedKey.alive.load(ordering: .relaxed)
-        let before = Counted.alive.load(ordering: .relaxed)
+        let keys = Tally(), elements = Tally()
         do {
-            var table = ShardTable<CountedKey, Counted>()
-            for i in 0..<1_000 { table.updateValue(Counted(i), forKey: CountedKey(i), hash: Self.spread(i)) }
+            var table = ShardTable<Counted, Counted>()
+            func key(_ i: Int) -> Counted { Counted(i, in: keys) }
+            for i in 0..<1_000 { table.updateValue(Counted(i, in: elements), forKey: key(i), hash: Self.spread(i)) }
             let grown = table.capacity
-            #expect(Counted.alive.load(ordering: .relaxed) - before == 1_000)
-            #expect(CountedKey.alive.load(ordering: .relaxed) - keysBefore == 1_000)
-            for i in 0..<300 { #expect(table.removeValue(forKey: CountedKey(i), hash: Self.spread(i))?.id == i) }
+            #expect(elements.now == 1_000)
+            #expect(keys.now == 1_000)
+            for i in 0..<300 { #expect(table.removeValue(forKey: key(i), hash: Self.spread(i))?.id == i) }
             // Replacing keeps the key the table holds (as Dictionary does) and releases the old element.
-            for i in 300..<400 { #expect(table.updateValue(Counted(-i), forKey: CountedKey(i), hash: Self.spread(i))?.id == i) }
-            #expect(Counted.alive.load(ordering: .relaxed) - before == 700)
-            #expect(CountedKey.alive.load(ordering: .relaxed) - keysBefore == 700)
+            for i in 300..<400 { #expect(table.updateValue(Counted(-i, in: elements), forKey: key(i), hash: Self.spread(i))?.id == i) }
+            #expect(elements.now == 700)
+            #expect(keys.now == 700)
             for i in 0..<1_000 {
                 let expected: Int? = i < 300 ? nil : i < 400 ? -i : i
-                #expect(table.element(forKey: CountedKey(i), hash: Self.spread(i))?.id == expected, "key \(i)")
+                #expect(table.element(forKey: key(i), hash: Self.spread(i))?.id == expected, "key \(i)")
             }
             #expect(table.count == 700)
             // Removing almost everything gives the memory back: the table shrinks as it empties.
-            for i in 400..<995 { #expect(table.removeValue(forKey: CountedKey(i), hash: Self.spread(i))?.id == i) }
+            for i in 400..<995 { #expect(table.removeValue(forKey: key(i), hash: Self.spread(i))?.id == i) }
             #expect(table.count == 105)
             #expect(table.capacity <= grown / 4, "grown to \(grown) buckets, \(table.capacity) with 105 entries")
             for i in 300..<1_000 {
                 let expected: Int? = i < 400 ? -i : i >= 995 ? i : nil
-                #expect(table.element(forKey: CountedKey(i), hash: Self.spread(i))?.id == expected, "key \(i) after shrinking")
+                #expect(table.element(forKey: key(i), hash: Self.spread(i))?.id == expected, "key \(i) after shrinking")
             }
-            #expect(Counted.alive.load(ordering: .relaxed) - before == 105)
-            #expect(CountedKey.alive.load(ordering: .relaxed) - keysBefore == 105)
+            #expect(elements.now == 105)
+            #expect(keys.now == 105)
         }
-        #expect(Counted.alive.load(ordering: .relaxed) == before, "the table's deinit released the elements it held")
-        #expect(CountedKey.alive.load(ordering: .relaxed) == keysBefore, "and the keys")
+        #expect(elements.now == 0, "the table's deinit released the elements it held")
+        #expect(keys.now == 0, "and the keys")
     }
 
     @Test("hits waiting in their shards reach SIEVE and S3-FIFO, also more than a replay's worth", arguments: [PolicyKind.sieve, .s3fifo])
