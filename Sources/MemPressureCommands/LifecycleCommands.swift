@@ -341,6 +341,10 @@ struct AppCommand: AsyncParsableCommand {
         name: .customLong("memory-warning-command"),
         help: "For launch with a program: a memory warning runs this command (repeat for each argument), with MEMPRESSURE_APP and MEMPRESSURE_PID set.")
     var memoryWarningCommand: [String] = []
+    @Option(
+        name: .customLong("ready-probe"),
+        help: "For launch with a program and --no-client: it is ready (after a launch, after a resume) when this command exits 0 (repeat for each argument); tried every 10 ms.")
+    var readyProbe: [String] = []
     @Option(help: "For notify: the kind of change.") var kind: String?
     @Option(help: "For notify: the new value.") var value: String?
     @Option(help: "For allocate and release: bytes (k, m, g suffixes).") var bytes: String?
@@ -365,6 +369,10 @@ struct AppCommand: AsyncParsableCommand {
             }
             if memoryWarningCommand.first?.isEmpty ?? false { throw ValidationError("--memory-warning-command needs a program") }
         }
+        if !readyProbe.isEmpty {
+            guard verb == .launch, !command.isEmpty, noClient else { throw ValidationError("--ready-probe goes with launch, --no-client and a program (after --)") }
+            if readyProbe[0].isEmpty { throw ValidationError("--ready-probe needs a program") }
+        }
     }
 
     /// The command this invocation asks for.
@@ -379,7 +387,9 @@ struct AppCommand: AsyncParsableCommand {
                 var argv = command
                 argv[0] = Programs.resolve(command[0])
                 let action = memoryWarningCommand.isEmpty ? memoryWarning.flatMap(MemoryWarningAction.init(word:)) : .command(memoryWarningCommand)
-                spec = AppSpec(name: named(), command: argv, client: noClient ? false : nil, memoryWarning: action)
+                spec = AppSpec(
+                    name: named(), command: argv, client: noClient ? false : nil, memoryWarning: action,
+                    ready: readyProbe.isEmpty ? nil : ReadinessProbe(command: readyProbe))
             }
             return .launch(named(), registering: spec)
         case .activate: return .activate(named())

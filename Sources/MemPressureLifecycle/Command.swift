@@ -165,6 +165,12 @@ public enum CommandError: Error, Sendable, Hashable, CustomStringConvertible {
     case missingField(Command.Verb, Field)
     /// `notify` names "running" (it takes "all" or an app).
     case notifyRunning
+    /// A readiness probe for an app with the client (`"client": false` is needed: a client
+    /// reports ready itself).
+    case probeForClient(app: String)
+    /// A readiness probe's `interval` or `timeout` out of range (not finite, below 0, a timeout
+    /// of 0, or above `Seconds.maximum`).
+    case probeDurationOutOfRange(app: String, String)
 
     /// A field a verb needs.
     public enum Field: String, Sendable, Hashable {
@@ -194,13 +200,15 @@ public enum CommandError: Error, Sendable, Hashable, CustomStringConvertible {
         case .missingField(let verb, .state): "\(verb.rawValue) needs a state"
         case .missingField(let verb, let field): "\(verb.rawValue) needs \(field.rawValue)"
         case .notifyRunning: "notify takes \"all\" or an app"
+        case .probeForClient(let app): "app \(app): a readiness probe is for a program without the client (\"client\": false); a client reports ready itself"
+        case .probeDurationOutOfRange(let app, let field): "app \(app): the readiness probe's \(field) must be a number of seconds from 0 to a day (a timeout above 0)"
         }
     }
 }
 
 extension Command: Codable {
     private enum Key: String, CodingKey, CaseIterable {
-        case command, app, argv, client, environment, memoryWarning, kind, value, seconds, count, timeout, state, wait, bytes
+        case command, app, argv, client, environment, memoryWarning, ready, kind, value, seconds, count, timeout, state, wait, bytes
         case register, launch, activate, deactivate, background, terminate, relaunch, warn, notify, waitReady, waitState, allocate, release
         case forget
     }
@@ -240,7 +248,8 @@ extension Command: Codable {
             return AppSpec(
                 name: try named(), command: argv, environment: try c.decodeIfPresent([String: String].self, forKey: .environment),
                 client: try c.decodeIfPresent(Bool.self, forKey: .client),
-                memoryWarning: try c.decodeIfPresent(MemoryWarningAction.self, forKey: .memoryWarning))
+                memoryWarning: try c.decodeIfPresent(MemoryWarningAction.self, forKey: .memoryWarning),
+                ready: try c.decodeIfPresent(ReadinessProbe.self, forKey: .ready))
         }
         switch verb {
         case .register:
@@ -282,6 +291,7 @@ extension Command: Codable {
             try c.encodeIfPresent(s.client, forKey: .client)
             try c.encodeIfPresent(s.environment, forKey: .environment)
             try c.encodeIfPresent(s.memoryWarning, forKey: .memoryWarning)
+            try c.encodeIfPresent(s.ready, forKey: .ready)
         case .background(_, let wait):
             if !wait { try c.encode(false, forKey: .wait) }
         case .notify(_, let kind, let value):

@@ -149,6 +149,11 @@ extension Supervisor {
                 if !a.isAlive(run.generation) { throw .exited(app: a.name, during: "launch", status: a.exitStatus) }
             case .callback(let c):
                 await deliver(c, to: a)
+                // A program without the client: where a client would be told it launched or
+                // comes back to the foreground, its readiness probe must pass.
+                if c == .didFinishLaunching || c == .willEnterForeground {
+                    try await probeReady(a, run.generation, limit: configuration.launchTimeout)
+                }
             case .enter(let state):
                 transition(a, to: state)
             case .beginBackgroundStay:

@@ -127,6 +127,7 @@ struct EventWords {
         if let c = d.droppingPrefix("oom_score_adj: ") { return .oomScore(cause: c) }
         if let c = d.droppingPrefix("launch: ") { return .launch(cause: c) }
         if let c = d.droppingPrefix("memory warning command: ") { return .warningCommand(cause: c) }
+        if let c = d.droppingPrefix("readiness probe: ") { return .readinessProbe(cause: c) }
         if let c = d.droppingPrefix("abort: ") { return .abort(cause: c) }
         if let c = d.droppingPrefix("admin connection dropped: cannot start a thread to answer on: ") { return .adminAnswerThread(cause: c) }
         if let c = d.droppingSuffix(": they run on, outside the supervisor's control") { return .othersRunOn(cause: c) }

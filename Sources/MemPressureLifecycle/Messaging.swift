@@ -53,7 +53,7 @@ extension Supervisor {
                         let ended = await WarningCommand.finish(handle, timeout: timeout)
                         self.recordWarningCommand(ended, app: name, pid: handle.pid)
                     }
-                    warningCommands[handle.pid] = (handle, ending)
+                    helperCommands[handle.pid] = (handle, ending)
                     commands.append(ending)
                 } catch {
                     record(.error(.warningCommand(cause: "\(error)")), a)
@@ -84,7 +84,7 @@ extension Supervisor {
     }
 
     private func recordWarningCommand(_ ended: Result<ExitStatus, SystemCallError>, app name: String, pid: Int32) {
-        warningCommands[pid] = nil
+        helperCommands[pid] = nil
         let payload: SupervisorEvent.Payload
         switch ended {
         case .success(let status): payload = .warning(.commandRan(status))

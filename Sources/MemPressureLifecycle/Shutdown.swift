@@ -45,9 +45,9 @@ extension Supervisor {
         for t in policyTasks { t.cancel() }
         for t in policyTasks { await t.value }
         policyTasks.removeAll()
-        // A memory-warning command still running ends now (SIGKILL through its pidfd; what waits
+        // A memory-warning command or readiness probe still running ends now (SIGKILL through its pidfd; what waits
         // for it then ends the rest of its process group and reaps it, and the log says so).
-        let commands = warningCommands
+        let commands = helperCommands
         for (pid, command) in commands {
             do {
                 try command.handle.signal(SIGKILL)

@@ -90,9 +90,10 @@ public actor Supervisor {
     var phase = Phase.running
     /// The shutdown under way or done: it runs once.
     var shutdownTask: Task<Void, Never>?
-    /// Memory-warning commands still running, by PID, and what waits for each: a shutdown ends
-    /// them and waits until they are reaped, their process groups ended.
-    var warningCommands: [Int32: (handle: ProcessHandle, ending: Task<Void, Never>)] = [:]
+    /// The supervisor's helper commands still running (memory-warning commands, readiness
+    /// probes), by PID, and what waits for each: a shutdown ends them and waits until they are
+    /// reaped, their process groups ended.
+    var helperCommands: [Int32: (handle: ProcessHandle, ending: Task<Void, Never>)] = [:]
     /// The metrics it emits (`SupervisorMetrics`), through the factory current when it was made.
     let metrics = SupervisorMetricsRecorder()
     /// The high-memory line of `OOMScoreBands` in bytes, once worked out (OOMScoreAdjust.swift).

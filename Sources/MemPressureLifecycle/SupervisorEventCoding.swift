@@ -347,6 +347,8 @@ extension SupervisorEvent {
         case "kill": return .kill(cause: cause)
         case "letRun": return .letRun(cause: cause)
         case "launch": return .launch(cause: cause)
+        case "warningCommand": return .warningCommand(cause: cause)
+        case "readinessProbe": return .readinessProbe(cause: cause)
         case "command": return try c.decodeIfPresent(LifecycleVerb.self, forKey: .verb).map { .command($0, cause: cause) }
         case "watchdog": return .watchdog(cause: cause)
         case "othersRunOn": return .othersRunOn(cause: cause)

@@ -160,6 +160,7 @@ extension SupervisorFault: CustomStringConvertible {
         case .letRun(let cause), .watchdog(let cause), .cgroupRemoval(let cause), .shutdown(let cause), .unclassified(let cause): cause
         case .launch(let cause): "launch: \(cause)"
         case .warningCommand(let cause): "memory warning command: \(cause)"
+        case .readinessProbe(let cause): "readiness probe: \(cause)"
         case .noCallbacks(.channelFailed): "its control channel failed: supervised without callbacks"
         case .noCallbacks(.didNotConnect(let seconds)): "it did not connect within \(seconds) s: supervised without callbacks"
         case .callbackNotDelivered(let c): "\(c.rawValue) not delivered: its control channel is closed"

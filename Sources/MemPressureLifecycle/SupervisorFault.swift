@@ -24,6 +24,9 @@ public enum SupervisorFault: Sendable, Hashable {
     case launch(cause: String)
     /// The app's memory-warning command could not be started, or waited for.
     case warningCommand(cause: String)
+    /// The app's readiness probe (`AppSpec.ready`) could not be started or waited for, or did
+    /// not pass in time.
+    case readinessProbe(cause: String)
     /// A client app that never got its control channel, supervised without callbacks from then on.
     case noCallbacks(NoChannelReason)
     /// A callback could not be sent: the app's control channel is closed.
@@ -115,6 +118,7 @@ extension SupervisorFault {
         case .letRun: "letRun"
         case .launch: "launch"
         case .warningCommand: "warningCommand"
+        case .readinessProbe: "readinessProbe"
         case .noCallbacks(.channelFailed): "channelFailed"
         case .noCallbacks(.didNotConnect): "didNotConnect"
         case .callbackNotDelivered: "callbackNotDelivered"
@@ -138,7 +142,7 @@ extension SupervisorFault {
     /// The failure from below, in its own words (nil for the cases that have none).
     public var cause: String? {
         switch self {
-        case .suspend(let c), .resume(let c), .kill(let c), .letRun(let c), .launch(let c), .warningCommand(let c), .command(_, let c), .watchdog(let c),
+        case .suspend(let c), .resume(let c), .kill(let c), .letRun(let c), .launch(let c), .warningCommand(let c), .readinessProbe(let c), .command(_, let c), .watchdog(let c),
             .othersRunOn(let c), .cgroupRemoval(let c), .oomScore(let c), .runRecord(_, let c), .abort(let c), .shutdown(let c), .adminAnswerThread(let c),
             .unclassified(let c):
             c

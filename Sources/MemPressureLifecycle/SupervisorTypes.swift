@@ -21,19 +21,27 @@ public struct AppSpec: Sendable, Hashable, Codable {
     /// What a memory warning becomes for this app: nil is the callback for a client and
     /// nothing for any other program (`effectiveMemoryWarning`).
     public var memoryWarning: MemoryWarningAction?
+    /// For a program without the client: how the supervisor tells it is working, after a launch
+    /// and after a resume (`ReadinessProbe`). Nil: it counts as launched once started and as
+    /// resumed once let run, and never reports ready.
+    public var ready: ReadinessProbe?
 
-    public init(name: String, command: [String], environment: [String: String]? = nil, client: Bool? = nil, memoryWarning: MemoryWarningAction? = nil) {
+    public init(
+        name: String, command: [String], environment: [String: String]? = nil, client: Bool? = nil, memoryWarning: MemoryWarningAction? = nil,
+        ready: ReadinessProbe? = nil
+    ) {
         self.name = name
         self.command = command
         self.environment = environment
         self.client = client
         self.memoryWarning = memoryWarning
+        self.ready = ready
     }
 
     /// What a memory warning becomes for this app.
     public var effectiveMemoryWarning: MemoryWarningAction { memoryWarning ?? (client ?? true ? .callback : .none) }
 
-    private enum CodingKeys: String, CodingKey, CaseIterable { case name, command, environment, client, memoryWarning }
+    private enum CodingKeys: String, CodingKey, CaseIterable { case name, command, environment, client, memoryWarning, ready }
 
     /// Refuses a key it does not know (a typo such as "enviroment" would otherwise be dropped).
     public init(from decoder: any Decoder) throws {
@@ -43,7 +51,8 @@ public struct AppSpec: Sendable, Hashable, Codable {
             name: try c.decode(String.self, forKey: .name), command: try c.decode([String].self, forKey: .command),
             environment: try c.decodeIfPresent([String: String].self, forKey: .environment),
             client: try c.decodeIfPresent(Bool.self, forKey: .client),
-            memoryWarning: try c.decodeIfPresent(MemoryWarningAction.self, forKey: .memoryWarning))
+            memoryWarning: try c.decodeIfPresent(MemoryWarningAction.self, forKey: .memoryWarning),
+            ready: try c.decodeIfPresent(ReadinessProbe.self, forKey: .ready))
     }
 }
 
@@ -60,6 +69,10 @@ extension AppSpec {
         for (key, value) in (environment ?? [:]).sorted(by: { $0.key < $1.key }) {
             guard !key.isEmpty, !key.utf8.contains(0), !key.utf8.contains(0x3d) else { throw .invalidEnvironmentName(app: name, key) }
             if value.utf8.contains(0) { throw .nulByte(app: name, field: "environment variable \(key)") }
+        }
+        if let ready {
+            guard client == false else { throw .probeForClient(app: name) }
+            try ready.validate(app: name)
         }
         if case .command(let argv) = memoryWarning {
             guard !argv.isEmpty, !argv[0].isEmpty else { throw .emptyCommand(app: name) }
