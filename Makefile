@@ -24,7 +24,9 @@ APT_PACKAGES := libjemalloc-dev libunwind-dev zlib1g-dev pkg-config util-linux
 # pg_prewarm and pg_buffercache from postgresql-contrib) through libpq (libpq-dev); their plots
 # are drawn by gnuplot. export-bench measures the Prometheus exporter against node_exporter and
 # process-exporter (Debian's prometheus-node-exporter and prometheus-process-exporter, which it
-# starts itself on loopback ports of its own; their services are never started).
+# starts itself on loopback ports of its own; their services are never started). programs-bench
+# supervises redis-server, PostgreSQL and headless chromium (curl reads its DevTools endpoint) as
+# apps, each in a scratch directory of its own.
 # libCacheSim's Python package, for purgeable-bench's miss-ratio comparison (from PyPI).
 LIBCACHESIM_VERSION := 0.3.5
 # The exporter's tests start a real Prometheus server, check expositions with promtool and run
@@ -39,7 +41,7 @@ TEST_APT_PACKAGES := prometheus gcc python3 python3-venv
 # app through pkg-config and scrapes the exporter with python3.
 DEB_APT_PACKAGES := dpkg-dev
 TEST_DEB_APT_PACKAGES := systemd man-db gcc pkg-config python3
-BENCH_APT_PACKAGES := smem time procps earlyoom nohang util-linux gnuplot-nox redis-server postgresql postgresql-contrib libpq-dev prometheus-node-exporter prometheus-process-exporter
+BENCH_APT_PACKAGES := smem time procps earlyoom nohang util-linux gnuplot-nox redis-server postgresql postgresql-contrib libpq-dev chromium curl prometheus-node-exporter prometheus-process-exporter
 
 export PATH := /opt/swift/usr/bin:$(PATH)
 
@@ -141,6 +143,7 @@ bench: bench-deps
 	cd Benchmarks && $(SWIFT) run -c release redis-bench --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release pg-bench --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release resume-bench --build ../.build/release --output ../Reports
+	cd Benchmarks && $(SWIFT) run -c release programs-bench --build ../.build/release --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release switching-bench --build ../.build/release --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release export-bench --build ../.build/release --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release soak-bench --build ../.build/release --output ../Reports
@@ -150,11 +153,12 @@ bench: bench-deps
 # Reports/ keeps the full runs.
 bench-quick: bench-deps
 	$(SWIFT) build $(RELEASE)
-	cd Benchmarks && $(SWIFT) build -c release --product resume-bench && $(SWIFT) build -c release --product redis-bench && $(SWIFT) build -c release --product pg-bench && $(SWIFT) build -c release --product switching-bench && $(SWIFT) build -c release --product export-bench && $(SWIFT) build -c release --product jetsam-bench && $(SWIFT) build -c release --product soak-bench
+	cd Benchmarks && $(SWIFT) build -c release --product resume-bench && $(SWIFT) build -c release --product redis-bench && $(SWIFT) build -c release --product pg-bench && $(SWIFT) build -c release --product switching-bench && $(SWIFT) build -c release --product export-bench && $(SWIFT) build -c release --product jetsam-bench && $(SWIFT) build -c release --product soak-bench && $(SWIFT) build -c release --product programs-bench
 	@out=$$(mktemp -d /tmp/mempressure-bench-quick.XXXXXX); trap 'rm -rf "$$out"' EXIT; \
 	cd Benchmarks && .build/release/resume-bench --quick --build ../.build/release --output "$$out" && \
 	.build/release/redis-bench --quick --output "$$out" && \
 	.build/release/pg-bench --quick --output "$$out" && \
+	.build/release/programs-bench --quick --build ../.build/release --output "$$out" && \
 	.build/release/switching-bench --quick --build ../.build/release --output "$$out" && \
 	.build/release/export-bench --quick --build ../.build/release --output "$$out" && \
 	.build/release/jetsam-bench --quick --sections end-to-end --build ../.build/release --output "$$out" && \
@@ -190,6 +194,7 @@ reports: bench-deps
 	cd Benchmarks && $(SWIFT) run -c release redis-bench --render-only --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release pg-bench --render-only --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release resume-bench --render-only --output ../Reports
+	cd Benchmarks && $(SWIFT) run -c release programs-bench --render-only --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release switching-bench --render-only --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release export-bench --render-only --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release soak-bench --render-only --output ../Reports

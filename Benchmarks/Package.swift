@@ -114,6 +114,18 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(
+            name: "programs-bench",
+            dependencies: [
+                "BenchSupport",
+                .product(name: "MemPressureLifecycle", package: "MemoryPressure"),
+                .product(name: "MemPressureLifecycleProtocol", package: "MemoryPressure"),
+                .product(name: "MemPressureSystem", package: "MemoryPressure"),
+                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
             name: "resume-bench",
             dependencies: [
                 "BenchSupport",

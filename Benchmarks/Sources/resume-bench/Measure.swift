@@ -25,7 +25,16 @@ struct AppSize: Codable, Sendable {
 }
 
 enum Condition: String, Codable, Sendable, CaseIterable {
-    case none, squeeze, swap
+    /// Nothing: what the app trimmed itself is all that is missing.
+    case none
+    /// Its memory cgroup squeezed without swap: the kernel takes its purgeable and clean pages.
+    case squeeze
+    /// Freeze-dried to a swap file, then out of the swap cache: the resume reads from the file.
+    case swap
+    /// The same on zram (lz4), as Android and ChromeOS swap.
+    case zram
+
+    var isSwap: Bool { self == .swap || self == .zram }
 }
 
 /// One resume: the app in the background just before it, and what the resume took.
@@ -40,9 +49,15 @@ struct Cycle: Codable, Sendable {
     var cleanBytes: UInt64
     var swappedBytes: UInt64
     var footprintBytes: UInt64
-    /// The cgroup limit the squeeze reached, or the bytes the page-out wrote to swap.
+    /// The cgroup limit the squeeze reached (for the swap conditions, the squeeze that took the
+    /// paged-out memory out of the swap cache), or the bytes the page-out wrote to swap.
     var squeezedToBytes: UInt64?
     var pagedOutBytes: UInt64?
+    /// Pages the machine read from swap during the resume (pswpin; the benchmark runs alone).
+    var pagesSwappedIn: UInt64? = nil
+    /// Why a swap round does not prove a real swap-in (`swapInShortfall`), if it does not: it is
+    /// left out of the figures.
+    var invalid: String? = nil
     /// From the resume command: the app running again (SIGCONT seen), ready, fully rebuilt.
     var thawMs: Double
     var readyMs: Double
@@ -74,6 +89,11 @@ struct Relaunch: Codable, Sendable {
     var launchedMs: Double?
     /// Bytes of the saved state that did not come back (every byte compared).
     var lostBytes: Int
+    /// For a cold relaunch: the files dropped from the page cache (every file the app mapped and
+    /// its data), their bytes, and what stayed (mapped by other processes of the machine).
+    var droppedFiles: Int? = nil
+    var droppedBytes: UInt64? = nil
+    var stillResidentBytes: UInt64? = nil
 }
 
 struct ResumeRun {
@@ -84,6 +104,10 @@ struct ResumeRun {
     private(set) var data = ""
     var conditions: [Condition] = Condition.allCases
     var notes: [String] = []
+    /// vm.page-cluster: a major fault reads 2^N pages from a swap file.
+    var pageCluster = 3
+    /// The files the first cold relaunch dropped.
+    var coldDropped: [DroppedFile] = []
 
     init(build: String, levels: [Int], rounds: Int) throws {
         self.build = build
@@ -97,16 +121,30 @@ struct ResumeRun {
         let scratch = try CheckedDirectory.makeUnique(in: "/var/tmp", prefix: "mempressure-resume-bench-")
         defer { scratch.removeTree() }
         data = scratch.path
-        // Freeze-dry needs swap: a temporary swap file, removed however the run ends.
-        var swap: TemporarySwapFile?
+        // Freeze-dry needs swap: a swap file or a zram device set up for each such round alone,
+        // and removed after it however it ends. Tried once here: a machine that refuses one
+        // loses that condition, said in the notes.
+        let swaps = String(decoding: try ProcFS.readBytes("/proc/swaps"), as: UTF8.self).split(separator: "\n").count
+        guard swaps <= 1 else { throw BenchError("this machine has swap of its own (/proc/swaps): the swap conditions need it off, so that they alone decide where pages go") }
         do {
-            let gib: UInt64 = 1 << 30
-            swap = try TemporarySwapFile(path: "\(data)/swap", bytes: gib)
+            let trial = try TemporarySwapFile(path: "\(data)/swap", bytes: 1 << 30)
+            if let failure = trial.remove() { throw BenchError(failure) }
         } catch {
             conditions.removeAll { $0 == .swap }
-            notes.append("no freeze-dry: this machine refused a swap file (\(error)); the swap condition was not measured")
+            notes.append("no freeze-dry to a swap file: this machine refused one (\(error)); the swap condition was not measured")
         }
-        defer { swap?.remove() }
+        do {
+            let trial = try TemporaryZramSwap(bytes: 1 << 30, compressor: "lz4")
+            if let failure = trial.remove() { throw BenchError(failure) }
+        } catch {
+            conditions.removeAll { $0 == .zram }
+            notes.append("no zram: \(error); the zram condition was not measured")
+        }
+        do {
+            pageCluster = Int(String(decoding: try ProcFS.readBytes("/proc/sys/vm/page-cluster"), as: UTF8.self).split(separator: "\n").first ?? "") ?? 3
+        } catch {
+            notes.append("vm.page-cluster unreadable (\(error)): 3 assumed")
+        }
 
         var c = SupervisorConfiguration()
         c.executableDirectory = build
@@ -115,7 +153,7 @@ struct ResumeRun {
         c.callbackTimeout = 30
         let s = try Supervisor(configuration: c)
         let run = self
-        let outcome: (cycles: [Cycle], relaunches: [Relaunch], notes: [String])
+        let outcome: (cycles: [Cycle], relaunches: [Relaunch], notes: [String], coldDropped: [DroppedFile])
         outcome = try await withTaskCancellationHandler {
             do {
                 let r = try await run.measure(with: s)
@@ -129,13 +167,16 @@ struct ResumeRun {
             Task { await s.abort() }
         }
         notes += outcome.notes
-        return ResumeReport(
+        var report = ResumeReport(
             machine: machineLine(),
             command: "make bench (cd Benchmarks && swift run -c release resume-bench --build ../.build/release --output ../Reports)",
             size: size, rounds: rounds, conditions: conditions, cycles: outcome.cycles, relaunches: outcome.relaunches, notes: notes)
+        report.pageCluster = pageCluster
+        report.coldDropped = outcome.coldDropped
+        return report
     }
 
-    func measure(with s: Supervisor) async throws -> (cycles: [Cycle], relaunches: [Relaunch], notes: [String]) {
+    func measure(with s: Supervisor) async throws -> (cycles: [Cycle], relaunches: [Relaunch], notes: [String], coldDropped: [DroppedFile]) {
         guard let group = s.deviceMemoryCgroup else { throw BenchError("the supervisor made no memory cgroup") }
         var notes: [String] = []
         // The squeeze must take what reclaim takes without swap (purgeable and clean pages), not
@@ -155,6 +196,7 @@ struct ResumeRun {
         let progress = Progress("resume-bench", total: blocks.count * rounds * steps)
         var cycles: [Cycle] = []
         var relaunches: [Relaunch] = []
+        var coldDropped: [DroppedFile] = []
         for (trim, restore) in blocks {
             let digits = String(trim)
             let name = "t" + String(repeating: "0", count: 3 - digits.count) + digits + "-" + restore
@@ -176,14 +218,16 @@ struct ResumeRun {
                     } else {
                         let cold = step == steps - 1
                         progress.doing("\(name): round \(round + 1), relaunch, page cache \(cold ? "cold" : "warm")")
-                        relaunches.append(try await relaunch(name, trim: trim, restore: restore, cold: cold, round: round, s: s, data: dir))
+                        let (r, dropped) = try await relaunch(name, trim: trim, restore: restore, cold: cold, round: round, s: s, data: dir)
+                        relaunches.append(r)
+                        if coldDropped.isEmpty { coldDropped = dropped }
                     }
                     progress.step()
                 }
             }
             try await s.terminate(name)
         }
-        return (cycles, relaunches, notes)
+        return (cycles, relaunches, notes, coldDropped)
     }
 
     /// Background (suspended), the condition, then resume until ready and until fully rebuilt.
@@ -194,14 +238,28 @@ struct ResumeRun {
         }
         var squeezed: UInt64?
         var pagedOut: UInt64?
+        var swapFile: TemporarySwapFile?
+        var zram: TemporaryZramSwap?
+        // The device goes after the resume has been measured (swapoff reads back what is left).
+        defer {
+            if let failure = swapFile?.remove() { log("resume-bench", "the swap file: \(failure)") }
+            if let failure = zram?.remove() { log("resume-bench", "zram: \(failure)") }
+        }
         switch condition {
         case .none:
             break
         case .squeeze:
             squeezed = try squeeze(pid: pid, group: group)
-        case .swap:
+        case .swap, .zram:
+            if condition == .zram {
+                zram = try TemporaryZramSwap(bytes: 1 << 30, compressor: "lz4")
+            } else {
+                swapFile = try TemporarySwapFile(path: "\(data)/swap", bytes: 1 << 30)
+            }
             pagedOut = try await s.pageOut(name, pid: pid).writtenBytes
+            squeezed = try evictSwapCache(group: group)
         }
+        let swapBefore = try SwapInCounters(memoryCgroup: group)
         // VM Tracker's snapshot reads stat too: the fault counters before and after come with it.
         let before = try Snapshotter().process(pid, options: .totalsOnly)
         let totals = before.totals
@@ -210,6 +268,7 @@ struct ResumeRun {
         let r = try await WorkloadRequest.restored.send { try await s.command(name, $0) }
         let tFull = await s.now()
         let after = try Snapshotter().process(pid, options: .totalsOnly).stat
+        let swapAfter = try SwapInCounters(memoryCgroup: group)
         let log = await s.log
         guard let ready = log.last(where: { $0.app == name && $0.kind == .ready && $0.t >= t0 }) else {
             throw BenchError("\(name): no ready after the resume")
@@ -218,7 +277,7 @@ struct ResumeRun {
         let thawMs: Double = ((thaw?.t ?? t0) - t0) * 1000
         let readyMs: Double = (ready.t - t0) * 1000
         let fullMs: Double = (tFull - t0) * 1000
-        return Cycle(
+        var cycle = Cycle(
             trim: trim, restore: restore, condition: condition, round: round,
             dirtyBytes: totals.dirty, purgeableBytes: totals.purgeable, cleanBytes: totals.clean, swappedBytes: totals.swapped, footprintBytes: totals.footprint,
             squeezedToBytes: squeezed, pagedOutBytes: pagedOut,
@@ -226,16 +285,85 @@ struct ResumeRun {
             minorFaults: after.minorFaults &- before.stat.minorFaults, majorFaults: after.majorFaults &- before.stat.majorFaults,
             rebuildMs: r.seconds * 1e3, rebuildCPUMs: r.cpuSeconds * 1e3, refaultMs: r.refaultSeconds * 1e3,
             imagesRebuilt: r.images, modelChunksRebuilt: r.modelChunks)
+        if condition.isSwap {
+            cycle.pagesSwappedIn = swapAfter.pagesSwappedIn &- swapBefore.pagesSwappedIn
+            cycle.invalid = swapInShortfall(
+                swappedBytes: totals.swapped, mustReadBytes: totals.swapped, majorFaults: cycle.majorFaults, zram: condition == .zram, pageCluster: pageCluster)
+        }
+        return cycle
+    }
+
+    /// Takes what the page-out wrote to swap out of the swap cache too (MADV_PAGEOUT writes the
+    /// pages but, on a machine with free memory, leaves them cached, so a resume would not read
+    /// the device): the memory cgroup's limit lowered, its swappiness raised for the while, until
+    /// the kernel has reclaimed what it can; then both restored. Returns the limit reached.
+    func evictSwapCache(group: String) throws -> UInt64 {
+        // Reclaim reads the swappiness of each cgroup it scans: the app's own (made with the
+        // device's 0 for the squeeze condition) as well as the device's.
+        var groups = [group]
+        var i = 0
+        while i < groups.count {
+            for entry in try ProcFS.listDirectory(groups[i]) {
+                let child = "\(groups[i])/\(String(decoding: entry, as: UTF8.self))"
+                if ProcFS.isDirectory(child) { groups.append(child) }
+            }
+            i += 1
+        }
+        var raised: [(path: String, was: [UInt8])] = []
+        defer {
+            for (path, was) in raised {
+                do {
+                    try ProcFS.writeFileInPlace(path, was)
+                } catch {
+                    log("resume-bench", "cannot set \(path) back: \(error)")
+                }
+            }
+        }
+        for g in groups where ProcFS.isFile("\(g)/memory.swappiness") {
+            let path = "\(g)/memory.swappiness"
+            let was = try ProcFS.readBytes(path).filter { $0 != 0x0a }
+            try ProcFS.writeFileInPlace(path, Array("100".utf8))
+            raised.append((path, was))
+        }
+        let mib: UInt64 = 1 << 20
+        // The page-out's writes are asynchronous on a swap file: a page under writeback cannot be
+        // reclaimed yet. Wait (at most 30 s) until the machine has none in flight.
+        let deadline = monotonicSeconds() + 30
+        while monotonicSeconds() < deadline {
+            let meminfo = String(decoding: try ProcFS.readBytes("/proc/meminfo"), as: UTF8.self)
+            let line = meminfo.split(separator: "\n").first { $0.hasPrefix("Writeback:") } ?? ""
+            if line.split(separator: " ").dropFirst().first == "0" { break }
+            pause(0.002)
+        }
+        let limitFile = "\(group)/memory.limit_in_bytes"
+        var limit: UInt64 = 4 * mib
+        var reached: UInt64?
+        for _ in 0..<256 where reached == nil {
+            do {
+                try ProcFS.writeFileInPlace(limitFile, Array(String(limit).utf8))
+                reached = limit
+            } catch {
+                guard error.errno.rawValue == EBUSY else { throw error }
+                limit += 4 * mib
+            }
+        }
+        try ProcFS.writeFileInPlace(limitFile, Array(String(UInt64(2048) * mib).utf8))
+        guard let reached else { throw BenchError("the kernel refused every limit up to \(limit / mib) MiB on \(group)") }
+        return reached
     }
 
     /// Terminate (the app saves its state), drop the page cache of its files if `cold`, launch
     /// and activate; then every byte of the state is checked.
-    func relaunch(_ name: String, trim: Int, restore: String, cold: Bool, round: Int, s: Supervisor, data: String) async throws -> Relaunch {
+    func relaunch(_ name: String, trim: Int, restore: String, cold: Bool, round: Int, s: Supervisor, data: String) async throws -> (Relaunch, [DroppedFile]) {
         let activations = try await WorkloadRequest.state.send { try await s.command(name, $0) }.activations
+        // Cold means cold: every file the app maps (its executable, the Swift runtime, jemalloc,
+        // the C library) as well as its data, read before it ends.
+        var mapped: [String] = []
+        if let pid = try await s.pid(of: name) { mapped = mappedFiles(of: [pid]) }
         try await s.terminate(name)
-        if cold {
-            for file in ["\(data)/state.bin", "\(data)/assets.bin", "\(build)/mempressure-workload"] { try dropPageCache(file) }
-        }
+        let dropped = cold ? try dropForColdStart(mapped: mapped, dataDirectory: data) : []
+        // Warm means warm: a squeeze or an eviction in an earlier round may have taken its files' pages.
+        if !cold { try warmForStart(mapped: mapped, dataDirectory: data) }
         let t0 = await s.now()
         try await s.activate(name)
         let log = await s.log
@@ -245,9 +373,15 @@ struct ResumeRun {
         let connected = log.first { $0.app == name && $0.kind == .connected && $0.t >= t0 }
         let launched = log.first { $0.app == name && $0.payload == .callback(.didFinishLaunching) && $0.t >= t0 }
         let lost = try await WorkloadRequest.verify(activations: activations + 1).send { try await s.command(name, $0) }
-        return Relaunch(
+        var relaunch = Relaunch(
             trim: trim, restore: restore, cache: cold ? "cold" : "warm", round: round, readyMs: (ready.t - t0) * 1000,
             connectedMs: connected.map { ($0.t - t0) * 1000 }, launchedMs: launched.map { ($0.t - t0) * 1000 }, lostBytes: lost)
+        if cold {
+            relaunch.droppedFiles = dropped.filter { $0.error == nil }.count
+            relaunch.droppedBytes = dropped.reduce(0) { $0 + $1.bytes }
+            relaunch.stillResidentBytes = dropped.reduce(0) { $0 + $1.residentAfterBytes }
+        }
+        return (relaunch, dropped)
     }
 
     /// Lowers the memory cgroup's limit while the app is suspended, down to what reclaim cannot

@@ -51,6 +51,10 @@ struct ResumeReport: RenderedReport {
     var cycles: [Cycle]
     var relaunches: [Relaunch]
     var notes: [String]
+    /// vm.page-cluster of the run (swap readahead 2^N pages); nil in reports before it was kept.
+    var pageCluster: Int? = nil
+    /// The files the first cold relaunch dropped from the page cache.
+    var coldDropped: [DroppedFile]? = nil
 
     init(machine: String, command: String, size: AppSize, rounds: Int, conditions: [Condition], cycles: [Cycle], relaunches: [Relaunch], notes: [String]) {
         self.machine = machine
@@ -69,7 +73,8 @@ struct ResumeReport: RenderedReport {
                 let warm = Percentiles(relaunches.filter { $0.trim == trim && $0.restore == restore && $0.cache == "warm" }.map(\.readyMs))
                 let cold = Percentiles(relaunches.filter { $0.trim == trim && $0.restore == restore && $0.cache == "cold" }.map(\.readyMs))
                 for condition in conditions {
-                    let cs = cycles.filter { $0.trim == trim && $0.restore == restore && $0.condition == condition }
+                    // A swap round that did not read from the device does not count (see `invalid`).
+                    let cs = cycles.filter { $0.trim == trim && $0.restore == restore && $0.condition == condition && $0.invalid == nil }
                     guard !cs.isEmpty else { continue }
                     func median(_ f: (Cycle) -> UInt64) -> UInt64 {
                         let values: [Double] = cs.map { Double(f($0)) }
@@ -130,13 +135,22 @@ struct ResumeReport: RenderedReport {
             Conditions while it is suspended: **none** (only what it trimmed itself is gone); \
             **squeeze** (its memory cgroup's limit lowered to what reclaim cannot take without swap: \
             the kernel takes its purgeable and clean pages); **swap** (freeze-dried: its anonymous \
-            memory written to a temporary swap file with process_madvise MADV_PAGEOUT).
+            memory written to a swap file made for the round with process_madvise MADV_PAGEOUT, \
+            then its memory cgroup squeezed with swappiness 100 so that the pages leave the swap \
+            cache too, and the resume reads them from the file); **zram** (the same on /dev/zram0 \
+            with lz4, as Android and ChromeOS swap). A swap or zram round counts only if the app's \
+            major faults during the resume are at least a quarter of what its swapped bytes need at \
+            one fault per readahead window (2^page-cluster pages from the file; one page from zram, \
+            which the kernel reads synchronously): the evidence is in its own table below.
 
             Times are from the supervisor's command: *ready* is the app's `ready`, *full* is when its \
             rebuild has finished and its working set has been read again (every released thing \
             rebuilt). Relaunch is from the launch command (fork, exec, state restored, everything \
             built) to `ready`, measured for the same app in the same block of the run, with the page \
-            cache warm and cold (the state file, the asset file and the executable dropped from it). \
+            cache warm and cold (warm: every file the app mapped and its data read into it first, since \
+            a squeeze in an earlier round may have taken them; cold: every file the app mapped — its \
+            executable, the Swift runtime, jemalloc, the C library — and every file of its data dropped \
+            from it, listed below). \
             **ratio** = resume full p50 / relaunch warm p50. Figures are p50 (p90, p99) over \
             \(rounds) rounds.
 
@@ -151,13 +165,23 @@ struct ResumeReport: RenderedReport {
             var cells: [String] = []
             for c in conditions {
                 let even: BreakEven? = breakEvens.first { $0.restore == restore && $0.condition == c }
-                if let trim = even?.trim {
+                if let trim = even?.trim, trim <= Double(points.map(\.trim).min() ?? 0) {
+                    cells.append("relaunch wins at every trim (from \(ByteFormat.fixed(trim, 0))%)")
+                } else if let trim = even?.trim {
                     cells.append("\(ByteFormat.fixed(trim, 0))% trim")
                 } else {
                     cells.append("never (resume wins at every trim)")
                 }
             }
             md += "| \(restore) | \(cells.joined(separator: " | ")) |\n"
+        }
+        for c in conditions where c.isSwap {
+            let ratios = points.filter { $0.condition == c }.map(\.ratio)
+            guard let low = ratios.min(), let high = ratios.max() else { continue }
+            let device = c == .zram ? "zram" : "a swap file"
+            md += "\nAfter a freeze-dry to \(device) (the pages read back from the device, as the evidence below shows), resume ÷ relaunch runs from \(ByteFormat.fixed(low, 2)) to \(ByteFormat.fixed(high, 2)) over the trims and restore modes: "
+            md += high < 1 ? "resuming still wins everywhere." : low >= 1 ? "**relaunching wins at every trim**: the swap-in costs more than the whole launch." : "relaunching wins where the ratio passes 1."
+            md += "\n"
         }
         md += relaunchParts()
         md += "\n![background footprint against resume time, with the relaunch lines](resume-relaunch.svg)\n\n"
@@ -193,9 +217,57 @@ struct ResumeReport: RenderedReport {
             let cells: [String] = ["\(p.trim)%", p.restore, p.condition.rawValue, p.thawMs.text(2), "\(Int(p.minorFaults))", "\(Int(p.majorFaults))", p.refaultMs.text(), p.rebuildCPUMs.text()]
             md += "| \(cells.joined(separator: " | ")) |\n"
         }
+        md += swapEvidence()
+        md += coldSection()
         md += "\n## State fidelity\n\n"
         md += "\(relaunches.count) relaunches, each checking every byte of the saved state against what the app's activations must have left: **\(stateBytesLost) bytes lost**.\n"
         if !notes.isEmpty { md += "\n## Notes\n\n" + notes.map { "- \($0)\n" }.joined() }
+        return md
+    }
+
+    /// Per swap condition and point: the rounds that read from the device, and the evidence.
+    func swapEvidence() -> String {
+        let swapConditions = conditions.filter(\.isSwap)
+        guard !swapConditions.isEmpty else { return "" }
+        let window = 1 << (pageCluster ?? 3)
+        var md = "\n## Swap-in, proved per round\n\n"
+        md += "Medians over the rounds of each point: what was on swap when the resume began (VM Tracker), the app's major faults until fully rebuilt, and the pages the machine read from swap (pswpin, ×4 KiB). "
+        md += "A round counts when its major faults reach a quarter of its swapped bytes ÷ \(window) pages (the swap file's readahead window) or ÷ 1 page (zram).\n\n"
+        md += "| trim | restore | condition | valid / rounds | swapped MiB | major faults | read from swap MiB |\n|---:|---|---|---:|---:|---:|---:|\n"
+        let trims = Array(Set(cycles.map(\.trim))).sorted()
+        for trim in trims {
+            for restore in ["lazy", "eager"] {
+                for c in swapConditions {
+                    let all = cycles.filter { $0.trim == trim && $0.restore == restore && $0.condition == c }
+                    guard !all.isEmpty else { continue }
+                    let valid = all.filter { $0.invalid == nil }
+                    let swapped = Percentiles(all.map { Double($0.swappedBytes) }).p50
+                    let faults = Percentiles(all.map { Double($0.majorFaults) }).p50
+                    let read = Percentiles(all.map { Double(($0.pagesSwappedIn ?? 0) * 4096) }).p50
+                    md += "| \(trim)% | \(restore) | \(c.rawValue) | \(valid.count) / \(all.count) | \(mib(UInt64(swapped))) | \(Int(faults)) | \(mib(UInt64(read))) |\n"
+                }
+            }
+        }
+        let invalid = cycles.filter { $0.invalid != nil }
+        if !invalid.isEmpty {
+            md += "\nRounds left out (\(invalid.count)):\n\n"
+            for c in invalid.prefix(12) { md += "- trim \(c.trim)%, \(c.restore), \(c.condition.rawValue), round \(c.round + 1): \(c.invalid ?? "")\n" }
+            if invalid.count > 12 { md += "- … \(invalid.count - 12) more in the JSON\n" }
+        }
+        return md
+    }
+
+    /// What the cold relaunches dropped from the page cache.
+    func coldSection() -> String {
+        guard let files = coldDropped, !files.isEmpty else { return "" }
+        let ok = files.filter { $0.error == nil }
+        let bytes = ok.reduce(0) { $0 + $1.bytes }
+        let stayed = ok.filter { $0.residentAfterBytes > 0 }
+        var md = "\n## What a cold relaunch dropped\n\n"
+        md += "Every cold relaunch dropped \(ok.count) files (\(mib(bytes)) MiB) from the page cache: every file the app had mapped and every file of its data. "
+        md += "\(stayed.count) of them kept \(mib(stayed.reduce(0) { $0 + $1.residentAfterBytes })) MiB, mapped by other processes of the machine, which the kernel does not drop:\n\n"
+        for f in ok { md += "- `\(f.path)`: \(mib(f.bytes)) MiB\(f.residentAfterBytes > 0 ? ", \(mib(f.residentAfterBytes)) MiB stayed" : "")\n" }
+        for f in files where f.error != nil { md += "- `\(f.path)`: not dropped: \(f.error ?? "")\n" }
         return md
     }
 
@@ -221,12 +293,13 @@ struct ResumeReport: RenderedReport {
     }
 
     func plots() -> [Plot] {
-        let colors: [Condition: String] = [.none: "#4a7bd0", .squeeze: "#d04a4a", .swap: "#3a9a4a"]
+        let colors: [Condition: String] = [.none: "#4a7bd0", .squeeze: "#d04a4a", .swap: "#3a9a4a", .zram: "#b07a20"]
         var curve = Plot(name: "resume-relaunch", title: "Background footprint against resume time (p50); the relaunch lines for comparison", width: 900, height: 520)
         var series: [String] = []
         for (i, restore) in ["eager", "lazy"].enumerated() {
             for condition in conditions {
                 let ps = points.filter { $0.restore == restore && $0.condition == condition }.sorted { $0.trim < $1.trim }
+                guard !ps.isEmpty else { continue }  // every round of it left out (no real swap-in)
                 let block = "\(restore)_\(condition.rawValue)"
                 curve.data(block, columns: ["footprint MiB", "resume ms", "trim"], rows: ps.map { p in
                     [.number(Double(p.backgroundFootprintBytes) / 1048576), .number(restore == "eager" ? p.resumeFullMs.p50 : p.resumeReadyMs.p50), .text("\(p.trim)%")]
@@ -261,6 +334,7 @@ struct ResumeReport: RenderedReport {
         for (i, restore) in ["eager", "lazy"].enumerated() {
             for condition in conditions {
                 let ps = points.filter { $0.restore == restore && $0.condition == condition }.sorted { $0.trim < $1.trim }
+                guard !ps.isEmpty else { continue }
                 let block = "r_\(restore)_\(condition.rawValue)"
                 ratio.data(block, columns: ["trim %", "ratio"], rows: ps.map { [.int($0.trim), .number($0.ratio)] })
                 lines.append("$\(block) using 1:2 with linespoints lw 1.5 pt 7 ps 0.6 dt \(i + 1) lc rgb '\(colors[condition] ?? "#777777")' title \(Plot.quoted("\(condition.rawValue), \(restore)"))")

@@ -11,14 +11,19 @@
 //            what cannot be reclaimed without swap, so the kernel takes its purgeable pages
 //            (MADV_FREE'd) and its clean file pages
 //   swap     freeze-dried: its anonymous memory written to swap (process_madvise MADV_PAGEOUT
-//            through its pidfd) on a temporary swap file, removed afterwards
+//            through its pidfd) on a swap file made for the round, then its memory cgroup
+//            squeezed with swappiness 100 so that the pages leave the swap cache too: the resume
+//            reads them from the file (its major faults and pswpin prove it per round; a round
+//            that did not is reported invalid and left out)
+//   zram     the same on /dev/zram0 (lz4), as Android and ChromeOS swap
 //
 // and relaunched (terminated, with its state saved, then launched with the state restored),
-// with the page cache warm and cold. Everything is measured from outside, through the
+// with the page cache warm and cold (cold: every file the app mapped and its data dropped). Everything is measured from outside, through the
 // supervisor and /proc; the app's own answers give the split of the rebuild. Every relaunch
 // checks every byte of the saved state; a byte lost fails the run.
 //
-// Writes Reports/resume-relaunch.{md,json,gp,svg}. Needs root (memory cgroups, swapon).
+// Writes Reports/resume-relaunch.{md,json,gp,svg}. Needs root (memory cgroups, swapon, zram) and a
+// machine with no swap of its own.
 
 import MemPressureLifecycle
 import ArgumentParser
