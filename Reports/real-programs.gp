@@ -8,24 +8,24 @@ set key noautotitle
 set border lc rgb '#555555'
 $bars << EOD
 # row	label	value	highlight	text
-14	"redis freeze"	320.2847024986113	0	"320 ms"
-13	"redis swap-file"	1711.7087290025665	0	"1712 ms"
-12	"redis zram"	435.249266003666	0	"435 ms"
-11	"redis relaunch-warm"	492.6377265037445	1	"493 ms"
-10	"redis relaunch-cold"	501.94703099987237	1	"502 ms"
-9	"postgres freeze"	179.73978400186752	0	"180 ms"
-8	"postgres swap-file"	508.58266800059937	0	"509 ms"
-7	"postgres zram"	316.3984850034467	0	"316 ms"
-6	"postgres relaunch-warm"	272.7001594976173	1	"273 ms"
-5	"postgres relaunch-cold"	340.98224949775613	1	"341 ms"
-4	"chromium freeze"	92.62453450355679	0	"93 ms"
-3	"chromium swap-file"	638.1419995013857	0	"638 ms"
-2	"chromium zram"	235.11512800178025	0	"235 ms"
-1	"chromium relaunch-warm"	902.1950975002255	1	"902 ms"
-0	"chromium relaunch-cold"	1234.1547414980596	1	"1234 ms"
+14	"redis freeze"	325.44714650066453	0	"325 ms"
+13	"redis swap-file"	1757.1323505035252	0	"1757 ms"
+12	"redis zram"	446.0104589961702	0	"446 ms"
+11	"redis relaunch-warm"	504.1918254974007	1	"504 ms"
+10	"redis relaunch-cold"	511.6812719970767	1	"512 ms"
+9	"postgres freeze"	178.96632099655108	0	"179 ms"
+8	"postgres swap-file"	520.7278345005761	0	"521 ms"
+7	"postgres zram"	316.8318169991835	0	"317 ms"
+6	"postgres relaunch-warm"	270.1747914979933	1	"270 ms"
+5	"postgres relaunch-cold"	339.01419850008097	1	"339 ms"
+4	"chromium freeze"	98.42184800072573	0	"98 ms"
+3	"chromium swap-file"	642.9357980014174	0	"643 ms"
+2	"chromium zram"	343.43204050310305	0	"343 ms"
+1	"chromium relaunch-warm"	906.0126994991151	1	"906 ms"
+0	"chromium relaunch-cold"	1227.6144925017434	1	"1228 ms"
 EOD
 set style fill solid 0.9 noborder
-set xrange [0:2019.8163002230285]
+set xrange [0:2073.4161735941598]
 set yrange [-0.6:14.6]
 set ytics scale 0 nomirror
 set xtics nomirror

@@ -150,9 +150,19 @@ extension Supervisor {
             case .callback(let c):
                 await deliver(c, to: a)
                 // A program without the client: where a client would be told it launched or
-                // comes back to the foreground, its readiness probe must pass.
-                if c == .didFinishLaunching || c == .willEnterForeground {
-                    try await probeReady(a, run.generation, limit: configuration.launchTimeout)
+                // comes back to the foreground, its readiness probe must pass. A launch whose
+                // probe does not pass fails (the app stays inactive); a return to the foreground
+                // goes on, as it does for a client that did not acknowledge willEnterForeground
+                // (the fault is logged): stopping there would leave it let run in the background
+                // with no stay and nothing to suspend it again.
+                if c == .didFinishLaunching {
+                    try await probeReady(a, run.generation, limit: configuration.launchTimeout, for: run.verb)
+                } else if c == .willEnterForeground {
+                    do {
+                        try await probeReady(a, run.generation, limit: configuration.launchTimeout, for: run.verb)
+                    } catch {
+                        if case .shuttingDown = error { throw error }
+                    }
                 }
             case .enter(let state):
                 transition(a, to: state)

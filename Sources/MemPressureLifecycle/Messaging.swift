@@ -48,12 +48,14 @@ extension Supervisor {
             case .command(let argv):
                 do throws(SpawnError) {
                     let handle = try WarningCommand.start(argv, app: name, pid: process.pid)
+                    // Should the supervisor die meanwhile, its guardian ends the command's group too.
+                    guardian.watch(processGroupOf: handle)
                     let timeout = configuration.callbackTimeout
                     let ending = Task {
                         let ended = await WarningCommand.finish(handle, timeout: timeout)
                         self.recordWarningCommand(ended, app: name, pid: handle.pid)
                     }
-                    helperCommands[handle.pid] = (handle, ending)
+                    helperCommands[handle.pid] = (handle, ending, .warningCommand)
                     commands.append(ending)
                 } catch {
                     record(.error(.warningCommand(cause: "\(error)")), a)
@@ -85,6 +87,7 @@ extension Supervisor {
 
     private func recordWarningCommand(_ ended: Result<ExitStatus, SystemCallError>, app name: String, pid: Int32) {
         helperCommands[pid] = nil
+        guardian.forget(processGroup: pid)
         let payload: SupervisorEvent.Payload
         switch ended {
         case .success(let status): payload = .warning(.commandRan(status))

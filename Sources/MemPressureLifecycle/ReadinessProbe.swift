@@ -66,13 +66,16 @@ public struct ReadinessProbe: Sendable, Hashable, Codable {
 extension Supervisor {
     /// Runs the app's readiness probe until it passes, the app's run ends, or `limit` seconds
     /// have passed; a pass counts as the app reporting ready. No probe (or a client): nothing.
-    func probeReady(_ a: AppRecord, _ generation: Int, limit: Double) async throws(SupervisorError) {
+    /// A shutdown, or the cancellation of the command, ends the try in progress at once and
+    /// throws `shuttingDown` (the command did not complete).
+    func probeReady(_ a: AppRecord, _ generation: Int, limit: Double, for verb: LifecycleVerb) async throws(SupervisorError) {
         guard !a.isClient, let probe = a.spec.ready else { return }
         let deadline = monotonicSeconds() + limit
         var tries = 0
         var last = "it did not run"
-        // A shutdown ends the try in progress (`helperCommands`) and no other begins.
-        while a.isAlive(generation), !isStopping {
+        while a.isAlive(generation) {
+            // A shutdown ends the try in progress (`helperCommands`) and no other begins.
+            guard !isStopping, !Task.isCancelled else { throw .shuttingDown(refused: Command.Verb(verb), app: a.name) }
             tries += 1
             guard let pid = a.process?.pid else { return }
             let handle: ProcessHandle
@@ -82,11 +85,23 @@ extension Supervisor {
                 record(.error(.readinessProbe(cause: "\(error)")), a)
                 throw .commandFailed(app: a.name, command: "start its readiness probe", answer: "\(error)")
             }
+            // Should the supervisor die meanwhile, its guardian ends the probe's group too.
+            guardian.watch(processGroupOf: handle)
             let timeout = min(probe.timeout, max(0.001, deadline - monotonicSeconds()))
             let ending = Task { await WarningCommand.finish(handle, timeout: timeout) }
-            helperCommands[handle.pid] = (handle, Task { _ = await ending.value })
-            let ended = await ending.value
+            helperCommands[handle.pid] = (handle, Task { _ = await ending.value }, .readinessProbe)
+            let ended = await withTaskCancellationHandler {
+                await ending.value
+            } onCancel: {
+                // What waits for it then ends the rest of its group and reaps it.
+                do {
+                    try handle.signal(SIGKILL)
+                } catch {
+                    // It has exited already.
+                }
+            }
             helperCommands[handle.pid] = nil
+            guardian.forget(processGroup: handle.pid)
             switch ended {
             case .success(.exited(0)):
                 guard a.isAlive(generation) else { return }
@@ -108,10 +123,10 @@ extension Supervisor {
             do {
                 try await Task.sleep(for: Seconds.duration(min(probe.interval, left)))
             } catch {
-                return  // cancelled: the supervisor is going
+                throw .shuttingDown(refused: Command.Verb(verb), app: a.name)  // cancelled
             }
         }
-        guard a.isAlive(generation), !isStopping else { return }
+        guard a.isAlive(generation) else { return }
         record(.error(.readinessProbe(cause: "not passed in \(limit) s (\(tries) tries, the last \(last))")), a)
         throw .timedOut(app: a.name, waitingFor: "pass its readiness probe", seconds: limit)
     }

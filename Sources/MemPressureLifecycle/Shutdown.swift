@@ -55,7 +55,9 @@ extension Supervisor {
                 // It has exited already; what waits for it ends its group all the same.
             } catch {
                 // Not signalled: what waits for it kills it at its timeout; the log says why now.
-                record(SupervisorEvent(t: now(), pid: pid, .error(.warningCommand(cause: "cannot end it at shutdown: \(error)"))))
+                let cause = "cannot end it at shutdown: \(error)"
+                let fault: SupervisorFault = command.kind == .readinessProbe ? .readinessProbe(cause: cause) : .warningCommand(cause: cause)
+                record(SupervisorEvent(t: now(), pid: pid, .error(fault)))
             }
         }
         for (_, command) in commands { await command.ending.value }

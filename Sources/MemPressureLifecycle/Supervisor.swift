@@ -93,7 +93,10 @@ public actor Supervisor {
     /// The supervisor's helper commands still running (memory-warning commands, readiness
     /// probes), by PID, and what waits for each: a shutdown ends them and waits until they are
     /// reaped, their process groups ended.
-    var helperCommands: [Int32: (handle: ProcessHandle, ending: Task<Void, Never>)] = [:]
+    var helperCommands: [Int32: (handle: ProcessHandle, ending: Task<Void, Never>, kind: HelperCommand)] = [:]
+
+    /// What a helper command is, for the log.
+    enum HelperCommand { case warningCommand, readinessProbe }
     /// The metrics it emits (`SupervisorMetrics`), through the factory current when it was made.
     let metrics = SupervisorMetricsRecorder()
     /// The high-memory line of `OOMScoreBands` in bytes, once worked out (OOMScoreAdjust.swift).

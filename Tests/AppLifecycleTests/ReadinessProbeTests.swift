@@ -70,14 +70,14 @@ struct ReadinessProbeTests {
         }
     }
 
-    @Test("a probe running at shutdown is ended with its process group; the shutdown does not wait for the launch's limit")
+    @Test("a probe running at shutdown is ended with its process group; the launch is refused, and the shutdown does not wait for the probe's day-long timeout")
     func endedAtShutdown() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let fifo = try FIFO(dir.path + "/words")
         defer { fifo.close() }
-        let probe = ReadinessProbe(command: ["/bin/sh", "-c", "sleep 31994 & echo $! > \(fifo.path); exec sleep 31995"], timeout: 600)
-        let s = try Supervisor(configuration: supervisorConfiguration { $0.launchTimeout = 600 })
+        let probe = ReadinessProbe(command: ["/bin/sh", "-c", "sleep 31994 & echo $! > \(fifo.path); exec sleep 31995"], timeout: 86_400)
+        let s = try Supervisor(configuration: supervisorConfiguration { $0.launchTimeout = 86_400 })
         var helper: WatchedProcess?
         try await withCleanup({ await s.shutdown() }) {
             try await s.register(AppSpec(name: "W", command: ["/bin/sleep", "600"], client: false, ready: probe))
@@ -85,11 +85,37 @@ struct ReadinessProbeTests {
             let pid = try #require(await fifo.line(within: 60).flatMap { Int32($0) }, "the probe started its helper")
             helper = WatchedProcess(pid)
             try #require(helper != nil)
-            await s.shutdown()
-            _ = await launch.result
+            // Left to its timeout, the probe would hold the shutdown for a day.
+            let ended: Bool? = await within(60) {
+                await s.shutdown()
+                return true
+            }
+            #expect(ended == true, "the shutdown ended the probe instead of waiting for it")
+            let result = await launch.result
+            #expect(throws: SupervisorError.self) { try result.get() }
             #expect(!(await s.log).contains { $0.app == "W" && $0.kind == .ready })
         }
         #expect(await helper?.waitForExit(timeout: 10) ?? true, "the probe's helper was ended with it")
+    }
+
+    @Test("a resume whose probe does not pass goes on to the foreground, as for a client that did not acknowledge; the fault is logged")
+    func resumeProbeFails() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        // Passes on its first try (the launch) only.
+        let script = "n=$(cat \"\(dir.path)/tries\" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > \"\(dir.path)/tries\"; [ $n -eq 1 ]"
+        let s = try Supervisor(configuration: supervisorConfiguration { $0.launchTimeout = 0.3 })
+        try await withCleanup({ await s.shutdown() }) {
+            try await s.register(AppSpec(name: "F", command: ["/bin/sleep", "600"], client: false, ready: ReadinessProbe(command: ["/bin/sh", "-c", script], interval: 0.01)))
+            try await s.activate("F")
+            try await s.background("F")
+            #expect(try await s.state(of: "F") == .suspended)
+            try await s.activate("F")
+            #expect(try await s.state(of: "F") == .active, "not left let run in the background")
+            let log = await s.log
+            #expect(log.contains { if case .error(.readinessProbe) = $0.payload { $0.app == "F" } else { false } })
+            #expect(log.filter { $0.app == "F" && $0.kind == .ready }.count == 1)
+        }
     }
 
     @Test("the probe in JSON and on the admin socket; refused for a client and with durations out of range")

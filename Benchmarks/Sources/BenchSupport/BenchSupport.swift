@@ -165,7 +165,7 @@ public func interruptible<T: Sendable>(
 /// file alone, nothing else leaves it. Only clean pages go, so write and fsync the file first;
 /// pages a running process has mapped stay.
 public func dropPageCache(_ path: String) throws(SystemCallError) {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
     guard fd >= 0 else { throw SystemCallError("open", errno: Errno(rawValue: errno), subject: path) }
     defer { close(fd) }
     let rc = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)

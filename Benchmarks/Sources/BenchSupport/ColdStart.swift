@@ -134,16 +134,22 @@ public struct SwapInCounters: Sendable {
 }
 
 /// Why a resume from swap does not prove a real swap-in, or nil if it does: less than half of
-/// `mustReadBytes` (what the resume must read back) was swapped, or the major faults are below a
-/// quarter of what reading the swapped part back takes at one fault per readahead window
+/// `mustReadBytes` (what the resume must read back: the data, or what a page-out wrote) was on
+/// swap; the machine read back (pswpin) less than half of the part that was; or the major faults
+/// are below a quarter of what reading it back takes at one fault per readahead window
 /// (2^page-cluster pages from a swap file; one page from zram, which the kernel reads
-/// synchronously without readahead).
-public func swapInShortfall(swappedBytes: UInt64, mustReadBytes: UInt64, majorFaults: UInt64, zram: Bool, pageCluster: Int) -> String? {
+/// synchronously without readahead). pswpin is the machine's: the benchmarks run alone.
+public func swapInShortfall(
+    swappedBytes: UInt64, mustReadBytes: UInt64, majorFaults: UInt64, pagesSwappedIn: UInt64, zram: Bool, pageCluster: Int
+) -> String? {
     let window: UInt64 = zram ? 4096 : 4096 << UInt64(max(0, min(pageCluster, 10)))
     let mustRead = min(swappedBytes, mustReadBytes)
     let needed = mustRead / window
-    if swappedBytes < mustReadBytes / 2 {
+    if mustReadBytes == 0 || swappedBytes < mustReadBytes / 2 {
         return "only \(ByteFormat.human(swappedBytes)) was on swap, less than half of \(ByteFormat.human(mustReadBytes))"
+    }
+    if pagesSwappedIn * 4096 < mustRead / 2 {
+        return "\(ByteFormat.human(pagesSwappedIn * 4096)) read from swap, less than half of the \(ByteFormat.human(mustRead)) to read back"
     }
     if majorFaults * 4 < needed {
         return "\(majorFaults) major faults to read back \(ByteFormat.human(mustRead)) of swapped memory (\(needed) needed at one a window)"

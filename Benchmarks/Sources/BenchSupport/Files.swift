@@ -13,10 +13,33 @@ public func fileSize(_ path: String) throws -> UInt64 {
     return UInt64(st.st_size)
 }
 
+/// Opens a regular file to read, never through a link at its last component, never blocking on
+/// a FIFO or a device: the benchmarks run as root over directories other users own (postgres's
+/// data, chromium's profile), where any of those could be put in a file's place.
+public func openRegularFile(_ path: String) throws(SystemCallError) -> CInt {
+    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+    guard fd >= 0 else { throw SystemCallError("open", errno: Errno(rawValue: errno), subject: path) }
+    var st = Glibc.stat()
+    guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
+        close(fd)
+        throw SystemCallError("open (not a regular file)", errno: Errno(rawValue: EINVAL), subject: path)
+    }
+    return fd
+}
+
+/// `openRegularFile`, or nil if the file no longer exists.
+func openUnlessGone(_ path: String) throws(SystemCallError) -> CInt? {
+    do {
+        return try openRegularFile(path)
+    } catch {
+        if error.errno == .noSuchFileOrDirectory { return nil }
+        throw error
+    }
+}
+
 /// Reads the whole file, so its pages are in the page cache.
 public func readWhole(_ path: String) throws {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { throw SystemCallError("open", errno: Errno(rawValue: errno), subject: path) }
+    let fd = try openRegularFile(path)
     defer { close(fd) }
     var chunk = [UInt8](repeating: 0, count: 1 << 20)
     while true {
@@ -63,8 +86,7 @@ public func regularFiles(under directory: String) throws -> [String] {
 public func dropPageCache(tree directory: String) throws -> Int {
     let files = try regularFiles(under: directory)
     for path in files {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw SystemCallError("open", errno: Errno(rawValue: errno), subject: path) }
+        guard let fd = try openUnlessGone(path) else { continue }  // removed since it was listed
         defer { close(fd) }
         guard fsync(fd) == 0 else { throw SystemCallError("fsync", errno: Errno(rawValue: errno), subject: path) }
         let rc = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)

@@ -28,8 +28,9 @@ struct RealProgram {
     var directory: String
     /// The check's expected answer goes here once the data exists.
     var expectedFile: String { "\(directory)/expected" }
-    /// A file the check keeps between passes (chromium's last tick), removed before a relaunch.
-    var probeState: String? = nil
+    /// Where the time an activation begins is written (milliseconds since the epoch), for a
+    /// check that must see work done after it (chromium's page summing its data again).
+    var activationMark: String? = nil
     /// What its data is, in words for the report, and its size: what the check must read back.
     var data: String
     var dataBytes: UInt64
@@ -37,6 +38,20 @@ struct RealProgram {
     var fill: @Sendable (_ program: RealProgram) throws -> Void
 
     static let tool = "programs-bench"
+
+    /// Writes the time now to `activationMark`, if the program has one (a file of the
+    /// benchmark's, in a directory only root can write in).
+    func markActivation() throws {
+        guard let path = activationMark else { return }
+        let now = Int(Date().timeIntervalSince1970 * 1000)
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw SystemCallError("open", errno: Errno(rawValue: errno), subject: path) }
+        defer { close(fd) }
+        let text = Array("\(now)\n".utf8)
+        guard text.withUnsafeBytes({ Glibc.write(fd, $0.baseAddress, $0.count) }) == text.count else {
+            throw SystemCallError("write", errno: Errno(rawValue: errno), subject: path)
+        }
+    }
 
     /// Runs `argv` to its end (its output to `log`), failing with the log's end if it fails.
     static func run(_ argv: [String], log: String, timeout: Double = 600, in directory: String? = nil) throws {
@@ -62,7 +77,8 @@ struct RealProgram {
 
     static func version(_ argv: [String], scratch: String) -> String {
         do {
-            return try output(argv, scratch: scratch).split(separator: "\n").first.map(String.init) ?? "?"
+            // The last line: chromium's wrapper script may print a warning of its own first.
+            return try output(argv, scratch: scratch).split(separator: "\n").last.map(String.init) ?? "?"
         } catch {
             return "? (\(error))"
         }
@@ -202,15 +218,28 @@ struct RealProgram {
 
     /// Debian's chromium, headless, rendering a local page whose script fills typed arrays with
     /// seeded random numbers and, once a second, sums every one of them into the page's title
-    /// with a tick ("ready:SUM:TICK"); a timer overdue after a freeze fires at once. Ready: the
-    /// DevTools endpoint (its port from DevToolsActivePort) lists the page as summed. Working: the
-    /// title shows the expected sum with a tick the check has not passed on before, so a pass
-    /// after a resume means the renderer has run and read all its data again.
+    /// with a tick and the time the sum began ("ready:SUM:TICK:MS"); a timer overdue after a
+    /// freeze fires at once. Ready: the DevTools endpoint (its port from DevToolsActivePort) lists
+    /// the page as summed. Working: the title shows the expected sum, begun after the activation
+    /// began (`activationMark`), so a pass after a resume means the renderer has run and read all
+    /// its data again.
+    ///
+    /// It runs as `nobody` (setpriv, same PID), never as root: its DevTools endpoint on loopback
+    /// has no authentication, and `--no-sandbox` is needed to run it in a cgroup of ours. Its
+    /// home, profile, configuration and cache are `nobody`'s directories under the run's own;
+    /// the page and the check's files stay root's.
     static func chromium(scratch: String, megabytes: Int) throws -> RealProgram {
         let dir = "\(scratch)/chromium"
-        guard mkdir(dir, 0o700) == 0 else { throw SystemCallError("mkdir", errno: Errno(rawValue: errno), subject: dir) }
-        let profile = "\(dir)/profile"
-        guard mkdir(profile, 0o700) == 0 else { throw SystemCallError("mkdir", errno: Errno(rawValue: errno), subject: profile) }
+        guard mkdir(dir, 0o755) == 0 else { throw SystemCallError("mkdir", errno: Errno(rawValue: errno), subject: dir) }
+        chmod(dir, 0o755)
+        guard let pw = getpwnam("nobody") else { throw BenchError("no user nobody to run chromium as") }
+        let (uid, gid) = (pw.pointee.pw_uid, pw.pointee.pw_gid)
+        let home = "\(dir)/home"
+        let profile = "\(home)/profile"
+        for d in [home, profile] {
+            guard mkdir(d, 0o700) == 0 else { throw SystemCallError("mkdir", errno: Errno(rawValue: errno), subject: d) }
+            guard chown(d, uid, gid) == 0 else { throw SystemCallError("chown", errno: Errno(rawValue: errno), subject: d) }
+        }
         let page = "\(dir)/page.html"
         let chunks = max(1, megabytes / 8)
         try write(
@@ -225,34 +254,35 @@ struct RealProgram {
             }
             let tick = 0;
             function sum() {
+              const at = Date.now();
               let t = 0;
               for (const a of chunks) for (let i = 0; i < a.length; i++) t += a[i];
               tick += 1;
-              document.title = "ready:" + t.toFixed(6) + ":" + tick;
+              document.title = "ready:" + t.toFixed(6) + ":" + tick + ":" + at;
             }
             sum();
             setInterval(sum, 1000);
             </script></body></html>
-            """, to: page)
+            """, to: page, mode: 0o644)
         let command = [
+            "/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(gid)", "--clear-groups", "--",
             "/usr/bin/chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
             "--disable-background-networking", "--disable-component-update", "--disable-breakpad", "--disable-crash-reporter", "--disable-sync", "--metrics-recording-only",
             "--disable-features=Translate,MediaRouter", "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
             "--user-data-dir=\(profile)", "file://\(page)",
         ]
         let expected = "\(dir)/expected"
-        let last = "\(dir)/last-tick"
+        let since = "\(dir)/activation-began"
         let list = """
             port=$(head -n 1 \(profile)/DevToolsActivePort 2>/dev/null) || exit 1
             [ -n "$port" ] || exit 1
-            title=$(curl -s --max-time 5 http://127.0.0.1:$port/json/list | sed -n 's/.*"title": "ready:\\([0-9.]*:[0-9]*\\)".*/\\1/p' | head -n 1)
+            title=$(curl -s --max-time 5 http://127.0.0.1:$port/json/list | sed -n 's/.*"title": "ready:\\([0-9.]*:[0-9]*:[0-9]*\\)".*/\\1/p' | head -n 1)
             [ -n "$title" ] || exit 1
             """
         let probe = list
         let check = list + "\n" + """
             [ "${title%%:*}" = "$(cat \(expected))" ] || exit 1
-            [ "$title" != "$(cat \(last) 2>/dev/null)" ] || exit 1
-            echo "$title" > \(last)
+            [ "${title##*:}" -ge "$(cat \(since))" ] || exit 1
             """
         return RealProgram(
             name: "chromium", version: version(["/usr/bin/chromium", "--version"], scratch: scratch),
@@ -260,10 +290,10 @@ struct RealProgram {
             // invoking user's (dconf, crash reports).
             spec: AppSpec(
                 name: "chromium", command: command,
-                environment: ["HOME": dir, "XDG_CONFIG_HOME": "\(dir)/config", "XDG_CACHE_HOME": "\(dir)/cache", "XDG_DATA_HOME": "\(dir)/data"],
+                environment: ["HOME": home, "XDG_CONFIG_HOME": "\(home)/config", "XDG_CACHE_HOME": "\(home)/cache", "XDG_DATA_HOME": "\(home)/data"],
                 client: false, ready: ReadinessProbe(command: ["/bin/sh", "-c", probe], interval: 0.002, timeout: 120)),
             check: ["/bin/sh", "-c", check],
-            directory: dir, probeState: last,
+            directory: dir, activationMark: since,
             data: "a local page whose script holds \(chunks * 8) MiB of seeded random doubles in Float64Arrays and sums them all once a second",
             dataBytes: UInt64(chunks) << 23,
             fill: { program in

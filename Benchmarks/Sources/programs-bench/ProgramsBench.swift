@@ -159,7 +159,7 @@ struct ProgramRun {
         try program.fill(program)
         // The first launch that checks the data (and, for postgres, fills its shared buffers).
         try await s.terminate(name)
-        if let state = program.probeState { unlink(state) }
+        try program.markActivation()
         try await s.activate(name)
         try checkWorking()
         progress.step()
@@ -215,6 +215,7 @@ struct ProgramRun {
         if swapFile != nil || zram != nil { squeezedTo = try squeeze(device) }
         let left = away - monotonicSeconds()
         if left > 0 { try await Task.sleep(for: .milliseconds(Int(left * 1000))) }
+        try program.markActivation()
         let before = try Counters(memoryCgroup: device)
         let t0 = await s.now()
         try await s.activate(name)
@@ -228,7 +229,8 @@ struct ProgramRun {
         if condition == .swapFile || condition == .zram {
             // The check reads the whole dataset: what of it was swapped must come back.
             cycle.invalid = swapInShortfall(
-                swappedBytes: before.swapBytes, mustReadBytes: program.dataBytes, majorFaults: cycle.majorFaults, zram: condition == .zram, pageCluster: pageCluster)
+                swappedBytes: before.swapBytes, mustReadBytes: program.dataBytes, majorFaults: cycle.majorFaults, pagesSwappedIn: cycle.pagesSwappedIn,
+                zram: condition == .zram, pageCluster: pageCluster)
         }
         return cycle
     }
@@ -263,6 +265,9 @@ struct ProgramRun {
     func squeeze(_ device: String) throws -> UInt64 {
         let mib: UInt64 = 1 << 20
         let file = "\(device)/memory.limit_in_bytes"
+        guard ProcFS.isFile(file) else {
+            throw BenchError("no \(file): the squeeze lowers cgroup v1's memory limit (cgroup v2's memory.max would OOM-kill what it cannot reclaim); this benchmark needs the v1 memory controller")
+        }
         var limit = 4 * mib
         var reached: UInt64?
         for _ in 0..<256 where reached == nil {
@@ -288,7 +293,7 @@ struct ProgramRun {
         let dropped = condition == .relaunchCold ? try dropForColdStart(mapped: mapped, dataDirectory: program.directory) : []
         // Warm means warm: a squeeze in an earlier round may have taken its files' pages.
         if condition == .relaunchWarm { try warmForStart(mapped: mapped, dataDirectory: program.directory) }
-        if let state = program.probeState { unlink(state) }
+        try program.markActivation()
         let before = try Counters(memoryCgroup: device)
         let t1 = await s.now()
         try await s.activate(name)

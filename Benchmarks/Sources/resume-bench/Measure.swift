@@ -287,8 +287,10 @@ struct ResumeRun {
             imagesRebuilt: r.images, modelChunksRebuilt: r.modelChunks)
         if condition.isSwap {
             cycle.pagesSwappedIn = swapAfter.pagesSwappedIn &- swapBefore.pagesSwappedIn
+            // What freeze-dry wrote must have been on swap and read back from the device.
             cycle.invalid = swapInShortfall(
-                swappedBytes: totals.swapped, mustReadBytes: totals.swapped, majorFaults: cycle.majorFaults, zram: condition == .zram, pageCluster: pageCluster)
+                swappedBytes: totals.swapped, mustReadBytes: pagedOut ?? 0, majorFaults: cycle.majorFaults, pagesSwappedIn: cycle.pagesSwappedIn ?? 0,
+                zram: condition == .zram, pageCluster: pageCluster)
         }
         return cycle
     }
@@ -336,6 +338,9 @@ struct ResumeRun {
             pause(0.002)
         }
         let limitFile = "\(group)/memory.limit_in_bytes"
+        guard ProcFS.isFile(limitFile) else {
+            throw BenchError("no \(limitFile): the eviction lowers cgroup v1's memory limit (cgroup v2's memory.max would OOM-kill what it cannot reclaim); the swap conditions need the v1 memory controller")
+        }
         var limit: UInt64 = 4 * mib
         var reached: UInt64?
         for _ in 0..<256 where reached == nil {

@@ -82,6 +82,8 @@ struct ResumeBench: AsyncParsableCommand {
         var run = try ResumeRun(build: build, levels: levels, rounds: rounds)
         let report = try await run.measure()
         try writeReport(report, to: output, named: reportName, tool: "resume-bench")
+        let impossible = report.impossibilities()
+        if !impossible.isEmpty { throw BenchError("IMPOSSIBLE: " + impossible.joined(separator: "; ")) }
         if report.stateBytesLost > 0 {
             throw BenchError("STATE LOST: \(report.stateBytesLost) bytes of saved state did not come back after a relaunch (see the report)")
         }
