@@ -13,7 +13,12 @@ import MemPressureSystem
 /// resume takes is the time until the program answers, as its users see it. Each pass is a
 /// `ready` event, as a client's report is. It runs as the supervisor's helper (outside the app's
 /// cgroup, in a process group of its own, output to /dev/null) with `MEMPRESSURE_APP` and
-/// `MEMPRESSURE_PID` in its environment; a try that outlives `timeout` is killed with its group.
+/// `MEMPRESSURE_PID` in its environment; a try that outlives `timeout` is killed with its group,
+/// and the guardian ends it should the supervisor die.
+///
+/// Not passed within `launchTimeout`: a launch fails (the app stays inactive, supervised); a
+/// return to the foreground goes on with the fault logged, as it does for a client that did not
+/// acknowledge willEnterForeground. A shutdown or a cancelled command ends the try at once.
 ///
 /// JSON (an app's `"ready"`): `{"command": ["redis-cli", "-p", "6390", "ping"], "interval": 0.01,
 /// "timeout": 5}`; `interval` and `timeout` may be left out.
