@@ -13,6 +13,8 @@
 //                  mapped and its data into the page cache, activate
 //   relaunch-cold  terminate, drop from the page cache every file the app's processes mapped and
 //                  every file of its data directory, activate
+//   relaunch-killed  background (frozen), killed as jetsam kills (SIGKILL to the whole app, its
+//                  memory released; nothing saved), its files read back, activate
 //
 // An activation returns once the readiness probe passes: the program answers ("ready"). Then the
 // program's check runs until it passes: its whole dataset was read and found intact (DEBUG
@@ -286,13 +288,25 @@ struct ProgramRun {
 
     func relaunch(_ condition: Condition, round: Int, s: Supervisor, device: String) async throws -> (Cycle, [DroppedFile]) {
         let name = program.name
-        let mapped = mappedFiles(of: try processes(inCgroupTree: device))
+        var mapped = mappedFiles(of: try processes(inCgroupTree: device))
         let t0 = await s.now()
-        try await s.terminate(name)
+        if condition == .relaunchKilled {
+            // Frozen in the background, then killed the way jetsam kills: the supervisor's kill
+            // with jetsam's reason, which takes every process of the app without notice.
+            try await s.background(name)
+            guard try await s.state(of: name) == .suspended, let pid = try await s.pid(of: name) else {
+                throw BenchError("\(name) is not suspended after background (\(try await s.state(of: name)))")
+            }
+            mapped = mappedFiles(of: try processes(inCgroupTree: device))
+            _ = try await s.kill(name, pid: pid, reason: .vmPageShortage, expectedState: .suspended)
+            try await s.waitForState(name, .notRunning, timeout: 60)
+        } else {
+            try await s.terminate(name)
+        }
         let terminateMs = (await s.now() - t0) * 1000
         let dropped = condition == .relaunchCold ? try dropForColdStart(mapped: mapped, dataDirectory: program.directory) : []
         // Warm means warm: a squeeze in an earlier round may have taken its files' pages.
-        if condition == .relaunchWarm { try warmForStart(mapped: mapped, dataDirectory: program.directory) }
+        if condition != .relaunchCold { try warmForStart(mapped: mapped, dataDirectory: program.directory) }
         try program.markActivation()
         let before = try Counters(memoryCgroup: device)
         let t1 = await s.now()

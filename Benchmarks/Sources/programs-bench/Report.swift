@@ -9,8 +9,9 @@ enum Condition: String, Codable, Sendable, CaseIterable {
     case zram
     case relaunchWarm = "relaunch-warm"
     case relaunchCold = "relaunch-cold"
+    case relaunchKilled = "relaunch-killed"
 
-    var isRelaunch: Bool { self == .relaunchWarm || self == .relaunchCold }
+    var isRelaunch: Bool { self == .relaunchWarm || self == .relaunchCold || self == .relaunchKilled }
 
     var words: String {
         switch self {
@@ -19,6 +20,8 @@ enum Condition: String, Codable, Sendable, CaseIterable {
         case .zram: "resume after its memory went to zram (lz4) and out of the swap cache"
         case .relaunchWarm: "relaunch, page cache warm (every file it maps and its data read into it first: a squeeze in an earlier round may have taken them)"
         case .relaunchCold: "relaunch, every file it maps and its data dropped from the page cache"
+        case .relaunchKilled:
+            "relaunch after a jetsam kill while frozen (the supervisor's kill as jetsam makes it: SIGKILL to every process of the app, its memory released at once, no chance to save or shut down: redis loads its last save, postgres recovers from its WAL, chromium finds its profile not closed), page cache warm"
         }
     }
 }
@@ -105,7 +108,7 @@ struct ProgramsReport: RenderedReport {
     func markdown() -> String {
         var s = "# Resume against relaunch for real programs under the supervisor\n\n"
         s += "redis-server, PostgreSQL and headless chromium run as apps of `Supervisor` (`AppSpec` with `\"client\": false`): "
-        s += "launched, frozen with the cgroup freezer, paged out to a swap file or to zram, resumed, terminated and relaunched like any app. "
+        s += "launched, frozen with the cgroup freezer, paged out to a swap file or to zram, resumed, terminated or killed as jetsam kills, and relaunched like any app. "
         s += "Each is **ready** when its readiness probe passes (configuration, `ReadinessProbe`: PING, `select 1`, the DevTools endpoint listing the page): the activation returns then. "
         s += "It is **working** when its check passes after that: its whole dataset read and found as it was made (redis's DEBUG DIGEST; pg_prewarm of the table, then a hash over every row; "
         s += "the page's script summing every array again). Both are timed from the start of the activation; every resume and relaunch verified the data.\n\n"
@@ -163,7 +166,7 @@ struct ProgramsReport: RenderedReport {
         s += "\n## Terminations and what a cold relaunch dropped\n\n"
         s += "| program | terminate (median ms) | files dropped | their bytes | still resident after the drop |\n|---|---:|---:|---:|---:|\n"
         for p in programs {
-            let terms = cycles.filter { $0.program == p.name && $0.terminateMs != nil }.compactMap(\.terminateMs)
+            let terms = cycles.filter { $0.program == p.name && $0.condition != .relaunchKilled }.compactMap(\.terminateMs)
             let files = p.droppedForCold.filter { $0.error == nil }
             let bytes = files.reduce(0) { $0 + $1.bytes }
             let resident = files.reduce(0) { $0 + $1.residentAfterBytes }
@@ -206,6 +209,10 @@ struct ProgramsReport: RenderedReport {
                         : "\(ByteFormat.fixed(r.p50 / t.p50, 1))× faster than a \(what) relaunch"
                 }
                 s += ": " + against(cold, "cold") + ", " + against(warm, "warm") + ". "
+            }
+            let killed = times(p.name, .relaunchKilled)
+            if killed.count > 0 {
+                s += "After a jetsam kill (nothing saved, nothing shut down) it works in \(ms(killed.p50)), against \(ms(warm.p50)) after a clean terminate. "
             }
             if !beaten.isEmpty {
                 s += "Where its memory has gone to \(beaten.map { $0 == .zram ? "zram" : "a swap file" }.joined(separator: " or ")), relaunching this program is the faster way back: "
