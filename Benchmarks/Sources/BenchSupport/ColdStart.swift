@@ -37,19 +37,51 @@ public func mappedFiles(of pids: [Int32]) -> [String] {
     return files.sorted()
 }
 
-/// The processes of a cgroup and of every cgroup below it.
-public func processes(inCgroupTree root: String) throws -> [Int32] {
-    var pids: [Int32] = []
+/// A cgroup and every cgroup below it, the root first.
+public func cgroupTree(_ root: String) throws -> [String] {
     var groups = [root]
-    while let group = groups.popLast() {
-        for entry in try ProcFS.listDirectory(group) {
-            let child = "\(group)/\(String(decoding: entry, as: UTF8.self))"
+    var i = 0
+    while i < groups.count {
+        for entry in try ProcFS.listDirectory(groups[i]) {
+            let child = "\(groups[i])/\(String(decoding: entry, as: UTF8.self))"
             if ProcFS.isDirectory(child) { groups.append(child) }
         }
-        let procs = String(decoding: try ProcFS.readBytes("\(group)/cgroup.procs"), as: UTF8.self)
-        pids += procs.split(separator: "\n").compactMap { Int32($0) }
+        i += 1
     }
-    return pids
+    return groups
+}
+
+/// The processes of a cgroup and of every cgroup below it.
+public func processes(inCgroupTree root: String) throws -> [Int32] {
+    try cgroupTree(root).flatMap { group in
+        String(decoding: try ProcFS.readBytes("\(group)/cgroup.procs"), as: UTF8.self).split(separator: "\n").compactMap { Int32($0) }
+    }
+}
+
+/// Lowers a cgroup v1 memory limit (`group`/memory.limit_in_bytes) to `start`, 4 MiB higher
+/// each time the kernel refuses (EBUSY: it cannot reclaim down to it), at most `attempts` tries;
+/// then sets it back to `restore`. Returns the limit reached. Cgroup v2 is refused by name: its
+/// memory.max would OOM-kill what it cannot reclaim.
+public func squeezeV1MemoryLimit(_ group: String, from start: UInt64, attempts: Int, restore: UInt64) throws -> UInt64 {
+    let mib: UInt64 = 1 << 20
+    let file = "\(group)/memory.limit_in_bytes"
+    guard ProcFS.isFile(file) else {
+        throw BenchError("no \(file): the squeeze lowers cgroup v1's memory limit (cgroup v2's memory.max would OOM-kill what it cannot reclaim); it needs the v1 memory controller")
+    }
+    var limit = start
+    var reached: UInt64?
+    for _ in 0..<attempts where reached == nil {
+        do {
+            try ProcFS.writeFileInPlace(file, Array(String(limit).utf8))
+            reached = limit
+        } catch {
+            guard error.errno.rawValue == EBUSY else { throw error }
+            limit += 4 * mib
+        }
+    }
+    try ProcFS.writeFileInPlace(file, Array(String(restore).utf8))
+    guard let reached else { throw BenchError("the kernel refused every limit up to \(limit / mib) MiB on \(group)") }
+    return reached
 }
 
 /// Drops `mapped` (the files an app mapped, read before it ended) and every file below

@@ -265,30 +265,13 @@ struct ProgramRun {
     /// from the swap cache; steps up while the kernel refuses (EBUSY); restores the budget.
     /// Returns the limit reached.
     func squeeze(_ device: String) throws -> UInt64 {
-        let mib: UInt64 = 1 << 20
-        let file = "\(device)/memory.limit_in_bytes"
-        guard ProcFS.isFile(file) else {
-            throw BenchError("no \(file): the squeeze lowers cgroup v1's memory limit (cgroup v2's memory.max would OOM-kill what it cannot reclaim); this benchmark needs the v1 memory controller")
-        }
-        var limit = 4 * mib
-        var reached: UInt64?
-        for _ in 0..<256 where reached == nil {
-            do {
-                try ProcFS.writeFileInPlace(file, Array(String(limit).utf8))
-                reached = limit
-            } catch {
-                guard error.errno.rawValue == EBUSY else { throw error }
-                limit += 4 * mib
-            }
-        }
-        try ProcFS.writeFileInPlace(file, Array(String(Self.budget).utf8))
-        guard let reached else { throw BenchError("the kernel refused every limit up to \(limit / mib) MiB on \(device)") }
-        return reached
+        try squeezeV1MemoryLimit(device, from: 4 << 20, attempts: 256, restore: Self.budget)
     }
 
     func relaunch(_ condition: Condition, round: Int, s: Supervisor, device: String) async throws -> (Cycle, [DroppedFile]) {
         let name = program.name
-        var mapped = mappedFiles(of: try processes(inCgroupTree: device))
+        // The files its processes map, read while they run (for the cold drop, or the warming).
+        var mapped = condition == .relaunchKilled ? [] : mappedFiles(of: try processes(inCgroupTree: device))
         let t0 = await s.now()
         if condition == .relaunchKilled {
             // Frozen in the background, then killed the way jetsam kills: the supervisor's kill

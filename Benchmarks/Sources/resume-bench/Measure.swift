@@ -302,15 +302,7 @@ struct ResumeRun {
     func evictSwapCache(group: String) throws -> UInt64 {
         // Reclaim reads the swappiness of each cgroup it scans: the app's own (made with the
         // device's 0 for the squeeze condition) as well as the device's.
-        var groups = [group]
-        var i = 0
-        while i < groups.count {
-            for entry in try ProcFS.listDirectory(groups[i]) {
-                let child = "\(groups[i])/\(String(decoding: entry, as: UTF8.self))"
-                if ProcFS.isDirectory(child) { groups.append(child) }
-            }
-            i += 1
-        }
+        let groups = try cgroupTree(group)
         var raised: [(path: String, was: [UInt8])] = []
         defer {
             for (path, was) in raised {
@@ -337,24 +329,7 @@ struct ResumeRun {
             if line.split(separator: " ").dropFirst().first == "0" { break }
             pause(0.002)
         }
-        let limitFile = "\(group)/memory.limit_in_bytes"
-        guard ProcFS.isFile(limitFile) else {
-            throw BenchError("no \(limitFile): the eviction lowers cgroup v1's memory limit (cgroup v2's memory.max would OOM-kill what it cannot reclaim); the swap conditions need the v1 memory controller")
-        }
-        var limit: UInt64 = 4 * mib
-        var reached: UInt64?
-        for _ in 0..<256 where reached == nil {
-            do {
-                try ProcFS.writeFileInPlace(limitFile, Array(String(limit).utf8))
-                reached = limit
-            } catch {
-                guard error.errno.rawValue == EBUSY else { throw error }
-                limit += 4 * mib
-            }
-        }
-        try ProcFS.writeFileInPlace(limitFile, Array(String(UInt64(2048) * mib).utf8))
-        guard let reached else { throw BenchError("the kernel refused every limit up to \(limit / mib) MiB on \(group)") }
-        return reached
+        return try squeezeV1MemoryLimit(group, from: 4 * mib, attempts: 256, restore: 2048 * mib)
     }
 
     /// Terminate (the app saves its state), drop the page cache of its files if `cold`, launch
@@ -399,26 +374,7 @@ struct ResumeRun {
         let anonymous: UInt64 = c.anonymous
         let lazyFree: UInt64 = c.lazyFree
         let floor: UInt64 = anonymous > lazyFree ? anonymous - lazyFree : 0
-        let limitFile = "\(group)/memory.limit_in_bytes"
-        var limit: UInt64 = floor + 4 * mib
-        var reached: UInt64?
         // The kernel refuses (EBUSY) a limit it cannot reclaim down to: step up until it accepts.
-        var attempts = 0
-        while reached == nil && attempts < 64 {
-            attempts += 1
-            let text: [UInt8] = Array(String(limit).utf8)
-            do {
-                try ProcFS.writeFileInPlace(limitFile, text)
-                reached = limit
-            } catch {
-                let code: Int32 = error.errno.rawValue
-                if code != EBUSY { throw error }
-                limit += 4 * mib
-            }
-        }
-        let budget: UInt64 = 2048 * mib
-        try ProcFS.writeFileInPlace(limitFile, Array(String(budget).utf8))
-        guard let reached else { throw BenchError("the kernel refused every limit up to \(limit / mib) MiB on \(group)") }
-        return reached
+        return try squeezeV1MemoryLimit(group, from: floor + 4 * mib, attempts: 64, restore: 2048 * mib)
     }
 }
