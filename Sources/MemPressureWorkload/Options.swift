@@ -35,6 +35,8 @@ struct Options: ParsableCommand, Sendable {
     @Option(name: .customLong("frame-kb"), help: "A frame drawn each time the app comes to the foreground — at launch and on every resume — before it reports ready: this many KiB decoded like an image (real CPU at --decode-cost), a MiB at a time into a buffer freed after: the fixed cost of a resume, as a phone redraws its screen (default 0).") var frameKB = 0
     @Option(help: "Fraction (0...1) of the rebuildable memory (images, backing stores, the model) released on didEnterBackground.") var trim = 0.5
     @Option(help: "On resume, rebuild what was released before reporting ready (eager) or after (lazy).") var restore: Restore = .lazy
+    @Option(help: "On launch, build everything before reporting ready (eager), or only the first screen's share (--first-screen) and the rest after ready (lazy), as real apps relaunch.") var relaunch: Restore = .eager
+    @Option(name: .customLong("first-screen"), help: "Fraction (0...1) of the rebuildable memory (images, backing stores, the model: the first of each) the first screen needs: built before ready by a lazy relaunch and by a lazy restore (default 0: a lazy restore reports ready at once).") var firstScreen = 0.0
     @Option(name: .customLong("background-gate"), help: "On didEnterBackground, before saving, wait until a byte can be read from this FIFO (a save that lasts as long as a test wants).") var backgroundGate: String?
     @Option(name: .customLong("background-task"), help: "On didEnterBackground, run a task (uploadPhotos) for this many seconds.") var backgroundTaskSeconds = 0.0
     @Option(name: .customLong("warning-frees"), help: "Fraction (0...1) of its plain dirty memory freed on a memory warning (a cache it can rebuild).") var warningFrees = 0.0
@@ -53,6 +55,7 @@ struct Options: ParsableCommand, Sendable {
         }
         imageKB = max(4, imageKB)
         guard (0...1).contains(trim) else { throw ValidationError("--trim takes a fraction between 0 and 1") }
+        guard (0...1).contains(firstScreen) else { throw ValidationError("--first-screen takes a fraction between 0 and 1") }
         guard (0...1).contains(warningFrees) else { throw ValidationError("--warning-frees takes a fraction between 0 and 1") }
         guard backgroundTaskSeconds >= 0, backgroundTaskSeconds.isFinite, backgroundTaskSeconds <= 86_400 else {
             throw ValidationError("--background-task takes a number of seconds from 0 to 86400")

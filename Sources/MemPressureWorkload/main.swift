@@ -7,7 +7,9 @@
 //
 // On didEnterBackground it saves its state and releases `--trim` of what it can rebuild (images,
 // backing stores, the model); on resume it rebuilds what is missing, before reporting ready
-// (`--restore eager`) or after (`lazy`). The benchmarks ask it, through app commands, when the
+// (`--restore eager`) or after (`lazy`: only the first screen's share, `--first-screen`, before).
+// Relaunched, it builds everything before ready (`--relaunch eager`) or, as real apps do, only
+// the first screen's share, the rest after ready (`--relaunch lazy`). The benchmarks ask it, through app commands, when the
 // rebuild has finished and what it cost (`restored`), and check every byte of its state
 // (`verify`).
 //
@@ -34,13 +36,19 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
     let directory: CheckedDirectory
     let images: PurgeableCache<Int, PurgeableBuffer>
     var state: [UInt8] = []
-    var backingStores: [PurgeableBuffer] = []
+    /// nil where a lazy relaunch has not built it yet.
+    var backingStores: [PurgeableBuffer?] = []
     var assets: [MappedFile] = []
     let lock = Mutex<Void>(())
     let rebuilding = Atomic<Bool>(false)
     /// Set at launch and when returning from the background: the next didBecomeActive reports
     /// ready (an interruption's end is not a resume).
     let owesReady = Atomic<Bool>(true)
+    /// Set by a lazy relaunch (`--relaunch lazy`) that built only the first screen: the rest is
+    /// built after the first ready.
+    let launchRestPending = Atomic<Bool>(false)
+    /// What a lazy relaunch built of the first screen (on the client's thread, as launch).
+    var launchFirstScreen = WorkloadRebuild()
     /// Frames drawn (`drawFrame`), for the `state` reply.
     let framesDrawn = Atomic<UInt64>(0)
     let taskShouldStop = Atomic<Bool>(false)
@@ -204,45 +212,66 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
         }
     }
 
-    /// Rebuilds whatever is missing: images not in the cache, backing stores discarded, model
-    /// chunks trimmed; touches the assets again. Records what it did in `lastRebuild`.
-    func rebuildMissing() {
+    /// How many of `count` things the first `share` of them is (all of them at 1).
+    static func share(_ count: Int, _ share: Double) -> Int {
+        share >= 1 ? count : min(count, Int((Double(count) * share).rounded()))
+    }
+
+    /// Rebuilds whatever is missing among the first `share` of each kind (images not in the
+    /// cache, backing stores discarded or not built, model chunks trimmed or not built: the
+    /// first screen's share is the first of each, which a trim also releases first). With
+    /// `share` 1 it also reads the working set again (the assets, the model, the state). Returns
+    /// what it did and cost, added to `earlier` (the first screen's phase, before ready), and
+    /// records that in `lastRebuild`; what it built counts as before ready if `beforeReady`.
+    @discardableResult
+    func rebuildMissing(share: Double = 1, beforeReady: Bool, adding earlier: WorkloadRebuild = WorkloadRebuild()) -> WorkloadRebuild {
         let start = monotonicSeconds(), cpu = threadCPUSeconds()
-        var r = WorkloadRebuild()
-        for id in 0..<imageCount where images.object(forKey: id) == nil {
+        var r = earlier
+        for id in 0..<Self.share(imageCount, share) where images.object(forKey: id) == nil {
             buildImage(id)
             r.images += 1
         }
         lock.withLock { _ in
-            for i in backingStores.indices where backingStores[i].isContentDiscarded || !backingStores[i].beginContentAccess() {
+            for i in 0..<Self.share(backingStores.count, share) {
+                if let b = backingStores[i], !b.isContentDiscarded, b.beginContentAccess() { continue }
                 backingStores[i] = buildBackingStore()
                 r.stores += 1
             }
-            for b in backingStores where !b.isContentDiscarded && b.accessCount > 0 {
+            for case let b? in backingStores where !b.isContentDiscarded && b.accessCount > 0 {
                 do { try b.endContentAccess() } catch { fail("\(error)") }
             }
-            for i in model.indices where model[i] == nil {
+            for i in 0..<Self.share(model.count, share) where model[i] == nil {
                 model[i] = decode(1_000_000 + i, bytes: 1 << 20)
                 r.modelChunks += 1
             }
         }
-        // The working set is used again: the assets, the model and the state are read, a word
-        // a page; pages the kernel took (clean file pages dropped, anonymous pages in swap)
-        // fault back in here.
-        let touch = monotonicSeconds()
-        if !assets.isEmpty {
-            do { try assets[0].touchAllPages() } catch { fail("assets: \(error)") }
+        if share >= 1 {
+            // The working set is used again: the assets, the model and the state are read, a
+            // word a page; pages the kernel took (clean file pages dropped, anonymous pages in
+            // swap) fault back in here.
+            let touch = monotonicSeconds()
+            if !assets.isEmpty {
+                do { try assets[0].touchAllPages() } catch { fail("assets: \(error)") }
+            }
+            var sum: UInt64 = 0
+            lock.withLock { _ in
+                for chunk in model { if let chunk { sum &+= touchPages(chunk) } }
+            }
+            sum &+= touchPages(state)
+            blackHole(sum)
+            r.refaultSeconds += monotonicSeconds() - touch
         }
-        var sum: UInt64 = 0
-        lock.withLock { _ in
-            for chunk in model { if let chunk { sum &+= touchPages(chunk) } }
-        }
-        sum &+= touchPages(state)
-        blackHole(sum)
-        r.refaultSeconds = monotonicSeconds() - touch
-        r.seconds = monotonicSeconds() - start
-        r.cpuSeconds = threadCPUSeconds() - cpu
-        lock.withLock { _ in lastRebuild = r }
+        r.seconds += monotonicSeconds() - start
+        r.cpuSeconds += threadCPUSeconds() - cpu
+        if beforeReady { r.beforeReady = r.images + r.stores + r.modelChunks }
+        lock.withLock { [r] _ in lastRebuild = r }
+        return r
+    }
+
+    /// Waits for a rebuild running on the lazy-restore thread to finish (it is short: seconds
+    /// at most).
+    func awaitRebuild() {
+        while rebuilding.load(ordering: .acquiring) { sched_yield() }
     }
 
     /// Releases `trim` of the rebuildable memory.
@@ -251,7 +280,7 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
         for id in 0..<images { self.images.removeObject(forKey: id) }
         lock.withLock { _ in
             let stores = Int((Double(backingStores.count) * o.trim).rounded())
-            for b in backingStores.prefix(stores) { b.discardContentIfPossible() }
+            for b in backingStores.prefix(stores) { b?.discardContentIfPossible() }
             let chunks = Int((Double(model.count) * o.trim).rounded())
             for i in 0..<chunks { model[i] = nil }
         }
@@ -263,14 +292,25 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
         do { try Mallctl.run("arena.4096.purge") } catch { fail("\(error)") }
     }
 
-    /// Everything didFinishLaunching does.
+    /// Everything didFinishLaunching does: the state restored, the assets mapped, and the
+    /// images, backing stores and model built — all of them, or with `--relaunch lazy` only the
+    /// first screen's share (`--first-screen`), the rest after the first ready.
     func launch() {
         loadState()
         mapAssets()
-        for id in 0..<imageCount { buildImage(id) }
-        lock.withLock { _ in
-            backingStores = (0..<backingCount).map { _ in buildBackingStore() }
-            model = (0..<o.modelMB).map { decode(1_000_000 + $0, bytes: 1 << 20) }
+        if o.relaunch == .lazy, o.firstScreen < 1 {
+            lock.withLock { _ in
+                backingStores = Array(repeating: nil, count: backingCount)
+                model = Array(repeating: nil, count: o.modelMB)
+            }
+            launchFirstScreen = rebuildMissing(share: o.firstScreen, beforeReady: true)
+            launchRestPending.store(true, ordering: .relaxed)
+        } else {
+            for id in 0..<imageCount { buildImage(id) }
+            lock.withLock { _ in
+                backingStores = (0..<backingCount).map { _ in buildBackingStore() }
+                model = (0..<o.modelMB).map { decode(1_000_000 + $0, bytes: 1 << 20) }
+            }
         }
         if o.dirtyMB > 0, !dirty.allocate(o.dirtyMB << 20) { fail("cannot allocate \(o.dirtyMB) MiB") }
     }
@@ -300,23 +340,30 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
         // a relaunch that restored an older state (or none) shows in the checksum.
         if state.count >= 8 { state.withUnsafeMutableBytes { $0.storeBytes(of: $0.load(as: UInt64.self) &+ 1, as: UInt64.self) } }
         guard owesReady.exchange(false, ordering: .relaxed) else { return }
-        drawFrame()
-        if rebuilding.load(ordering: .relaxed) == false, !o.eagerRestore {
-            // Lazy restore: ready now, rebuild after.
+        let launchRest = launchRestPending.exchange(false, ordering: .relaxed)
+        if rebuilding.load(ordering: .relaxed) == false, launchRest || !o.eagerRestore {
+            // Lazy: the first screen's share of what is missing now, ready, the rest after (a
+            // lazy relaunch built the first screen in didFinishLaunching).
+            let first = launchRest ? launchFirstScreen : rebuildMissing(share: o.firstScreen, beforeReady: true)
+            drawFrame()
             rebuilding.store(true, ordering: .releasing)
             client.reportReady()
             thread("the lazy restore") { [self] in
-                rebuildMissing()
+                rebuildMissing(beforeReady: false, adding: first)
                 rebuilding.store(false, ordering: .releasing)
             }
             return
         }
+        drawFrame()
         client.reportReady()
     }
 
     func willEnterForeground(_ client: LifecycleClient) {
         owesReady.store(true, ordering: .relaxed)
-        if o.eagerRestore { rebuildMissing() }
+        if o.eagerRestore {
+            awaitRebuild()  // a lazy relaunch's rest, if it has not finished
+            rebuildMissing(beforeReady: true)
+        }
     }
 
     func didEnterBackground(_ client: LifecycleClient) {
@@ -369,8 +416,7 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
                     checksum: stateChecksum, launchChecksum: launchChecksum, restoredFromDisk: restoredFromDisk, bytes: state.count,
                     activations: activations, frames: framesDrawn.load(ordering: .relaxed)))
         case .restored:
-            // The lazy rebuild runs on a thread of its own; it is short (seconds at most).
-            while rebuilding.load(ordering: .acquiring) { sched_yield() }
+            awaitRebuild()
             return .restored(lock.withLock { _ in lastRebuild })
         case .verify(let activations):
             return .lost(bytes: lostBytes(activations: activations))
@@ -425,6 +471,9 @@ if LifecycleClient.start(delegate: workload) == nil {
     workload.drawFrame()
     func say(_ line: String) { _ = (line + "\n").withCString { write(1, $0, strlen($0)) } }
     say(WorkloadReply.ready(pid: getpid()).line)
+    if workload.launchRestPending.exchange(false, ordering: .relaxed) {
+        workload.rebuildMissing(beforeReady: false, adding: workload.launchFirstScreen)
+    }
     while let line = readLine() { say(workload.command(line)) }
     exit(0)
 }

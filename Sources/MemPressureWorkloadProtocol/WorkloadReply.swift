@@ -4,7 +4,7 @@
 ///     growing                          grow: the spike has begun
 ///     state fnv=HEX launch=HEX restored=true|false bytes=N activations=N frames=N
 ///     lost BYTES                       verify: the bytes of the state that differ
-///     restored images=N stores=N model=N seconds=S cpu=S refault=S
+///     restored images=N stores=N model=N first=N seconds=S cpu=S refault=S
 ///     ramped crossed=S before=S started=S ended=S chunks=N bytes=N usage=N
 ///                                      ramp: when its allocation crossed the line (`WorkloadRamp`)
 ///     error: MESSAGE                   the command was refused or failed
@@ -39,7 +39,7 @@ public enum WorkloadReply: Codable, Sendable, Hashable, CustomStringConvertible 
             "state fnv=\(String(s.checksum, radix: 16)) launch=\(String(s.launchChecksum, radix: 16)) restored=\(s.restoredFromDisk) bytes=\(s.bytes) activations=\(s.activations) frames=\(s.frames)"
         case .lost(let bytes): "lost \(bytes)"
         case .restored(let r):
-            "restored images=\(r.images) stores=\(r.stores) model=\(r.modelChunks) seconds=\(r.seconds) cpu=\(r.cpuSeconds) refault=\(r.refaultSeconds)"
+            "restored images=\(r.images) stores=\(r.stores) model=\(r.modelChunks) first=\(r.beforeReady) seconds=\(r.seconds) cpu=\(r.cpuSeconds) refault=\(r.refaultSeconds)"
         case .ramped(let r): "ramped \(r.fields)"
         case .failed(let message): "error: \(message)"
         case .ready(let pid): "ready \(pid)"
@@ -83,10 +83,10 @@ public enum WorkloadReply: Codable, Sendable, Hashable, CustomStringConvertible 
                     checksum: try fields.hex("fnv"), launchChecksum: try fields.hex("launch"), restoredFromDisk: try fields.bool("restored"),
                     bytes: try fields.size("bytes"), activations: try fields.decimal("activations"), frames: try fields.decimal("frames")))
         case "restored":
-            let fields = try WorkloadFields(reply: "restored", rest, known: ["images", "stores", "model", "seconds", "cpu", "refault"])
+            let fields = try WorkloadFields(reply: "restored", rest, known: ["images", "stores", "model", "first", "seconds", "cpu", "refault"])
             self = .restored(
                 WorkloadRebuild(
-                    images: try fields.size("images"), stores: try fields.size("stores"), modelChunks: try fields.size("model"),
+                    images: try fields.size("images"), stores: try fields.size("stores"), modelChunks: try fields.size("model"), beforeReady: try fields.size("first"),
                     seconds: try fields.seconds("seconds"), cpuSeconds: try fields.seconds("cpu"), refaultSeconds: try fields.seconds("refault")))
         case "ramped":
             self = .ramped(try WorkloadRamp(try WorkloadFields(reply: "ramped", rest, known: WorkloadRamp.keys)))
@@ -122,7 +122,8 @@ public struct WorkloadStateReport: Codable, Sendable, Hashable {
     }
 }
 
-/// The answer to `restored`: what the last rebuild after a resume did and cost.
+/// The answer to `restored`: what the last rebuild (after a resume, or the rest of a lazy
+/// relaunch counting its first screen) did and cost.
 public struct WorkloadRebuild: Codable, Sendable, Hashable {
     /// Decoded images rebuilt (missing from the cache).
     public var images: Int
@@ -130,6 +131,9 @@ public struct WorkloadRebuild: Codable, Sendable, Hashable {
     public var stores: Int
     /// 1 MiB chunks of the model rebuilt (trimmed).
     public var modelChunks: Int
+    /// Of the images, stores and chunks rebuilt, how many before the app reported ready: all of
+    /// an eager restore's; a lazy restore's or a lazy relaunch's first screen (`--first-screen`).
+    public var beforeReady: Int
     /// The rebuild's wall time.
     public var seconds: Double
     /// The CPU time of the thread that rebuilt.
@@ -138,10 +142,11 @@ public struct WorkloadRebuild: Codable, Sendable, Hashable {
     /// refaults of whatever the kernel took.
     public var refaultSeconds: Double
 
-    public init(images: Int = 0, stores: Int = 0, modelChunks: Int = 0, seconds: Double = 0, cpuSeconds: Double = 0, refaultSeconds: Double = 0) {
+    public init(images: Int = 0, stores: Int = 0, modelChunks: Int = 0, beforeReady: Int = 0, seconds: Double = 0, cpuSeconds: Double = 0, refaultSeconds: Double = 0) {
         self.images = images
         self.stores = stores
         self.modelChunks = modelChunks
+        self.beforeReady = beforeReady
         self.seconds = seconds
         self.cpuSeconds = cpuSeconds
         self.refaultSeconds = refaultSeconds

@@ -132,6 +132,40 @@ struct SupervisorTests {
         }
     }
 
+    @Test("a lazy relaunch builds the first screen before ready and the rest after; a lazy restore rebuilds the first screen before ready; eager ones build everything before")
+    func lazyRelaunch() async throws {
+        let lazyDir = try TemporaryDirectory(), eagerDir = try TemporaryDirectory()
+        defer {
+            lazyDir.remove()
+            eagerDir.remove()
+        }
+        let s = try Supervisor(configuration: supervisorConfiguration())
+        try await withCleanup({ await s.shutdown() }) {
+            // 8 images, 1 backing store, 4 model chunks; the first screen is a quarter of each:
+            // 2 images, 0 stores, 1 chunk.
+            let shape = ["--model-mb", "4", "--first-screen", "0.25", "--trim", "1"]
+            try await s.register(AppSpec(name: "L", command: workloadCommand(lazyDir, shape + ["--relaunch", "lazy", "--restore", "lazy"])))
+            try await s.register(AppSpec(name: "E", command: workloadCommand(eagerDir, shape + ["--relaunch", "eager", "--restore", "eager"])))
+            func restored(_ app: String) async throws -> WorkloadRebuild { try await WorkloadRequest.restored.send { try await s.command(app, $0) } }
+            func counts(_ r: WorkloadRebuild) -> [Int] { [r.images, r.stores, r.modelChunks, r.beforeReady] }
+
+            try await s.activate("L")
+            try await s.waitForReady("L")
+            #expect(counts(try await restored("L")) == [8, 1, 4, 3], "a lazy relaunch: the first screen (3) before ready, all built by the end")
+            try await s.activate("E")
+            try await s.waitForReady("E")
+            #expect(counts(try await restored("E")) == [0, 0, 0, 0], "an eager relaunch built everything in didFinishLaunching: nothing after")
+
+            for app in ["L", "E"] {
+                try await s.background(app)
+                try await s.activate(app)
+                try await s.waitForReady(app, count: 2)
+            }
+            #expect(counts(try await restored("L")) == [8, 1, 4, 3], "a lazy restore after a full trim: the first screen before ready, the rest after")
+            #expect(counts(try await restored("E")) == [8, 1, 4, 13], "an eager restore: everything before ready")
+        }
+    }
+
     @Test("a suspended app is stopped and uses no CPU; on resume it gets one coalesced notification per kind", arguments: [SuspendMethod.sigstop, .freezer])
     func suspension(method: SuspendMethod) async throws {
         if method == .freezer && !ProcFS.isFile("/sys/fs/cgroup/freezer/cgroup.procs") && !ProcFS.isFile("/sys/fs/cgroup/cgroup.controllers") {

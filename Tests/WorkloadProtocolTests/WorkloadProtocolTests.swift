@@ -17,7 +17,7 @@ struct WorkloadProtocolTests {
         .dirty(bytes: 0), .dirty(bytes: 50_331_648), .growing, .lost(bytes: 0), .lost(bytes: 8_388_608),
         .state(WorkloadStateReport(checksum: 0xcbf2_9ce4_8422_2325, launchChecksum: 0, restoredFromDisk: true, bytes: 8 << 20, activations: 3)),
         .state(WorkloadStateReport(checksum: UInt64.max, launchChecksum: 0x1, restoredFromDisk: false, bytes: 0, activations: UInt64.max, frames: UInt64.max)),
-        .restored(WorkloadRebuild(images: 12, stores: 4, modelChunks: 3, seconds: 0.012345678901234567, cpuSeconds: 5e-05, refaultSeconds: 0)),
+        .restored(WorkloadRebuild(images: 12, stores: 4, modelChunks: 3, beforeReady: 19, seconds: 0.012345678901234567, cpuSeconds: 5e-05, refaultSeconds: 0)),
         .restored(WorkloadRebuild()),
         .failed("mmap of 1099511627776 bytes refused"), .failed(""), .ready(pid: 1), .ready(pid: Int32.max),
         .ramped(WorkloadRamp(crossedAt: 11_234.567_891_234, beforeAt: 11_234.567_87, startedAt: 11_234.4, endedAt: 11_234.6, chunks: 4321, bytes: 283_181_056, usageBytes: 1_020_100_608)),
@@ -51,8 +51,8 @@ struct WorkloadProtocolTests {
             try WorkloadReply(line: "state fnv=8f3c0a1b2c3d4e5f launch=cbf29ce484222325 restored=true bytes=8388608 activations=2 frames=3")
                 == .state(WorkloadStateReport(checksum: 0x8f3c_0a1b_2c3d_4e5f, launchChecksum: 0xcbf2_9ce4_8422_2325, restoredFromDisk: true, bytes: 8_388_608, activations: 2, frames: 3)))
         #expect(
-            try WorkloadReply(line: "restored images=32 stores=4 model=6 seconds=0.0421 cpu=0.0398 refault=0.0012")
-                == .restored(WorkloadRebuild(images: 32, stores: 4, modelChunks: 6, seconds: 0.0421, cpuSeconds: 0.0398, refaultSeconds: 0.0012)))
+            try WorkloadReply(line: "restored images=32 stores=4 model=6 first=10 seconds=0.0421 cpu=0.0398 refault=0.0012")
+                == .restored(WorkloadRebuild(images: 32, stores: 4, modelChunks: 6, beforeReady: 10, seconds: 0.0421, cpuSeconds: 0.0398, refaultSeconds: 0.0012)))
         #expect(try WorkloadReply(line: "dirty 50331648") == .dirty(bytes: 50_331_648))
         #expect(try WorkloadReply(line: "lost 0") == .lost(bytes: 0))
         #expect(try WorkloadReply(line: "growing") == .growing)
@@ -119,10 +119,10 @@ struct WorkloadProtocolTests {
         ("state fnv=1 launch=2 restored=true bytes=3 activations=4 frames=-1", .notANumber(field: "frames", text: "-1")),
         ("state fnv=1 launch=2 restored=true bytes=3 activations", .malformedReply(reply: "state", text: "activations")),
         ("state fnv= launch=2 restored=true bytes=3 activations=4", .notANumber(field: "fnv", text: "")),
-        ("restored images=1 stores=2 model=3 seconds=nan cpu=0 refault=0", .malformedField(reply: "restored", field: "seconds", text: "nan")),
-        ("restored images=1 stores=2 model=3 seconds=-1 cpu=0 refault=0", .malformedField(reply: "restored", field: "seconds", text: "-1")),
-        ("restored images=1 stores=2 model=3 seconds=inf cpu=0 refault=0", .malformedField(reply: "restored", field: "seconds", text: "inf")),
-        ("restored images=1 stores=2 model=3 seconds=1", .missingField(reply: "restored", field: "cpu")),
+        ("restored images=1 stores=2 model=3 first=0 seconds=nan cpu=0 refault=0", .malformedField(reply: "restored", field: "seconds", text: "nan")),
+        ("restored images=1 stores=2 model=3 first=0 seconds=-1 cpu=0 refault=0", .malformedField(reply: "restored", field: "seconds", text: "-1")),
+        ("restored images=1 stores=2 model=3 first=0 seconds=inf cpu=0 refault=0", .malformedField(reply: "restored", field: "seconds", text: "inf")),
+        ("restored images=1 stores=2 model=3 first=0 seconds=1", .missingField(reply: "restored", field: "cpu")),
         ("ramped crossed=1 before=1 started=1 ended=1 chunks=1 bytes=1", .missingField(reply: "ramped", field: "usage")),
         ("ramped crossed=-1 before=1 started=1 ended=1 chunks=1 bytes=1 usage=1", .malformedField(reply: "ramped", field: "crossed", text: "-1")),
         ("ramped crossed=1 before=1 started=1 ended=1 chunks=1 bytes=1 usage=1 line=5", .unknownField(reply: "ramped", field: "line")),
