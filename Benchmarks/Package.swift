@@ -129,6 +129,7 @@ let package = Package(
             name: "resume-bench",
             dependencies: [
                 "BenchSupport",
+                .product(name: "MemPressureCachePolicies", package: "MemoryPressure"),
                 .product(name: "MemPressureLifecycle", package: "MemoryPressure"),
                 .product(name: "MemPressureLifecycleProtocol", package: "MemoryPressure"),
                 .product(name: "MemPressureVMTracker", package: "MemoryPressure"),

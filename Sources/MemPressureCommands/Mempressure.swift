@@ -16,7 +16,7 @@ struct Mempressure: AsyncParsableCommand {
             from /proc. Byte counts in --json and --csv output are integers in bytes.
             """,
         version: mempressureVersion,
-        subcommands: [VM.self, Top.self, Watch.self, Diff.self, Check.self, Cache.self, Load.self, Run.self, Supervise.self, Apps.self, AppCommand.self, JetsamCommand.self, Demo.self, Export.self]
+        subcommands: [VM.self, Top.self, Watch.self, Diff.self, Check.self, Cache.self, Load.self, Run.self, Supervise.self, Apps.self, AppCommand.self, JetsamCommand.self, Recommend.self, Demo.self, Export.self]
     )
 
     /// ArgumentParser's main with two manners it lacks: a mistyped subcommand gets "did you

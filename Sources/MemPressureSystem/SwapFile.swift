@@ -197,6 +197,18 @@ public struct ZramStats: Sendable, Hashable, Codable {
         }
     }
 
+    /// What the device holds now (mm_stat): the bytes of the pages stored in it, uncompressed
+    /// (`orig_data_size`), and the memory it takes for them (`mem_used_total`, compressed pages
+    /// and their overhead, which the kernel charges to no memory cgroup). Nil when unreadable.
+    public func usage() -> (storedBytes: UInt64, memoryBytes: UInt64)? {
+        do {
+            let fields = ByteScanner.fields(try ProcFS.readBytes("\(sysfs)/mm_stat")).compactMap { ByteScanner.unsigned($0) }
+            return fields.count >= 3 ? (fields[0], fields[2]) : nil
+        } catch {
+            return nil
+        }
+    }
+
     /// The most memory the device has taken since it was set up or `resetPeak()` (mm_stat's
     /// fifth field, `mem_used_max`): the compressed pages, which the kernel does not charge to
     /// any memory cgroup. Nil when it cannot be read.

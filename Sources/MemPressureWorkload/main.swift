@@ -368,6 +368,12 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
 
     func didEnterBackground(_ client: LifecycleClient) {
         if let gate = o.backgroundGate { waitAtGate(gate) }
+        // A lazy rebuild still running (a lazy restore's or a lazy relaunch's rest) finishes
+        // first: the trim then frees exactly its share, and the next resume finds missing what
+        // the trim freed (a lazy relaunch sent to the background before its first activation
+        // has its rest rebuilt there, as missing).
+        awaitRebuild()
+        launchRestPending.store(false, ordering: .relaxed)
         saveState()
         trimForBackground()
         guard o.backgroundTaskSeconds > 0 else { return }

@@ -16,12 +16,23 @@ struct AppSize: Codable, Sendable {
     var assetsMB = 24
     var modelMB = 32
     var decodeCost = 256
+    /// The share of the rebuildable memory the first screen needs: what a lazy relaunch builds
+    /// before ready, and a lazy restore rebuilds before ready. Nil in reports before it existed
+    /// (a lazy restore then rebuilt nothing before ready).
+    var firstScreen: Double? = 0.25
 
-    func arguments(trim: Int, restore: String, data: String) -> [String] {
+    func arguments(trim: Int, restore: String, relaunch: String, data: String, decodeCost: Int? = nil) -> [String] {
         ["--data-dir", data, "--state-mb", "\(stateMB)", "--image-cache-mb", "\(imageCacheMB)", "--image-kb", "\(imageKB)",
-         "--backing-mb", "\(backingMB)", "--assets-mb", "\(assetsMB)", "--model-mb", "\(modelMB)", "--decode-cost", "\(decodeCost)",
-         "--trim", "\(Double(trim) / 100)", "--restore", restore]
+         "--backing-mb", "\(backingMB)", "--assets-mb", "\(assetsMB)", "--model-mb", "\(modelMB)", "--decode-cost", "\(decodeCost ?? self.decodeCost)",
+         "--trim", "\(Double(trim) / 100)", "--restore", restore, "--relaunch", relaunch, "--first-screen", "\(firstScreen ?? 0)"]
     }
+}
+
+/// One step of a round: a resume after a condition, or a relaunch (eager or lazy, the page cache
+/// warm or cold).
+enum Step: Equatable {
+    case resume(Condition)
+    case relaunch(lazy: Bool, cold: Bool)
 }
 
 enum Condition: String, Codable, Sendable, CaseIterable {
@@ -43,6 +54,8 @@ struct Cycle: Codable, Sendable {
     var restore: String
     var condition: Condition
     var round: Int
+    /// The decode cost of a sweep's round; nil in the main grid (`AppSize.decodeCost`).
+    var decodeCost: Int? = nil
     /// In the background, just before the resume (VM Tracker, smaps_rollup).
     var dirtyBytes: UInt64
     var purgeableBytes: UInt64
@@ -53,6 +66,10 @@ struct Cycle: Codable, Sendable {
     /// paged-out memory out of the swap cache), or the bytes the page-out wrote to swap.
     var squeezedToBytes: UInt64?
     var pagedOutBytes: UInt64?
+    /// For zram: what the device held when the resume began, uncompressed, and the memory it
+    /// took for it (the RAM a freeze-dried app still costs the device).
+    var zramStoredBytes: UInt64? = nil
+    var zramMemoryBytes: UInt64? = nil
     /// Pages the machine read from swap during the resume (pswpin; the benchmark runs alone).
     var pagesSwappedIn: UInt64? = nil
     /// Why a swap round does not prove a real swap-in (`swapInShortfall`), if it does not: it is
@@ -80,8 +97,16 @@ struct Relaunch: Codable, Sendable {
     var restore: String
     var cache: String
     var round: Int
+    /// "eager" (everything built before ready) or "lazy" (the first screen, the rest after);
+    /// nil in reports before lazy relaunches (eager).
+    var mode: String? = nil
+    /// The decode cost of a sweep's round; nil in the main grid.
+    var decodeCost: Int? = nil
     /// From the launch command to ready, with the saved state restored.
     var readyMs: Double
+    /// From the launch command until everything is built (a lazy relaunch's rest finished, the
+    /// app's `restored` answered); nil in reports before it was measured.
+    var fullMs: Double? = nil
     /// Its parts, from the same command: the process started and connected (exec, the runtime,
     /// the hello), and didFinishLaunching acknowledged (state restored, everything built). Nil in
     /// reports written before they were split.
@@ -100,6 +125,11 @@ struct ResumeRun {
     let build: String
     let levels: [Int]
     let rounds: Int
+    /// The decode-cost sweep: costs besides the main grid's, its trims and rounds (resume with
+    /// nothing taken, relaunch eager and lazy, page cache warm).
+    var sweepCosts: [Int] = []
+    var sweepLevels: [Int] = []
+    var sweepRounds = 0
     let size = AppSize()
     private(set) var data = ""
     var conditions: [Condition] = Condition.allCases
@@ -187,45 +217,66 @@ struct ResumeRun {
         } else {
             notes.append("no memory.swappiness in \(group): the squeeze may also have swapped anonymous memory")
         }
-        var blocks: [(trim: Int, restore: String)] = []
+        // The main grid: every condition, both relaunches warm and cold, at the main decode cost;
+        // then the sweep: nothing taken and both relaunches warm, at each other decode cost.
+        var blocks: [(trim: Int, restore: String, cost: Int?, rounds: Int, steps: [Step])] = []
+        let mainSteps: [Step] = conditions.map { .resume($0) } + [false, true].flatMap { lazy in [false, true].map { Step.relaunch(lazy: lazy, cold: $0) } }
         for trim in levels {
-            blocks.append((trim, "lazy"))
-            blocks.append((trim, "eager"))
+            for restore in ["lazy", "eager"] { blocks.append((trim, restore, nil, rounds, mainSteps)) }
         }
-        let steps: Int = conditions.count + 2
-        let progress = Progress("resume-bench", total: blocks.count * rounds * steps)
+        let sweepSteps: [Step] = [.resume(.none), .relaunch(lazy: false, cold: false), .relaunch(lazy: true, cold: false)]
+        for cost in sweepCosts {
+            for trim in sweepLevels {
+                for restore in ["lazy", "eager"] { blocks.append((trim, restore, cost, sweepRounds, sweepSteps)) }
+            }
+        }
+        let progress = Progress("resume-bench", total: blocks.reduce(0) { $0 + $1.rounds * $1.steps.count })
         var cycles: [Cycle] = []
         var relaunches: [Relaunch] = []
         var coldDropped: [DroppedFile] = []
-        for (trim, restore) in blocks {
+        for block in blocks {
+            let (trim, restore) = (block.trim, block.restore)
             let digits = String(trim)
-            let name = "t" + String(repeating: "0", count: 3 - digits.count) + digits + "-" + restore
+            // Two apps on the same data: the same model app relaunching eagerly and lazily. A
+            // relaunch ends whichever runs and launches the one of its kind, which then serves
+            // the resumes until the next relaunch.
+            let name = "t" + String(repeating: "0", count: 3 - digits.count) + digits + "-" + restore + (block.cost.map { "-c\($0)" } ?? "")
+            let lazyName = name + "-lz"
             let dir = "\(data)/\(name)"
-            try await s.register(AppSpec(name: name, command: ["\(build)/mempressure-workload"] + size.arguments(trim: trim, restore: restore, data: dir)))
+            for (app, relaunchMode) in [(name, "eager"), (lazyName, "lazy")] {
+                let arguments = size.arguments(trim: trim, restore: restore, relaunch: relaunchMode, data: dir, decodeCost: block.cost)
+                try await s.register(AppSpec(name: app, command: ["\(build)/mempressure-workload"] + arguments))
+            }
             progress.doing("\(name): first launch")
             try await s.activate(name)
-            for round in 0..<rounds {
-                // The order of the conditions turns with the round, so that no condition
-                // always follows another.
-                var order: [Int] = []
-                for i in 0..<steps { order.append((round + i) % steps) }
-                for step in order {
+            var current = name
+            for round in 0..<block.rounds {
+                // The order of the steps turns with the round, so that no step always follows
+                // another.
+                let steps = block.steps
+                for i in 0..<steps.count {
+                    let step = steps[(round + i) % steps.count]
                     try Task.checkCancellation()
-                    if step < conditions.count {
-                        let condition = conditions[step]
+                    switch step {
+                    case .resume(let condition):
                         progress.doing("\(name): round \(round + 1), resume after \(condition.rawValue)")
-                        cycles.append(try await resume(name, trim: trim, restore: restore, condition: condition, round: round, s: s, group: group))
-                    } else {
-                        let cold = step == steps - 1
-                        progress.doing("\(name): round \(round + 1), relaunch, page cache \(cold ? "cold" : "warm")")
-                        let (r, dropped) = try await relaunch(name, trim: trim, restore: restore, cold: cold, round: round, s: s, data: dir)
+                        var cycle = try await resume(current, trim: trim, restore: restore, condition: condition, round: round, s: s, group: group)
+                        cycle.decodeCost = block.cost
+                        cycles.append(cycle)
+                    case .relaunch(let lazy, let cold):
+                        progress.doing("\(name): round \(round + 1), relaunch \(lazy ? "lazy" : "eager"), page cache \(cold ? "cold" : "warm")")
+                        let target = lazy ? lazyName : name
+                        var (r, dropped) = try await relaunch(current, as: target, trim: trim, restore: restore, cold: cold, round: round, s: s, data: dir)
+                        current = target
+                        r.mode = lazy ? "lazy" : "eager"
+                        r.decodeCost = block.cost
                         relaunches.append(r)
                         if coldDropped.isEmpty { coldDropped = dropped }
                     }
                     progress.step()
                 }
             }
-            try await s.terminate(name)
+            try await s.terminate(current)
         }
         return (cycles, relaunches, notes, coldDropped)
     }
@@ -259,6 +310,7 @@ struct ResumeRun {
             pagedOut = try await s.pageOut(name, pid: pid).writtenBytes
             squeezed = try evictSwapCache(group: group)
         }
+        let zramUsage = zram?.stats.usage()
         let swapBefore = try SwapInCounters(memoryCgroup: group)
         // VM Tracker's snapshot reads stat too: the fault counters before and after come with it.
         let before = try Snapshotter().process(pid, options: .totalsOnly)
@@ -285,6 +337,8 @@ struct ResumeRun {
             minorFaults: after.minorFaults &- before.stat.minorFaults, majorFaults: after.majorFaults &- before.stat.majorFaults,
             rebuildMs: r.seconds * 1e3, rebuildCPUMs: r.cpuSeconds * 1e3, refaultMs: r.refaultSeconds * 1e3,
             imagesRebuilt: r.images, modelChunksRebuilt: r.modelChunks)
+        cycle.zramStoredBytes = zramUsage?.storedBytes
+        cycle.zramMemoryBytes = zramUsage?.memoryBytes
         if condition.isSwap {
             cycle.pagesSwappedIn = swapAfter.pagesSwappedIn &- swapBefore.pagesSwappedIn
             // What freeze-dry wrote must have been on swap and read back from the device.
@@ -332,9 +386,11 @@ struct ResumeRun {
         return try squeezeV1MemoryLimit(group, from: 4 * mib, attempts: 256, restore: 2048 * mib)
     }
 
-    /// Terminate (the app saves its state), drop the page cache of its files if `cold`, launch
-    /// and activate; then every byte of the state is checked.
-    func relaunch(_ name: String, trim: Int, restore: String, cold: Bool, round: Int, s: Supervisor, data: String) async throws -> (Relaunch, [DroppedFile]) {
+    /// Terminate `name` (the app saves its state), drop the page cache of its files if `cold`,
+    /// launch and activate `target` (the same app on the same data, relaunching eagerly or
+    /// lazily) until ready, then until everything is built; then every byte of the state is
+    /// checked.
+    func relaunch(_ name: String, as target: String, trim: Int, restore: String, cold: Bool, round: Int, s: Supervisor, data: String) async throws -> (Relaunch, [DroppedFile]) {
         let activations = try await WorkloadRequest.state.send { try await s.command(name, $0) }.activations
         // Cold means cold: every file the app maps (its executable, the Swift runtime, jemalloc,
         // the C library) as well as its data, read before it ends.
@@ -345,16 +401,19 @@ struct ResumeRun {
         // Warm means warm: a squeeze or an eviction in an earlier round may have taken its files' pages.
         if !cold { try warmForStart(mapped: mapped, dataDirectory: data) }
         let t0 = await s.now()
-        try await s.activate(name)
+        try await s.activate(target)
+        // A lazy relaunch's rest: `restored` answers once it has finished.
+        _ = try await WorkloadRequest.restored.send { try await s.command(target, $0) }
+        let tFull = await s.now()
         let log = await s.log
-        guard let ready = log.last(where: { $0.app == name && $0.kind == .ready && $0.t >= t0 }) else {
-            throw BenchError("\(name): no ready after the relaunch")
+        guard let ready = log.last(where: { $0.app == target && $0.kind == .ready && $0.t >= t0 }) else {
+            throw BenchError("\(target): no ready after the relaunch")
         }
-        let connected = log.first { $0.app == name && $0.kind == .connected && $0.t >= t0 }
-        let launched = log.first { $0.app == name && $0.payload == .callback(.didFinishLaunching) && $0.t >= t0 }
-        let lost = try await WorkloadRequest.verify(activations: activations + 1).send { try await s.command(name, $0) }
+        let connected = log.first { $0.app == target && $0.kind == .connected && $0.t >= t0 }
+        let launched = log.first { $0.app == target && $0.payload == .callback(.didFinishLaunching) && $0.t >= t0 }
+        let lost = try await WorkloadRequest.verify(activations: activations + 1).send { try await s.command(target, $0) }
         var relaunch = Relaunch(
-            trim: trim, restore: restore, cache: cold ? "cold" : "warm", round: round, readyMs: (ready.t - t0) * 1000,
+            trim: trim, restore: restore, cache: cold ? "cold" : "warm", round: round, readyMs: (ready.t - t0) * 1000, fullMs: (tFull - t0) * 1000,
             connectedMs: connected.map { ($0.t - t0) * 1000 }, launchedMs: launched.map { ($0.t - t0) * 1000 }, lostBytes: lost)
         if cold {
             relaunch.droppedFiles = dropped.filter { $0.error == nil }.count
