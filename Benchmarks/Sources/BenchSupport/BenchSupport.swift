@@ -106,6 +106,11 @@ extension Percentiles {
     public func text(_ decimals: Int = 1) -> String {
         "\(ByteFormat.fixed(p50, decimals)) (\(ByteFormat.fixed(p90, decimals)), \(ByteFormat.fixed(p99, decimals)))"
     }
+
+    /// "min / p50 / p90 / max" with `decimals`.
+    public func rangeText(_ decimals: Int = 1) -> String {
+        [min, p50, p90, max].map { ByteFormat.fixed($0, decimals) }.joined(separator: " / ")
+    }
 }
 
 /// The machine a report was measured on, in one line.

@@ -269,7 +269,7 @@ struct ResumeReport: RenderedReport {
             from it, listed below). \
             **ratio** = resume full p50 / eager relaunch warm p50 (until fully working); **ready \
             ratio** = resume ready p50 / lazy relaunch warm p50 (the wait for a first screen). \
-            Figures are p50 (p90, p99) over \(rounds) rounds.
+            Figures are p50 (p90, p99) over \(rounds) rounds, or min / p50 / p90 / max where a table says so.
 
             Machine: \(machine). Regenerate: `\(command)`.
 
@@ -326,13 +326,13 @@ struct ResumeReport: RenderedReport {
             md += "| \(trim)% | \(cells.joined(separator: " | ")) |\n"
         }
         md += "\n## Every point\n\n"
-        md += "Background memory in MiB (medians): footprint (what jetsam charges: dirty + swapped), and dirty, purgeable, clean, swapped as VM Tracker reads them. Times in ms.\n\n"
+        md += "Background memory in MiB (medians): footprint (what jetsam charges: dirty + swapped), and dirty, purgeable, clean, swapped as VM Tracker reads them. Times in ms, min / p50 / p90 / max over the rounds.\n\n"
         md += "| trim | restore | condition | footprint | dirty | purgeable | clean | swapped | resume ready | resume full | relaunch warm | relaunch cold | lazy relaunch warm | lazy relaunch cold | lazy full | ratio | ready ratio |\n"
         md += "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
         for p in points {
             let memory: [String] = [p.backgroundFootprintBytes, p.dirtyBytes, p.purgeableBytes, p.cleanBytes, p.swappedBytes].map { mib($0) }
-            let times: [String] = [p.resumeReadyMs, p.resumeFullMs, p.relaunchMs, p.relaunchColdMs].map { $0.text() }
-            let lazy: [String] = [p.relaunchLazyMs, p.relaunchLazyColdMs, p.relaunchLazyFullMs].map { $0?.text() ?? "–" }
+            let times: [String] = [p.resumeReadyMs, p.resumeFullMs, p.relaunchMs, p.relaunchColdMs].map { $0.rangeText() }
+            let lazy: [String] = [p.relaunchLazyMs, p.relaunchLazyColdMs, p.relaunchLazyFullMs].map { $0?.rangeText() ?? "–" }
             let ratios: [String] = [ByteFormat.fixed(p.ratio, 2), p.readyRatio.map { ByteFormat.fixed($0, 2) } ?? "–"]
             let cells: [String] = ["\(p.trim)%", p.restore, p.condition.rawValue] + memory + times + lazy + ratios
             md += "| \(cells.joined(separator: " | ")) |\n"
