@@ -117,6 +117,8 @@ let package = Package(
             name: "programs-bench",
             dependencies: [
                 "BenchSupport",
+                .product(name: "MemPressureJetsam", package: "MemoryPressure"),
+                .product(name: "_MemPressureWorkloadProtocol", package: "MemoryPressure"),
                 .product(name: "MemPressureLifecycle", package: "MemoryPressure"),
                 .product(name: "MemPressureLifecycleProtocol", package: "MemoryPressure"),
                 .product(name: "MemPressureSystem", package: "MemoryPressure"),

@@ -8,27 +8,27 @@ set key noautotitle
 set border lc rgb '#555555'
 $bars << EOD
 # row	label	value	highlight	text
-17	"redis freeze"	302.2309869993478	0	"302 ms"
-16	"redis swap-file"	1650.2922560030129	0	"1650 ms"
-15	"redis zram"	413.75431649794336	0	"414 ms"
-14	"redis relaunch-warm"	471.57437150235637	1	"472 ms"
-13	"redis relaunch-cold"	479.0368629983277	1	"479 ms"
-12	"redis relaunch-killed"	458.60530600111815	1	"459 ms"
-11	"postgres freeze"	183.75317549725878	0	"184 ms"
-10	"postgres swap-file"	529.0384360014286	0	"529 ms"
-9	"postgres zram"	323.76394600214553	0	"324 ms"
-8	"postgres relaunch-warm"	274.6928585038404	1	"275 ms"
-7	"postgres relaunch-cold"	357.89162250148365	1	"358 ms"
-6	"postgres relaunch-killed"	337.51579450108693	1	"338 ms"
-5	"chromium freeze"	89.82279150222894	0	"90 ms"
-4	"chromium swap-file"	644.7916100005386	0	"645 ms"
-3	"chromium zram"	329.4101169958594	0	"329 ms"
-2	"chromium relaunch-warm"	932.4257349981053	1	"932 ms"
-1	"chromium relaunch-cold"	1201.9278449988633	1	"1202 ms"
-0	"chromium relaunch-killed"	918.3353155021905	1	"918 ms"
+17	"redis freeze"	320.6390219966124	0	"321 ms"
+16	"redis swap-file"	1733.4479069977533	0	"1733 ms"
+15	"redis zram"	438.0929789986112	0	"438 ms"
+14	"redis relaunch-warm"	501.5982660006557	1	"502 ms"
+13	"redis relaunch-cold"	518.5887520019605	1	"519 ms"
+12	"redis relaunch-killed"	482.9489229960018	1	"483 ms"
+11	"postgres freeze"	186.24797250595293	0	"186 ms"
+10	"postgres swap-file"	531.7186809952545	0	"532 ms"
+9	"postgres zram"	329.015786992386	0	"329 ms"
+8	"postgres relaunch-warm"	279.7164755029371	1	"280 ms"
+7	"postgres relaunch-cold"	354.4688904948998	1	"354 ms"
+6	"postgres relaunch-killed"	340.9100050048437	1	"341 ms"
+5	"chromium freeze"	84.64888050366426	0	"85 ms"
+4	"chromium swap-file"	636.5205745023559	0	"637 ms"
+3	"chromium zram"	337.02580600220244	0	"337 ms"
+2	"chromium relaunch-warm"	911.6018424901995	1	"912 ms"
+1	"chromium relaunch-cold"	1173.8824835047126	1	"1174 ms"
+0	"chromium relaunch-killed"	884.9278590059839	1	"885 ms"
 EOD
 set style fill solid 0.9 noborder
-set xrange [0:1947.3448620835552]
+set xrange [0:2045.468530257349]
 set yrange [-0.6:17.6]
 set ytics scale 0 nomirror
 set xtics nomirror

@@ -16,6 +16,11 @@
 //   relaunch-killed  background (frozen), killed as jetsam kills (SIGKILL to the whole app, its
 //                  memory released; nothing saved), its files read back, activate
 //
+// Then, once per program, jetsam's own decision (JetsamPhase.swift): under a supervisor with
+// jetsam attached, the program frozen in the background and the model app in the foreground
+// allocating past jetsam's critical line; jetsam must choose the program, which is then
+// relaunched and its data checked.
+//
 // An activation returns once the readiness probe passes: the program answers ("ready"). Then the
 // program's check runs until it passes: its whole dataset was read and found intact (DEBUG
 // DIGEST; a hash over every row after pg_prewarm; a sum over every array of the page): "working",
@@ -137,7 +142,7 @@ struct ProgramRun {
         c.terminateGrace = 120
         let s = try Supervisor(configuration: c)
         let run = self
-        return try await withTaskCancellationHandler {
+        var (info, cycles) = try await withTaskCancellationHandler {
             do {
                 let r = try await run.rounds(with: s)
                 await s.shutdown()
@@ -149,6 +154,13 @@ struct ProgramRun {
         } onCancel: {
             Task { await s.abort() }
         }
+        // Then jetsam's own decision, under a supervisor of its own (JetsamPhase.swift).
+        // Its budget: room for 16 times what it held frozen, so that crossing jetsam's line by
+        // three quarters of that stays short of the limit (2 GiB at least).
+        let held = cycles.filter { $0.condition == .freeze }.map(\.residentBeforeBytes).sorted()
+        let budget = max(2 << 30, ((held.isEmpty ? 0 : held[held.count / 2]) * 16 + (256 << 20) - 1) / (256 << 20) * (256 << 20))
+        info.jetsam = try await jetsamPhase(budget: budget)
+        return (info, cycles)
     }
 
     func rounds(with s: Supervisor) async throws -> (ProgramInfo, [Cycle]) {

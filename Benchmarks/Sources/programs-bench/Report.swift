@@ -63,6 +63,8 @@ struct ProgramInfo: Codable, Sendable {
     /// The readiness probe's script.
     var probe: String
     var droppedForCold: [DroppedFile]
+    /// Killed by jetsam's own decision, then relaunched; nil in reports before it.
+    var jetsam: JetsamProof? = nil
 }
 
 struct ProgramsReport: RenderedReport {
@@ -103,6 +105,23 @@ struct ProgramsReport: RenderedReport {
             }
         }
         return out
+    }
+
+    /// Killed by jetsam's own decision (`JetsamPhase.swift`), per program.
+    func jetsamSection() -> String {
+        let proofs = programs.compactMap { p in p.jetsam.map { (p.name, $0) } }
+        guard !proofs.isEmpty else { return "" }
+        var s = "\n## Killed by jetsam's own decision\n\n"
+        s += "Once its rounds were done, each program was launched again under a supervisor of its own with jetsam attached (the ios policy, the kernel's OOM killer not held; a device budget of 16 times what it held frozen, at least 2 GiB, in the table), "
+        s += "sent to the background (frozen), and the model app in the foreground allocated until the device's working set stood past jetsam's critical line (95% of the budget) by three quarters of what the program held. "
+        s += "Jetsam chose whom to kill; the program was then relaunched and its whole dataset checked, as after every relaunch above.\n\n"
+        s += "| program | budget | allocated | jetsam's victims | reason | band | footprint charged | given back | kill after the event | relaunch: ready / working |\n|---|---:|---:|---|---|---|---:|---:|---:|---:|\n"
+        for (name, j) in proofs {
+            s += "| \(name) | \(ByteFormat.human(j.budgetBytes)) | \(ByteFormat.human(j.allocatedBytes)) | \(j.victims.joined(separator: ", ")) | \(j.reason) | \(j.band) | \(ByteFormat.human(j.footprintBytes)) | \(ByteFormat.human(j.reclaimedBytes)) | \(ByteFormat.fixed(j.secondsFromEvent * 1000, 0)) ms | \(ByteFormat.fixed(j.relaunchReadyMs, 0)) / \(ByteFormat.fixed(j.relaunchWorkingMs, 0)) ms |\n"
+        }
+        let alone = proofs.allSatisfy { $0.1.victims == [$0.0] }
+        s += alone ? "\nIn every case the program was jetsam's only victim, and it came back with its data intact.\n" : "\nWhere the victims list more than the program, jetsam took them too to bring the device back under its line.\n"
+        return s
     }
 
     func markdown() -> String {
@@ -174,6 +193,7 @@ struct ProgramsReport: RenderedReport {
         }
         s += "\nThe files still resident after the drop are mapped by other processes of the machine (the C library, the dynamic loader), which keep them in the page cache; "
         s += "the JSON lists every file dropped, its size and what stayed.\n"
+        s += jetsamSection()
         if !notes.isEmpty {
             s += "\n## Notes\n\n" + notes.map { "- \($0)\n" }.joined()
         }

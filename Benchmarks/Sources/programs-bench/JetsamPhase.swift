@@ -1,0 +1,134 @@
+// jetsam's own decision: once the rounds are done, each program is launched again under a
+// supervisor with jetsam attached, sent to the background (frozen), and the model app in the
+// foreground allocates until the device's working set crosses jetsam's critical line. Jetsam, not
+// the benchmark, chooses whom to kill; the program must be its victim (the only suspended app),
+// then it is relaunched and its whole dataset checked.
+
+import BenchSupport
+import Foundation
+import Glibc
+import MemPressureJetsam
+import MemPressureLifecycle
+import MemPressureLifecycleProtocol
+import MemPressureSystem
+import MemPressureWorkloadProtocol
+
+/// What jetsam did to the program, and its relaunch after.
+struct JetsamProof: Codable, Sendable {
+    /// The device's budget, and the bytes the foreground app allocated to cross the line.
+    var budgetBytes: UInt64
+    var allocatedBytes: UInt64
+    /// Every app jetsam killed in the episode, in order, with the reason and band of the first.
+    var victims: [String]
+    var reason: String
+    var band: String
+    /// The program's footprint as jetsam charged it, and what its death gave back.
+    var footprintBytes: UInt64
+    var reclaimedBytes: UInt64
+    /// From the episode's event to the kill.
+    var secondsFromEvent: Double
+    /// The relaunch after: ready (the probe), working (the data checked), from the activation.
+    var relaunchReadyMs: Double
+    var relaunchWorkingMs: Double
+}
+
+extension ProgramRun {
+    /// Runs the jetsam phase for this program (its data is on disk from the rounds) on a device
+    /// of `budget` bytes.
+    func jetsamPhase(budget: UInt64) async throws -> JetsamProof {
+        var j = JetsamConfiguration(policy: .ios)
+        // Not held: a kernel OOM kill would show as the program dying without jetsam's entry.
+        j.holdKernelOOMKiller = false
+        let killer = JetsamKiller(configuration: j)
+        var c = SupervisorConfiguration()
+        c.executableDirectory = build
+        c.budgetBytes = Int(budget)
+        c.suspendMethod = .freezer
+        c.sampleInterval = 0.5
+        c.launchTimeout = 300
+        c.callbackTimeout = 30
+        c.terminateGrace = 120
+        killer.attach(to: &c)
+        let s = try Supervisor(configuration: c)
+        let run = self
+        return try await withTaskCancellationHandler {
+            do {
+                let r = try await run.jetsamEpisode(s: s, killer: killer, budget: budget)
+                await s.shutdown()
+                return r
+            } catch {
+                await s.shutdown()
+                throw error
+            }
+        } onCancel: {
+            Task { await s.abort() }
+        }
+    }
+
+    private func jetsamEpisode(s: Supervisor, killer: JetsamKiller, budget: UInt64) async throws -> JetsamProof {
+        guard let device = s.deviceMemoryCgroup else { throw BenchError("the supervisor made no memory cgroup") }
+        let name = program.name
+        let progress = Progress(RealProgram.tool, total: 1)
+        progress.doing("\(name): killed by jetsam's own decision")
+        try await s.register(program.spec)
+        try program.markActivation()
+        try await s.activate(name)
+        try checkWorking()
+        try await s.background(name)
+        guard try await s.state(of: name) == .suspended else {
+            throw BenchError("\(name) is not suspended after background (\(try await s.state(of: name)))")
+        }
+        func usage() throws -> UInt64 {
+            guard let n = ByteScanner.singleNumber(try ProcFS.readBytes("\(device)/memory.usage_in_bytes")) else {
+                throw BenchError("\(device)/memory.usage_in_bytes unreadable")
+            }
+            return n
+        }
+        // What the program holds: the device holds nothing else yet.
+        let held = try usage()
+        // The foreground app: the model app, small, that frees nothing on a warning.
+        let hog = "foreground"
+        let workload = "\(build)/mempressure-workload"
+        try await s.register(AppSpec(name: hog, command: [
+            workload, "--data-dir", "\(scratch)/foreground", "--state-mb", "1", "--image-cache-mb", "1", "--backing-mb", "1", "--assets-mb", "1", "--ignore-warnings",
+        ]))
+        try await s.activate(hog)
+        // Past the critical line (95% of the budget) by three quarters of what the program holds:
+        // its death alone brings the device back under the line, so jetsam need take nobody else.
+        let line = budget / 100 * 95
+        let target = line + held / 4 * 3
+        let used = try usage()
+        guard held >= 8 << 20, target < budget, used < target else {
+            throw BenchError("\(name) holds \(held) bytes and the device \(used): no room to cross jetsam's line without reaching the limit of \(budget)")
+        }
+        let allocate = (target - used) / 4096 * 4096
+        _ = try await WorkloadRequest.allocate(bytes: Int(allocate)).send { try await s.command(hog, $0) }
+        // The real event: the program gone (jetsam's kill, or anything else: the log says which).
+        try await s.waitForState(name, .notRunning, timeout: 120)
+        // Its episode is recorded once its kills are done (at most a minute more).
+        var episode: JetsamEpisode?
+        let deadline = monotonicSeconds() + 60
+        while episode == nil, monotonicSeconds() < deadline {
+            episode = killer.episodes.last { $0.victims.contains { $0.name == name } }
+            if episode == nil { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        guard let episode, let victim = episode.victims.first(where: { $0.name == name }) else {
+            let log = await s.log
+            let exits = log.filter { $0.app == name && ($0.kind == .exit || $0.kind == .jetsam) }.map { "\($0)" }
+            throw BenchError("\(name) ended without jetsam choosing it: \(exits.joined(separator: "; "))")
+        }
+        try await s.terminate(hog)
+        try program.markActivation()
+        let t0 = await s.now()
+        try await s.activate(name)
+        let ready = await s.now()
+        try checkWorking()
+        let working = await s.now()
+        try await s.terminate(name)
+        progress.step()
+        return JetsamProof(
+            budgetBytes: budget, allocatedBytes: allocate, victims: episode.victims.map(\.name), reason: "\(victim.reason)", band: "\(victim.band)",
+            footprintBytes: victim.footprintBytes, reclaimedBytes: victim.reclaimedBytes, secondsFromEvent: victim.secondsFromEvent,
+            relaunchReadyMs: (ready - t0) * 1000, relaunchWorkingMs: (working - t0) * 1000)
+    }
+}
