@@ -117,6 +117,7 @@ let package = Package(
             name: "programs-bench",
             dependencies: [
                 "BenchSupport",
+                .product(name: "MemPressureMonitor", package: "MemoryPressure"),
                 .product(name: "MemPressureJetsam", package: "MemoryPressure"),
                 .product(name: "_MemPressureWorkloadProtocol", package: "MemoryPressure"),
                 .product(name: "MemPressureLifecycle", package: "MemoryPressure"),

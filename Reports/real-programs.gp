@@ -8,27 +8,27 @@ set key noautotitle
 set border lc rgb '#555555'
 $bars << EOD
 # row	label	value	highlight	text
-17	"redis freeze"	320.6390219966124	0	"321 ms"
-16	"redis swap-file"	1733.4479069977533	0	"1733 ms"
-15	"redis zram"	438.0929789986112	0	"438 ms"
-14	"redis relaunch-warm"	501.5982660006557	1	"502 ms"
-13	"redis relaunch-cold"	518.5887520019605	1	"519 ms"
-12	"redis relaunch-killed"	482.9489229960018	1	"483 ms"
-11	"postgres freeze"	186.24797250595293	0	"186 ms"
-10	"postgres swap-file"	531.7186809952545	0	"532 ms"
-9	"postgres zram"	329.015786992386	0	"329 ms"
-8	"postgres relaunch-warm"	279.7164755029371	1	"280 ms"
-7	"postgres relaunch-cold"	354.4688904948998	1	"354 ms"
-6	"postgres relaunch-killed"	340.9100050048437	1	"341 ms"
-5	"chromium freeze"	84.64888050366426	0	"85 ms"
-4	"chromium swap-file"	636.5205745023559	0	"637 ms"
-3	"chromium zram"	337.02580600220244	0	"337 ms"
-2	"chromium relaunch-warm"	911.6018424901995	1	"912 ms"
-1	"chromium relaunch-cold"	1173.8824835047126	1	"1174 ms"
-0	"chromium relaunch-killed"	884.9278590059839	1	"885 ms"
+17	"redis freeze"	337.7305349931703	0	"338 ms"
+16	"redis swap-file"	1780.8561355122947	0	"1781 ms"
+15	"redis zram"	464.0872399904765	0	"464 ms"
+14	"redis relaunch-warm"	519.7575084966957	1	"520 ms"
+13	"redis relaunch-cold"	564.8164864978753	1	"565 ms"
+12	"redis relaunch-killed"	507.7536755052279	1	"508 ms"
+11	"postgres freeze"	190.51405850768788	0	"191 ms"
+10	"postgres swap-file"	550.5198744940571	0	"551 ms"
+9	"postgres zram"	337.66098850173876	0	"338 ms"
+8	"postgres relaunch-warm"	291.69428149907617	1	"292 ms"
+7	"postgres relaunch-cold"	373.0399909982225	1	"373 ms"
+6	"postgres relaunch-killed"	352.37217899702955	1	"352 ms"
+5	"chromium freeze"	91.6983729985077	0	"92 ms"
+4	"chromium swap-file"	665.2631750039291	0	"665 ms"
+3	"chromium zram"	355.0006990044494	0	"355 ms"
+2	"chromium relaunch-warm"	953.1292920000851	1	"953 ms"
+1	"chromium relaunch-cold"	1246.2555860038265	1	"1246 ms"
+0	"chromium relaunch-killed"	936.8369119983981	1	"937 ms"
 EOD
 set style fill solid 0.9 noborder
-set xrange [0:2045.468530257349]
+set xrange [0:2101.4102399045078]
 set yrange [-0.6:17.6]
 set ytics scale 0 nomirror
 set xtics nomirror

@@ -77,7 +77,7 @@ struct Recommend: AsyncParsableCommand {
             var budgetBytes: UInt64 = 0
             if let scenario {
                 let s = try Scenario.load(scenario)
-                if apps == nil { count = max(1, s.apps.count) }
+                if apps == nil { count = min(1000, max(1, s.apps.count)) }
                 if budget == nil, room == nil {
                     guard let b = s.budgetBytes else { throw CLIError("\(scenario): no budgetBytes (give --budget or --room)") }
                     budgetBytes = UInt64(b)

@@ -371,7 +371,7 @@ final class Workload: LifecycleDelegate, @unchecked Sendable {
         // A lazy rebuild still running (a lazy restore's or a lazy relaunch's rest) finishes
         // first: the trim then frees exactly its share, and the next resume finds missing what
         // the trim freed (a lazy relaunch sent to the background before its first activation
-        // has its rest rebuilt there, as missing).
+        // has its rest rebuilt at the next resume, as missing).
         awaitRebuild()
         launchRestPending.store(false, ordering: .relaxed)
         saveState()

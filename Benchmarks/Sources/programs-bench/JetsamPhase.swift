@@ -10,6 +10,7 @@ import Glibc
 import MemPressureJetsam
 import MemPressureLifecycle
 import MemPressureLifecycleProtocol
+import MemPressureMonitor
 import MemPressureSystem
 import MemPressureWorkloadProtocol
 
@@ -18,15 +19,20 @@ struct JetsamProof: Codable, Sendable {
     /// The device's budget, and the bytes the foreground app allocated to cross the line.
     var budgetBytes: UInt64
     var allocatedBytes: UInt64
-    /// Every app jetsam killed in the episode, in order, with the reason and band of the first.
+    /// Every app jetsam killed while the phase ran (every episode), in order; the reason and
+    /// band of the program's kill.
     var victims: [String]
     var reason: String
     var band: String
-    /// The program's footprint as jetsam charged it, and what its death gave back.
+    /// The program's footprint as jetsam charged it.
     var footprintBytes: UInt64
-    var reclaimedBytes: UInt64
-    /// From the episode's event to the kill.
-    var secondsFromEvent: Double
+    /// The device's working set (usage less inactive file pages, what jetsam compares with
+    /// its line) before the allocation, at its end (nil if unread: the kill came first) and
+    /// after the kill, as shares of the budget.
+    var workingSetBefore: Double
+    var workingSetAfterKill: Double
+    /// From the latest pressure event before the kill to the kill (nil if jetsam had none).
+    var secondsFromLatestEvent: Double?
     /// The relaunch after: ready (the probe), working (the data checked), from the activation.
     var relaunchReadyMs: Double
     var relaunchWorkingMs: Double
@@ -39,6 +45,9 @@ extension ProgramRun {
         var j = JetsamConfiguration(policy: .ios)
         // Not held: a kernel OOM kill would show as the program dying without jetsam's entry.
         j.holdKernelOOMKiller = false
+        // A kill, not a freeze-dry: there is no swap here, and none may make jetsam write the
+        // program out instead.
+        j.freezeDryBelowBytes = 0
         let killer = JetsamKiller(configuration: j)
         var c = SupervisorConfiguration()
         c.executableDirectory = build
@@ -78,14 +87,11 @@ extension ProgramRun {
         guard try await s.state(of: name) == .suspended else {
             throw BenchError("\(name) is not suspended after background (\(try await s.state(of: name)))")
         }
-        func usage() throws -> UInt64 {
-            guard let n = ByteScanner.singleNumber(try ProcFS.readBytes("\(device)/memory.usage_in_bytes")) else {
-                throw BenchError("\(device)/memory.usage_in_bytes unreadable")
-            }
-            return n
-        }
+        // The working set, as jetsam reads it (usage less inactive file pages).
+        let reader = MemoryStatusReader(cgroup: device)
+        func workingSet() throws -> UInt64 { try reader.read().usedBytes }
         // What the program holds: the device holds nothing else yet.
-        let held = try usage()
+        let held = try workingSet()
         // The foreground app: the model app, small, that frees nothing on a warning.
         let hog = "foreground"
         let workload = "\(build)/mempressure-workload"
@@ -93,15 +99,15 @@ extension ProgramRun {
             workload, "--data-dir", "\(scratch)/foreground", "--state-mb", "1", "--image-cache-mb", "1", "--backing-mb", "1", "--assets-mb", "1", "--ignore-warnings",
         ]))
         try await s.activate(hog)
-        // Past the critical line (95% of the budget) by three quarters of what the program holds:
-        // its death alone brings the device back under the line, so jetsam need take nobody else.
+        // Past the critical line (95% of the budget) by half of what the program holds: its
+        // death alone brings the device back under the line, so jetsam need take nobody else.
         let line = budget / 100 * 95
-        let target = line + held / 4 * 3
-        let used = try usage()
-        guard held >= 8 << 20, target < budget, used < target else {
-            throw BenchError("\(name) holds \(held) bytes and the device \(used): no room to cross jetsam's line without reaching the limit of \(budget)")
+        let target = line + held / 2
+        let before = try workingSet()
+        guard held >= 8 << 20, target < budget, before < target, (target - before) / 4096 > 0 else {
+            throw BenchError("\(name) holds \(held) bytes and the device \(before) of \(budget): no room to cross jetsam's line without reaching the limit")
         }
-        let allocate = (target - used) / 4096 * 4096
+        let allocate = (target - before) / 4096 * 4096
         _ = try await WorkloadRequest.allocate(bytes: Int(allocate)).send { try await s.command(hog, $0) }
         // The real event: the program gone (jetsam's kill, or anything else: the log says which).
         try await s.waitForState(name, .notRunning, timeout: 120)
@@ -117,6 +123,11 @@ extension ProgramRun {
             let exits = log.filter { $0.app == name && ($0.kind == .exit || $0.kind == .jetsam) }.map { "\($0)" }
             throw BenchError("\(name) ended without jetsam choosing it: \(exits.joined(separator: "; "))")
         }
+        let afterKill = try workingSet()
+        // The foreground app must have lived: jetsam was to take the program alone.
+        guard try await s.state(of: hog) == .active else {
+            throw BenchError("jetsam took the foreground app too (victims: \(killer.episodes.flatMap(\.victims).map(\.name)))")
+        }
         try await s.terminate(hog)
         try program.markActivation()
         let t0 = await s.now()
@@ -127,8 +138,8 @@ extension ProgramRun {
         try await s.terminate(name)
         progress.step()
         return JetsamProof(
-            budgetBytes: budget, allocatedBytes: allocate, victims: episode.victims.map(\.name), reason: "\(victim.reason)", band: "\(victim.band)",
-            footprintBytes: victim.footprintBytes, reclaimedBytes: victim.reclaimedBytes, secondsFromEvent: victim.secondsFromEvent,
-            relaunchReadyMs: (ready - t0) * 1000, relaunchWorkingMs: (working - t0) * 1000)
+            budgetBytes: budget, allocatedBytes: allocate, victims: killer.episodes.flatMap(\.victims).map(\.name), reason: "\(victim.reason)", band: "\(victim.band)",
+            footprintBytes: victim.footprintBytes, workingSetBefore: Double(before) / Double(budget), workingSetAfterKill: Double(afterKill) / Double(budget),
+            secondsFromLatestEvent: victim.secondsFromLatestEvent, relaunchReadyMs: (ready - t0) * 1000, relaunchWorkingMs: (working - t0) * 1000)
     }
 }

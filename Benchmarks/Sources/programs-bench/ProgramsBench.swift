@@ -142,7 +142,7 @@ struct ProgramRun {
         c.terminateGrace = 120
         let s = try Supervisor(configuration: c)
         let run = self
-        var (info, cycles) = try await withTaskCancellationHandler {
+        let (measured, cycles) = try await withTaskCancellationHandler {
             do {
                 let r = try await run.rounds(with: s)
                 await s.shutdown()
@@ -154,12 +154,21 @@ struct ProgramRun {
         } onCancel: {
             Task { await s.abort() }
         }
-        // Then jetsam's own decision, under a supervisor of its own (JetsamPhase.swift).
-        // Its budget: room for 16 times what it held frozen, so that crossing jetsam's line by
-        // three quarters of that stays short of the limit (2 GiB at least).
+        // Then jetsam's own decision, under a supervisor of its own (JetsamPhase.swift). Its
+        // budget: room for 20 times what the program held frozen (2 GiB at least), so that
+        // crossing jetsam's line by half of what it holds stays short of the limit. A failure
+        // there is reported, and the rounds are kept.
+        var info = measured
         let held = cycles.filter { $0.condition == .freeze }.map(\.residentBeforeBytes).sorted()
-        let budget = max(2 << 30, ((held.isEmpty ? 0 : held[held.count / 2]) * 16 + (256 << 20) - 1) / (256 << 20) * (256 << 20))
-        info.jetsam = try await jetsamPhase(budget: budget)
+        let budget = max(2 << 30, ((held.isEmpty ? 0 : held[held.count / 2]) * 20 + (256 << 20) - 1) / (256 << 20) * (256 << 20))
+        do {
+            info.jetsam = try await jetsamPhase(budget: budget)
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            info.jetsamFailure = "\(error)"
+            log(RealProgram.tool, "\(program.name): the jetsam phase failed: \(error)")
+        }
         return (info, cycles)
     }
 

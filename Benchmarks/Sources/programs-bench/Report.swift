@@ -65,6 +65,8 @@ struct ProgramInfo: Codable, Sendable {
     var droppedForCold: [DroppedFile]
     /// Killed by jetsam's own decision, then relaunched; nil in reports before it.
     var jetsam: JetsamProof? = nil
+    /// Why the jetsam phase did not show it, if it did not.
+    var jetsamFailure: String? = nil
 }
 
 struct ProgramsReport: RenderedReport {
@@ -110,17 +112,24 @@ struct ProgramsReport: RenderedReport {
     /// Killed by jetsam's own decision (`JetsamPhase.swift`), per program.
     func jetsamSection() -> String {
         let proofs = programs.compactMap { p in p.jetsam.map { (p.name, $0) } }
-        guard !proofs.isEmpty else { return "" }
+        let failures = programs.compactMap { p in p.jetsamFailure.map { (p.name, $0) } }
+        guard !proofs.isEmpty || !failures.isEmpty else { return "" }
         var s = "\n## Killed by jetsam's own decision\n\n"
-        s += "Once its rounds were done, each program was launched again under a supervisor of its own with jetsam attached (the ios policy, the kernel's OOM killer not held; a device budget of 16 times what it held frozen, at least 2 GiB, in the table), "
-        s += "sent to the background (frozen), and the model app in the foreground allocated until the device's working set stood past jetsam's critical line (95% of the budget) by three quarters of what the program held. "
+        s += "Once its rounds were done, each program was launched again under a supervisor of its own with jetsam attached (the ios policy, the kernel's OOM killer not held; a device budget of 20 times what it held frozen, at least 2 GiB, in the table), "
+        s += "sent to the background (frozen), and the model app in the foreground allocated until the device's working set (usage less inactive file pages, as jetsam reads it) would stand past jetsam's critical line (95% of the budget) by half of what the program held. "
         s += "Jetsam chose whom to kill; the program was then relaunched and its whole dataset checked, as after every relaunch above.\n\n"
-        s += "| program | budget | allocated | jetsam's victims | reason | band | footprint charged | given back | kill after the event | relaunch: ready / working |\n|---|---:|---:|---|---|---|---:|---:|---:|---:|\n"
+        s += "Once per program: the phase shows that jetsam's ranking picks a real program and that it comes back, not how often.\n\n"
+        s += "| program | budget | allocated | working set: before the allocation → after the kill | jetsam's victims | reason | band | footprint charged | kill after the latest pressure event | relaunch: ready / working |\n|---|---:|---:|---:|---|---|---|---:|---:|---:|\n"
         for (name, j) in proofs {
-            s += "| \(name) | \(ByteFormat.human(j.budgetBytes)) | \(ByteFormat.human(j.allocatedBytes)) | \(j.victims.joined(separator: ", ")) | \(j.reason) | \(j.band) | \(ByteFormat.human(j.footprintBytes)) | \(ByteFormat.human(j.reclaimedBytes)) | \(ByteFormat.fixed(j.secondsFromEvent * 1000, 0)) ms | \(ByteFormat.fixed(j.relaunchReadyMs, 0)) / \(ByteFormat.fixed(j.relaunchWorkingMs, 0)) ms |\n"
+            let ws = "\(ByteFormat.fixed(j.workingSetBefore * 100, 1))% → \(ByteFormat.fixed(j.workingSetAfterKill * 100, 1))%"
+            let latency = j.secondsFromLatestEvent.map { "\(ByteFormat.fixed($0 * 1000, 0)) ms" } ?? "–"
+            s += "| \(name) | \(ByteFormat.human(j.budgetBytes)) | \(ByteFormat.human(j.allocatedBytes)) | \(ws) | \(j.victims.joined(separator: ", ")) | \(j.reason) | \(j.band) | \(ByteFormat.human(j.footprintBytes)) | \(latency) | \(ByteFormat.fixed(j.relaunchReadyMs, 0)) / \(ByteFormat.fixed(j.relaunchWorkingMs, 0)) ms |\n"
         }
-        let alone = proofs.allSatisfy { $0.1.victims == [$0.0] }
-        s += alone ? "\nIn every case the program was jetsam's only victim, and it came back with its data intact.\n" : "\nWhere the victims list more than the program, jetsam took them too to bring the device back under its line.\n"
+        if !proofs.isEmpty {
+            let alone = proofs.allSatisfy { $0.1.victims == [$0.0] }
+            s += alone ? "\nEach program was jetsam's only victim (every episode of its phase counted), and it came back with its data intact.\n" : "\nWhere the victims list more than the program, jetsam took them too to bring the device back under its line.\n"
+        }
+        for (name, why) in failures { s += "\n**\(name): not shown** — the phase failed: \(why)\n" }
         return s
     }
 

@@ -35,6 +35,8 @@ struct SurvivalCheck: Codable, Sendable {
                 var alpha: Double?
                 var sessions: Int?
                 var switches: Int
+                var model: String?
+                var switchCounts: [Int]?
             }
             var runs: [Run]
             var traces: [TraceInfo]
@@ -57,9 +59,9 @@ struct SurvivalCheck: Codable, Sendable {
             // Both figures over the same runs: those whose trace the generator gives again.
             var measured: [Double] = [], modelled: [Double] = []
             for r in runs.filter({ $0.budgetApps == k }).sorted(by: { $0.seed < $1.seed }) {
-                guard let info = s.traces.first(where: { $0.seed == r.seed }), info.apps.count == s.footprints.count else { continue }
+                guard let info = s.traces.first(where: { $0.seed == r.seed }), info.apps.count == s.footprints.count, (info.model ?? "day") == "day" else { continue }
                 let trace = SwitchTraceGenerator.day(apps: info.apps, alpha: info.alpha ?? 1, sessions: info.sessions ?? 0, seed: info.seed, timeScale: 1)
-                guard trace.switches.count == info.switches else { continue }
+                guard trace.switches.count == info.switches, info.switchCounts.map({ $0 == trace.switchCounts }) ?? true else { continue }
                 measured.append(r.resumeShare)
                 modelled.append(SwitchCostModel.replay(trace, activeBytes: s.footprints, backgroundBytes: s.footprints, budgetBytes: r.budgetBytes).resumeShare)
             }
