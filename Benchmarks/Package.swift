@@ -35,6 +35,7 @@ let package = Package(
             name: "BenchSupport",
             dependencies: [
                 "CBenchSupport",
+                .product(name: "MemPressureLifecycle", package: "MemoryPressure"),
                 .product(name: "MemPressureSystem", package: "MemoryPressure"),
                 .product(name: "MemPressureMappedFiles", package: "MemoryPressure"),
                 .product(name: "MemPressureCachePolicies", package: "MemoryPressure"),

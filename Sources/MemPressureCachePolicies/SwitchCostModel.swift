@@ -223,6 +223,13 @@ extension SwitchCostModel {
         }
     }
 
+    /// How many options after the first of `ranked` (lowest mean first, as `rank` gives them)
+    /// have an interval that reaches the first's: options these days cannot tell from the best.
+    public static func tiedWithBest(_ ranked: [Ranked]) -> Int {
+        guard let best = ranked.first else { return 0 }
+        return ranked.dropFirst().filter { $0.wait.low <= best.wait.high }.count
+    }
+
     /// Every option replayed on the usage pattern and a device of `budgetBytes`, the lowest
     /// expected wait per switch first (ties by trim, restore, relaunch, swap: a fixed order).
     /// A budget of 0 replays nothing: no option then.

@@ -4,6 +4,7 @@ import Glibc
 import MemPressureCachePolicies
 import MemPressureScenarios
 import MemPressureSystem
+import MemPressureVMTracker
 
 /// `mempressure recommend`: the trim level, restore mode and swap configuration with the lowest
 /// expected wait per app switch, for a device budget and a usage pattern (`SwitchCostModel`).
@@ -120,21 +121,21 @@ struct Recommend: AsyncParsableCommand {
             out += "\(usage.apps) apps in use over \(usage.seeds.count) generated days (LSApp statistics, \(usage.sessions) sessions, Zipf \(ByteFormat.fixed(usage.alpha, 1))); curve \(curve)\(machine.map { " (\($0))" } ?? ""). "
             out += untilFull ? "A switch lasts until the app is fully working" : "A switch lasts until the app reports ready (its first screen)"
             out += "; a relaunch is timed with the page cache warm (after a kill under pressure it may be colder: the curve's cold relaunches say by how much).\n\n"
-            var table = [["rank", "trim", "restore", "relaunch", "swap", "background MiB", "kept", "resumes", "wait ms", "95% interval"]]
+            var table = TextTable([
+                .init("rank"), .init("trim"), .init("restore", .left), .init("relaunch", .left), .init("swap", .left), .init("background MiB"), .init("kept"),
+                .init("resumes"), .init("wait ms"), .init("95% interval"),
+            ])
             for (i, r) in ranked.prefix(rows).enumerated() {
                 table.append([
                     "\(i + 1)", "\(r.option.trim)%", r.option.restore, r.option.relaunch, r.option.swap, mib(r.option.backgroundBytes), ByteFormat.fixed(r.meanKept, 1),
                     "\(ByteFormat.fixed(r.resumeShare * 100, 0))%", ByteFormat.fixed(r.wait.mean, 1), "\(ByteFormat.fixed(r.wait.low, 1))–\(ByteFormat.fixed(r.wait.high, 1))",
                 ])
             }
-            let widths = (0..<table[0].count).map { col in table.map { $0[col].count }.max() ?? 0 }
-            for row in table {
-                out += row.enumerated().map { col, cell in col < 5 ? cell + String(repeating: " ", count: widths[col] - cell.count) : String(repeating: " ", count: widths[col] - cell.count) + cell }.joined(separator: "  ") + "\n"
-            }
+            out += table.render()
             if let best = ranked.first {
-                let close = ranked.dropFirst().filter { $0.wait.low <= best.wait.high }
+                let close = SwitchCostModel.tiedWithBest(ranked)
                 out += "\nLowest expected wait: trim \(best.option.trim)%, \(best.option.restore) restore, \(best.option.relaunch) relaunch, \(best.option.swapText): \(ByteFormat.fixed(best.wait.mean, 1)) ms per switch (95% interval \(ByteFormat.fixed(best.wait.low, 1))–\(ByteFormat.fixed(best.wait.high, 1)))"
-                out += close.isEmpty ? "; no other option's interval reaches it.\n" : "; \(close.count) other option\(close.count == 1 ? "'s" : "s'") interval\(close.count == 1 ? "" : "s") overlap it (not told apart by these days).\n"
+                out += close == 0 ? "; no other option's interval reaches it.\n" : "; \(close) other option\(close == 1 ? "'s" : "s'") interval\(close == 1 ? "" : "s") overlap it (not told apart by these days).\n"
             }
             for n in notes { out += "Note: \(n).\n" }
             return out

@@ -60,18 +60,7 @@ extension ProgramRun {
         killer.attach(to: &c)
         let s = try Supervisor(configuration: c)
         let run = self
-        return try await withTaskCancellationHandler {
-            do {
-                let r = try await run.jetsamEpisode(s: s, killer: killer, budget: budget)
-                await s.shutdown()
-                return r
-            } catch {
-                await s.shutdown()
-                throw error
-            }
-        } onCancel: {
-            Task { await s.abort() }
-        }
+        return try await supervising(s) { try await run.jetsamEpisode(s: $0, killer: killer, budget: budget) }
     }
 
     private func jetsamEpisode(s: Supervisor, killer: JetsamKiller, budget: UInt64) async throws -> JetsamProof {

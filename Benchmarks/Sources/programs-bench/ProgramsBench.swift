@@ -142,18 +142,7 @@ struct ProgramRun {
         c.terminateGrace = 120
         let s = try Supervisor(configuration: c)
         let run = self
-        let (measured, cycles) = try await withTaskCancellationHandler {
-            do {
-                let r = try await run.rounds(with: s)
-                await s.shutdown()
-                return r
-            } catch {
-                await s.shutdown()
-                throw error
-            }
-        } onCancel: {
-            Task { await s.abort() }
-        }
+        let (measured, cycles) = try await supervising(s) { try await run.rounds(with: $0) }
         // Then jetsam's own decision, under a supervisor of its own (JetsamPhase.swift). Its
         // budget: room for 20 times what the program held frozen (2 GiB at least), so that
         // crossing jetsam's line by half of what it holds stays short of the limit. A failure

@@ -184,18 +184,7 @@ struct ResumeRun {
         let s = try Supervisor(configuration: c)
         let run = self
         let outcome: (cycles: [Cycle], relaunches: [Relaunch], notes: [String], coldDropped: [DroppedFile])
-        outcome = try await withTaskCancellationHandler {
-            do {
-                let r = try await run.measure(with: s)
-                await s.shutdown()
-                return r
-            } catch {
-                await s.shutdown()
-                throw error
-            }
-        } onCancel: {
-            Task { await s.abort() }
-        }
+        outcome = try await supervising(s) { try await run.measure(with: $0) }
         notes += outcome.notes
         var report = ResumeReport(
             machine: machineLine(),

@@ -14,7 +14,7 @@ struct SurvivalCheck: Codable, Sendable {
     var budgetApps: Double
     var runs: Int
     /// Measured (mean over seeds, 95% percentile bootstrap) and replayed (mean over the same seeds).
-    var measured: SwitchCostModel.Estimate
+    var measured: MeanInterval
     var modelled: Double
 
     /// From switching-bench's JSON in `directory`; none if it is missing or unreadable.
@@ -65,28 +65,10 @@ struct SurvivalCheck: Codable, Sendable {
                 measured.append(r.resumeShare)
                 modelled.append(SwitchCostModel.replay(trace, activeBytes: s.footprints, backgroundBytes: s.footprints, budgetBytes: r.budgetBytes).resumeShare)
             }
-            guard !modelled.isEmpty, let m = bootstrapMean(measured) else { continue }
-            checks.append(SurvivalCheck(swap: "none", budgetApps: k, runs: measured.count, measured: m, modelled: modelled.reduce(0, +) / Double(modelled.count)))
+            guard !modelled.isEmpty else { continue }
+            checks.append(SurvivalCheck(swap: "none", budgetApps: k, runs: measured.count, measured: MeanInterval(measured), modelled: modelled.reduce(0, +) / Double(modelled.count)))
         }
         return (checks, checks.isEmpty ? "\(path) has no runs of jetsam's defaults without swap: the survival model was not checked" : nil)
-    }
-
-    /// The mean with a 95% percentile-bootstrap interval (2000 resamples, seed 1).
-    static func bootstrapMean(_ xs: [Double]) -> SwitchCostModel.Estimate? {
-        // The expected wait of a resume costing 1 and a relaunch costing 0 is a share: the same
-        // bootstrap, reused, over per-seed values given as "replays" of one switch each would
-        // lose the weights; so resample the values directly.
-        guard !xs.isEmpty else { return nil }
-        var rng = SplitMix64(seed: 1)
-        var means: [Double] = []
-        for _ in 0..<2000 {
-            var sum = 0.0
-            for _ in xs.indices { sum += xs[Int(rng.next() % UInt64(xs.count))] }
-            means.append(sum / Double(xs.count))
-        }
-        means.sort()
-        let mean = xs.reduce(0, +) / Double(xs.count)
-        return SwitchCostModel.Estimate(mean: mean, low: means[50], high: means[1949])
     }
 }
 
@@ -124,7 +106,7 @@ extension ResumeReport {
                 let budget = UInt64(room * Double(active))
                 let ranked = SwitchCostModel.rank(options, usage: usage, budgetBytes: budget)
                 guard let best = ranked.first else { continue }
-                let tied = ranked.dropFirst().filter { $0.wait.low <= best.wait.high }.count
+                let tied = SwitchCostModel.tiedWithBest(ranked)
                 let plain = ranked.first { $0.option.trim == (options.map(\.trim).min() ?? 0) && $0.option.swap == "none" && $0.option.restore == "eager" && $0.option.relaunch == "eager" }
                 func w(_ e: SwitchCostModel.Estimate) -> String { "\(ByteFormat.fixed(e.mean, 1)) [\(ByteFormat.fixed(e.low, 1)), \(ByteFormat.fixed(e.high, 1))]" }
                 let cells: [String] = [
