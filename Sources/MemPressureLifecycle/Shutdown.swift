@@ -72,6 +72,9 @@ extension Supervisor {
         phase = .closed
         metrics.close(at: now())
         pressureMonitor?.stop()
+        // The sampler and the pressure loops stop; the event streams' loops go on until their
+        // streams finish below: a connection's reader reports it closed through them (cancelled
+        // now, a close reported late under load was dropped and the wait below ran out).
         for t in loopTasks { t.cancel() }
         socket.close()
         admin?.close()
@@ -98,6 +101,8 @@ extension Supervisor {
         logSubscribers.finishAll()
         sampleSubscribers.finishAll()
         events.finish()
+        // The streams' loops end once they have handled what was sent before (not cancelled: a
+        // cancelled loop drops what its stream still holds).
         // The apps' output files (removed as each run ended; any left now), then the lock, then
         // the directory.
         output.stop()

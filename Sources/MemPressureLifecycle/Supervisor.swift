@@ -262,18 +262,21 @@ public actor Supervisor {
     }
 
     private func startLoops(_ stream: AsyncStream<Event>, _ adminStream: AsyncStream<SocketEvent>, _ monitor: PressureMonitor?) {
-        loopTasks.append(Task { [weak self] in
+        // The event streams' loops (the control and admin sockets' events among them) are not
+        // cancelled at shutdown: they end when it finishes their streams, so that a connection's
+        // last event (its reader saw it closed) is handled however late it comes.
+        Task { [weak self] in
             for await event in stream {
                 guard let self else { return }
                 await self.handle(event)
             }
-        })
-        loopTasks.append(Task { [weak self] in
+        }
+        Task { [weak self] in
             for await event in adminStream {
                 guard let self else { return }
                 await self.handleAdmin(event)
             }
-        })
+        }
         if configuration.sampleInterval > 0 {
             let interval = configuration.sampleInterval
             loopTasks.append(Task { [weak self] in

@@ -401,6 +401,31 @@ struct SupervisorTests {
         await s.shutdown()
     }
 
+    @Test("a client still connected at shutdown is disconnected and its close handled, not left to the timeout")
+    func adminClientOpenAtShutdown() async throws {
+        let s = try Supervisor(configuration: supervisorConfiguration())
+        try await s.serveAdmin()
+        let connection = try UnixSocket.connect(to: try #require(await s.adminSocketPath))
+        defer { connection.close() }
+        var timeout = timeval(tv_sec: 30, tv_usec: 0)
+        setsockopt(connection.descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        try connection.sendAll(Array((#"{"command":"status"}"# + "\n").utf8))
+        // The answer says the supervisor holds the connection; the client keeps it open.
+        let answered = await withCheckedContinuation { continuation in
+            TestThread.detached {
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                let n = buffer.withUnsafeMutableBytes { raw in (try? connection.read(into: raw)) ?? 0 }
+                continuation.resume(returning: n > 0)
+            }
+        }
+        #expect(answered)
+        await s.shutdown()
+        let leftovers = await s.leftovers
+        #expect(leftovers.isEmpty, "\(leftovers)")
+        let log = await s.log
+        #expect(!log.contains { $0.kind == .error }, "\(log.filter { $0.kind == .error })")
+    }
+
     @Test("the admin socket answers pipelined requests in order, and after the client stops sending")
     func adminPipelining() async throws {
         let s = try Supervisor(configuration: supervisorConfiguration())
