@@ -2,7 +2,7 @@ import ArgumentParser
 import MemPressureExporter
 import MemPressureSystem
 import Logging
-import Metrics
+import CoreMetrics
 import Prometheus
 import ServiceLifecycle
 import MemPressureVMTracker
