@@ -76,6 +76,7 @@ extension Supervisor {
         // streams finish below: a connection's reader reports it closed through them (cancelled
         // now, a close reported late under load was dropped and the wait below ran out).
         for t in loopTasks { t.cancel() }
+        onlySocketEvents = true
         socket.close()
         admin?.close()
         // Each connection's reader sees the shutdown and reports it closed; its descriptor is

@@ -70,6 +70,9 @@ public actor Supervisor {
     /// The kernel's OOM killer of the device cgroup, once a policy held it.
     let oomHold = Mutex<KernelOOMHold?>(nil)
     var loopTasks: [Task<Void, Never>] = []
+    /// Set by shutdown when it stops `loopTasks`: from then on the event stream's loop handles
+    /// only the connections' events (their closes), until shutdown finishes the stream.
+    var onlySocketEvents = false
     var policyTasks: [Task<Void, Never>] = []
     var records: [String: AppRecord] = [:]
     var order: [String] = []
@@ -420,6 +423,11 @@ public actor Supervisor {
     /// Handles one event. It must not wait for other events (the loop delivers them one at a
     /// time): anything that waits runs in a task of its own.
     private func handle(_ event: Event) {
+        // Once shutdown has stopped the other loops, only the connections' events are handled (a
+        // late exit or timer would act on a lock, cgroups or a guardian already released).
+        if onlySocketEvents {
+            guard case .socket = event else { return }
+        }
         switch event {
         case .socket(let e):
             handleChannel(e)
