@@ -401,20 +401,32 @@ struct SupervisorTests {
         await s.shutdown()
     }
 
+    /// A client of the supervisor's admin socket whose reads give up after 30 s.
+    private func adminClient(_ s: Supervisor) async throws -> UnixSocket {
+        let connection = try UnixSocket.connect(to: try #require(await s.adminSocketPath))
+        var timeout = timeval(tv_sec: 30, tv_usec: 0)
+        setsockopt(connection.descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        return connection
+    }
+
     @Test("a client still connected at shutdown is disconnected and its close handled, not left to the timeout")
     func adminClientOpenAtShutdown() async throws {
         let s = try Supervisor(configuration: supervisorConfiguration())
         try await s.serveAdmin()
-        let connection = try UnixSocket.connect(to: try #require(await s.adminSocketPath))
+        let connection = try await adminClient(s)
         defer { connection.close() }
-        var timeout = timeval(tv_sec: 30, tv_usec: 0)
-        setsockopt(connection.descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         try connection.sendAll(Array((#"{"command":"status"}"# + "\n").utf8))
         // The answer says the supervisor holds the connection; the client keeps it open.
         let answered = await withCheckedContinuation { continuation in
             TestThread.detached {
                 var buffer = [UInt8](repeating: 0, count: 4096)
-                let n = buffer.withUnsafeMutableBytes { raw in (try? connection.read(into: raw)) ?? 0 }
+                let n = buffer.withUnsafeMutableBytes { raw in
+                    do {
+                        return try connection.read(into: raw)
+                    } catch {
+                        return 0  // the receive timeout or an error: no answer (the expectation fails)
+                    }
+                }
                 continuation.resume(returning: n > 0)
             }
         }
@@ -430,10 +442,8 @@ struct SupervisorTests {
     func adminPipelining() async throws {
         let s = try Supervisor(configuration: supervisorConfiguration())
         try await s.serveAdmin()
-        let connection = try UnixSocket.connect(to: try #require(await s.adminSocketPath))
+        let connection = try await adminClient(s)
         defer { connection.close() }
-        var timeout = timeval(tv_sec: 30, tv_usec: 0)
-        setsockopt(connection.descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let requests = #"{"command":"status"}"# + "\nnot json\n" + #"{"command":"activate","app":"nobody"}"# + "\n" + #"{"command":"apps"}"# + "\n"
         try connection.sendAll(Array(requests.utf8))
         shutdown(connection.descriptor, Int32(SHUT_WR))  // done sending: the answers must still come
