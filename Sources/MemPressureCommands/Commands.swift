@@ -40,27 +40,55 @@ struct VM: AsyncParsableCommand, InstantCommand {
     @Option(name: .customLong("registry"), help: .hidden)
     var registry = RegionRegistry.defaultDirectory
 
-    func validate() throws {
-        if stacks && !regions { throw ValidationError("--stacks shows stacks in the regions map: add --regions") }
-    }
+    func validate() throws { try VMRequest.check(regions: regions, stacks: stacks) }
 
     func run() async throws { _ = try runInstantly() }
 
     func runInstantly() throws -> Bool {
+        try request.run()
+        return true
+    }
+
+    var request: VMRequest {
+        VMRequest(
+            target: target.spec, json: format.json, csv: format.csv, procRoot: source.procRoot, cgroupRoot: source.cgroupRoot,
+            regions: regions, sort: sort, fullPaths: fullPaths, stacks: stacks, registry: registry)
+    }
+}
+
+/// What `vm` does, from its options however the command line was read (`VM`, or
+/// `QuickCommandLine`); the defaults are `VM`'s.
+struct VMRequest: Equatable {
+    var target = TargetSpec()
+    var json = false
+    var csv = false
+    var procRoot = "/proc"
+    var cgroupRoot = "/sys/fs/cgroup"
+    var regions = false
+    var sort: SortKey = .dirty
+    var fullPaths = false
+    var stacks = false
+    var registry = RegionRegistry.defaultDirectory
+
+    /// Every check `VM` and its option groups make.
+    func validate() throws {
+        try target.validate()
+        try FormatOptions.check(json: json, csv: csv)
+        try Self.check(regions: regions, stacks: stacks)
+    }
+
+    static func check(regions: Bool, stacks: Bool) throws {
+        if stacks && !regions { throw ValidationError("--stacks shows stacks in the regions map: add --regions") }
+    }
+
+    func run() throws {
         do {
-            let snapshotter = source.snapshotter
+            let snapshotter = Snapshotter(proc: ProcFS(root: procRoot), cgroupRoot: cgroupRoot)
             var options = SnapshotOptions.detailed
             options.tagSource = RegionRegistry(directory: registry)
             let app = try snapshotter.app(try target.definition(snapshotter), options: options)
             let report = VMReport(app, includeRegions: regions, sort: sort, includeStacks: stacks)
-            if format.json {
-                output(try encodeJSON(report))
-            } else if format.csv {
-                output(report.renderCSV())
-            } else {
-                output(report.renderText(fullPaths: fullPaths))
-            }
-            return true
+            try printReport(report, json: json, csv: csv, renderCSV: report.renderCSV) { report.renderText(fullPaths: fullPaths) }
         } catch {
             throw fail(error)
         }

@@ -26,7 +26,19 @@ struct Mempressure: AsyncParsableCommand {
     /// thread without starting Swift's concurrency runtime, whose threads cost every one-shot
     /// command a fifth of its start-up; the others run as an async task.
     static func main() -> Never {
-        let command = parseOrExit()
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        // The one-shot commands' common command lines skip ArgumentParser's reflection, which
+        // costs them two thirds of their start-up (`QuickCommandLine`); anything else, help and
+        // every error included, is ArgumentParser's.
+        if let quick = QuickCommandLine.parse(arguments) {
+            do {
+                try quick.run()
+                Glibc.exit(0)
+            } catch {
+                exit(withError: error)
+            }
+        }
+        let command = parseOrExit(arguments)
         if let instant = command as? any InstantCommand {
             do {
                 if try instant.runInstantly() { Glibc.exit(0) }
@@ -43,8 +55,7 @@ struct Mempressure: AsyncParsableCommand {
     }
 
     /// The parsed command; on a parse error (or `--help`, `--version`) the process ends here.
-    private static func parseOrExit() -> any ParsableCommand {
-        let arguments = Array(CommandLine.arguments.dropFirst())
+    private static func parseOrExit(_ arguments: [String]) -> any ParsableCommand {
         do {
             return try parseAsRoot(arguments)
         } catch {
@@ -192,6 +203,21 @@ struct TargetOptions: ParsableArguments {
     @Option(name: .customLong("match"), help: "An app made of every process whose name matches this shell pattern.")
     var match: String?
 
+    var spec: TargetSpec { TargetSpec(target: target, processOnly: processOnly, cgroup: cgroup, match: match) }
+
+    func validate() throws { try spec.validate() }
+
+    func definition(_ snapshotter: Snapshotter) throws -> AppDefinition { try spec.definition(snapshotter) }
+}
+
+/// Which process or app a command is about, however the command line was read
+/// (`TargetOptions`, or `QuickCommandLine`).
+struct TargetSpec: Equatable {
+    var target: String?
+    var processOnly = false
+    var cgroup: String?
+    var match: String?
+
     func validate() throws {
         let given = [target != nil, cgroup != nil, match != nil].filter { $0 }.count
         guard given == 1 else {
@@ -227,7 +253,9 @@ struct FormatOptions: ParsableArguments {
     @Flag(name: .long, help: "Print CSV.")
     var csv = false
 
-    func validate() throws {
+    func validate() throws { try Self.check(json: json, csv: csv) }
+
+    static func check(json: Bool, csv: Bool) throws {
         if json && csv { throw ValidationError("--json and --csv are exclusive") }
     }
 }
@@ -268,6 +296,17 @@ func writeAll(_ fd: CInt, _ text: String) {
         } catch {
             // Standard output or error is gone (a closed pipe): there is no one left to tell.
         }
+    }
+}
+
+/// A report on standard output, as --json, --csv or the text table.
+func printReport(_ report: some Encodable, json: Bool, csv: Bool, renderCSV: () -> String, renderText: () -> String) throws {
+    if json {
+        output(try encodeJSON(report))
+    } else if csv {
+        output(renderCSV())
+    } else {
+        output(renderText())
     }
 }
 

@@ -77,13 +77,12 @@ struct Top: AsyncParsableCommand, InstantCommand {
     var outputFormat: TopFormat?
 
     func validate() throws {
-        if let limit, limit <= 0 { throw ValidationError("--limit must be positive") }
+        try TopRequest.check(limit: limit, bytes: bytes, json: format.json, csv: format.csv)
         if let interval { try checkSeconds(interval, "--interval") }
         if let count {
             if count <= 0 { throw ValidationError("--count must be positive") }
             if interval == nil { throw ValidationError("--count counts the refreshes of --interval: give --interval too") }
         }
-        if bytes && (format.json || format.csv) { throw ValidationError("--bytes is for the text table: --json and --csv always print bytes") }
         if outputFormat != nil && (format.json || format.csv || interval != nil) { throw ValidationError("--format openmetrics prints the exposition once: not with --json, --csv or --interval") }
         // The exposition is every app, as a scrape of `mempressure export` gives it: the table's
         // filters and sizes have no meaning there, and silently ignoring them would mislead.
@@ -103,33 +102,27 @@ struct Top: AsyncParsableCommand, InstantCommand {
 
     /// One table (or exposition) at once; false, having done nothing, with --interval.
     func runInstantly() throws -> Bool {
-        do {
-            if outputFormat == .openmetrics {
+        if outputFormat == .openmetrics {
+            do {
                 try printExposition(grouping: grouping, source: source)
-                return true
-            }
-            guard interval == nil else { return false }
-            let report = try snapshot().take()
-            if format.json {
-                output(try encodeJSON(report))
-            } else if format.csv {
-                output(report.renderCSV())
-            } else {
-                output(report.renderText(exactBytes: bytes))
+            } catch {
+                throw fail(error)
             }
             return true
-        } catch {
-            throw fail(error)
         }
+        guard interval == nil else { return false }
+        try request.run()
+        return true
     }
 
-    func snapshot() throws -> TopSnapshot {
-            let uid = try user.map(userID)
-            return TopSnapshot(
-                snapshotter: source.snapshotter, procRoot: source.procRoot, cgroupRoot: source.cgroupRoot,
-                options: SnapshotOptions(detail: full ? .regions : .rollup, status: uid != nil, cgroup: grouping != .process),
-                grouping: grouping, limit: limit, sort: sort, filter: TopFilter(namePattern: match, uid: uid))
+    /// The table's options (all but --interval, --count and --format).
+    var request: TopRequest {
+        TopRequest(
+            json: format.json, csv: format.csv, procRoot: source.procRoot, cgroupRoot: source.cgroupRoot, grouping: grouping,
+            sort: sort, limit: limit, match: match, user: user, bytes: bytes, full: full)
     }
+
+    func snapshot() throws -> TopSnapshot { try request.snapshot() }
 
     /// The --interval loop. SIGINT and SIGTERM (through `Interrupts`) cancel it between two
     /// refreshes; it then restores the terminal and ends with status 0, as `supervise` does.
@@ -182,6 +175,50 @@ struct Top: AsyncParsableCommand, InstantCommand {
             }
         }
         try await Interrupts.handling({ _ in work.cancel() }) { try await work.value }
+    }
+}
+
+/// One `top` table, from its options however the command line was read (`Top`, or
+/// `QuickCommandLine`); the defaults are `Top`'s.
+struct TopRequest: Equatable {
+    var json = false
+    var csv = false
+    var procRoot = "/proc"
+    var cgroupRoot = "/sys/fs/cgroup"
+    var grouping: AppGrouping = .app
+    var sort: TopSortKey = .footprint
+    var limit: Int?
+    var match: String?
+    var user: String?
+    var bytes = false
+    var full = false
+
+    /// Every check `Top` and its option groups make of these options.
+    func validate() throws {
+        try FormatOptions.check(json: json, csv: csv)
+        try Self.check(limit: limit, bytes: bytes, json: json, csv: csv)
+    }
+
+    static func check(limit: Int?, bytes: Bool, json: Bool, csv: Bool) throws {
+        if let limit, limit <= 0 { throw ValidationError("--limit must be positive") }
+        if bytes && (json || csv) { throw ValidationError("--bytes is for the text table: --json and --csv always print bytes") }
+    }
+
+    func snapshot() throws -> TopSnapshot {
+        let uid = try user.map(userID)
+        return TopSnapshot(
+            snapshotter: Snapshotter(proc: ProcFS(root: procRoot), cgroupRoot: cgroupRoot), procRoot: procRoot, cgroupRoot: cgroupRoot,
+            options: SnapshotOptions(detail: full ? .regions : .rollup, status: uid != nil, cgroup: grouping != .process),
+            grouping: grouping, limit: limit, sort: sort, filter: TopFilter(namePattern: match, uid: uid))
+    }
+
+    func run() throws {
+        do {
+            let report = try snapshot().take()
+            try printReport(report, json: json, csv: csv, renderCSV: report.renderCSV) { report.renderText(exactBytes: bytes) }
+        } catch {
+            throw fail(error)
+        }
     }
 }
 

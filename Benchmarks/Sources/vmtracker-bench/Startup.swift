@@ -38,6 +38,10 @@ struct StartupReport: Codable {
     static let sameReadsName = "cat of every /proc/PID/stat and smaps_rollup (top's reads)"
     static let serverName = "mempressure-server --version (the same commands with the HTTP stack)"
     static let swiftName = "a static Swift program that prints one line"
+    /// The same commands written in a form the quick reading leaves to ArgumentParser (an
+    /// option as `--name=value`, its default value): what they cost when ArgumentParser reads them.
+    static let vmParsedName = "mempressure vm PID --sort=dirty (the same, read by ArgumentParser)"
+    static let topParsedName = "mempressure top --sort=footprint (the same, read by ArgumentParser)"
 
     /// Targets (issue 25).
     static let cpuAboveFloorTarget = 4.0  // ms
@@ -93,6 +97,13 @@ struct StartupReport: Codable {
             out += "\(ms(least)) ms, which is \(ByteFormat.fixed(smem.cpu.p50 / least, 1))x below smem -t's \(ms(smem.cpu.p50)) ms: "
             out += "on a machine this quiet, smem is mostly the start of a Python interpreter, and 10x is "
             out += least * Self.smemRatioTarget <= smem.cpu.p50 ? "within reach only with nothing but the reads and a line of output.\n" : "beyond what any Swift program could do.\n"
+        }
+        for (quick, parsed) in [(Self.vmName, Self.vmParsedName), (Self.topName, Self.topParsedName)] {
+            guard let q = row(quick), let p = row(parsed) else { continue }
+            out += "- `\(quick)` is read without ArgumentParser (`QuickCommandLine`: the common forms of `--version`, `vm` and a single `top`; "
+            out += "anything else, help and errors included, is ArgumentParser's); written as `\(parsed.split(separator: " (").first ?? "")`, "
+            out += "ArgumentParser reads it, building its argument definitions by reflection, and it costs \(ms(p.cpu.p50 - q.cpu.p50)) ms "
+            out += "more CPU (\(ByteFormat.fixed(p.cpu.p50 / q.cpu.p50, 2))x) and \(mib(p.peakKiB.p50 - q.peakKiB.p50)) MiB more at its peak.\n"
         }
         if let server = row(Self.serverName), let version = row(Self.versionName) {
             out += "- `mempressure-server` is the same command line with the exporter's HTTP stack (SwiftNIO, Hummingbird, "
@@ -190,6 +201,8 @@ enum Startup {
             (StartupReport.versionName, { [cli, "--version"] }, false),
             (StartupReport.vmName, { [cli, "vm", "\(sleep.pid)"] }, false),
             (StartupReport.topName, { [cli, "top"] }, false),
+            (StartupReport.vmParsedName, { [cli, "vm", "\(sleep.pid)", "--sort=dirty"] }, false),
+            (StartupReport.topParsedName, { [cli, "top", "--sort=footprint"] }, false),
             (StartupReport.sameReadsName, { ["/bin/cat"] + (try topReads()) }, true),
         ]
         if access(server, X_OK) == 0 { conditions.append((StartupReport.serverName, { [server, "--version"] }, false)) }
