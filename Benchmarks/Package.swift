@@ -152,6 +152,7 @@ let package = Package(
                 .product(name: "MemPressureCachePolicies", package: "MemoryPressure"),
                 .product(name: "MemPressureLifecycle", package: "MemoryPressure"),
                 .product(name: "MemPressureLifecycleProtocol", package: "MemoryPressure"),
+                .product(name: "MemPressureMonitor", package: "MemoryPressure"),
                 .product(name: "MemPressureSystem", package: "MemoryPressure"),
                 .product(name: "_MemPressureWorkloadProtocol", package: "MemoryPressure"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
