@@ -53,9 +53,16 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 # search them first, and dladdr scan them (0.3 ms and 1.1 MiB of every command's start-up,
 # Reports/vmtracker.md). Call stacks still name our functions: libunwind reads .symtab.
 RELEASE := -c release --static-swift-stdlib -Xlinker --no-export-dynamic
+# jemalloc and libstdc++ linked into the release mempressure (Package.swift's staticLinking says
+# why): static-libs puts what that link needs in STATIC_LIBS, and RELEASE_BUILD names the
+# directory to the manifest when it is complete. Without jemalloc's PIC archive or the
+# toolchain's libstdc++.a, static-libs says so and the build links both as shared objects.
+STATIC_LIBS := $(CURDIR)/.build/static-libs
+TOOLCHAIN_BIN = $(dir $(realpath $(shell command -v $(SWIFT))))
+RELEASE_BUILD = MEMPRESSURE_STATIC_LIBS="$$(test -f $(STATIC_LIBS)/jemalloc.o && echo $(STATIC_LIBS))" $(SWIFT) build $(RELEASE)
 VERSION := $(shell sed -n 's/^let mempressureVersion = "\(.*\)"$$/\1/p' Sources/MemPressureCommands/Mempressure.swift)
 
-.PHONY: deps test-deps test-packages bench-deps bench-packages build demo test test-stress fuzz bench bench-quick bench-micro bench-check bench-thresholds reports fixtures docs man c-client install uninstall deb test-deb clean
+.PHONY: deps test-deps test-packages bench-deps bench-packages build static-libs demo test test-stress fuzz bench bench-quick bench-micro bench-check bench-thresholds reports fixtures docs man c-client install uninstall deb test-deb clean
 
 define install_missing
 	@if command -v dpkg >/dev/null 2>&1; then \
@@ -107,8 +114,24 @@ test-deps: deps
 test-packages:
 	$(call install_missing,$(TEST_APT_PACKAGES))
 
-build: deps
-	$(SWIFT) build $(RELEASE)
+build: static-libs
+	$(RELEASE_BUILD)
+
+static-libs: deps
+	@set -e; d="$(STATIC_LIBS)"; \
+	je="$$(pkg-config --variable=libdir jemalloc 2>/dev/null || echo /usr/lib/x86_64-linux-gnu)/libjemalloc_pic.a"; \
+	cxx="$$("$(TOOLCHAIN_BIN)clang" -print-file-name=libstdc++.a 2>/dev/null || true)"; \
+	lld="$(TOOLCHAIN_BIN)ld.lld"; \
+	if [ ! -f "$$je" ] || [ ! -f "$$cxx" ] || [ ! -x "$$lld" ]; then \
+	  rm -rf "$$d"; \
+	  echo "static-libs: no $$je, libstdc++.a or ld.lld in the toolchain: mempressure loads jemalloc and libstdc++ as shared objects"; \
+	elif [ ! -f "$$d/jemalloc.o" ] || [ "$$je" -nt "$$d/jemalloc.o" ] || [ "$$(readlink "$$d/libstdc++.a")" != "$$cxx" ]; then \
+	  rm -rf "$$d"; mkdir -p "$$d"; \
+	  "$$lld" -r --whole-archive "$$je" -o "$$d/jemalloc.o.tmp"; \
+	  printf '!<arch>\n' > "$$d/libjemalloc.a"; \
+	  ln -s "$$cxx" "$$d/libstdc++.a"; \
+	  mv "$$d/jemalloc.o.tmp" "$$d/jemalloc.o"; \
+	fi
 
 demo: build
 	.build/release/mempressure demo
@@ -134,8 +157,8 @@ FUZZ_SECONDS ?= 60
 fuzz: deps
 	FUZZ_SECONDS=$(FUZZ_SECONDS) SWIFT=$(SWIFT) Tests/Fuzz/fuzz.sh
 
-bench: bench-deps
-	$(SWIFT) build $(RELEASE)
+bench: bench-deps static-libs
+	$(RELEASE_BUILD)
 	cd Benchmarks && $(SWIFT) run -c release vmtracker-bench --mempressure-build ../.build/release --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release purgeable-bench --output ../Reports
 	cd Benchmarks && $(SWIFT) run -c release mappedfiles-bench --output ../Reports
@@ -151,8 +174,8 @@ bench: bench-deps
 # The same suites in a few minutes (fewer rounds, smaller sizes): a smoke run CI could afford.
 # They print their reports; the files go to a temporary directory, removed at the end, so that
 # Reports/ keeps the full runs.
-bench-quick: bench-deps
-	$(SWIFT) build $(RELEASE)
+bench-quick: bench-deps static-libs
+	$(RELEASE_BUILD)
 	cd Benchmarks && $(SWIFT) build -c release --product resume-bench && $(SWIFT) build -c release --product redis-bench && $(SWIFT) build -c release --product pg-bench && $(SWIFT) build -c release --product switching-bench && $(SWIFT) build -c release --product export-bench && $(SWIFT) build -c release --product jetsam-bench && $(SWIFT) build -c release --product soak-bench && $(SWIFT) build -c release --product programs-bench
 	@out=$$(mktemp -d /tmp/mempressure-bench-quick.XXXXXX); trap 'rm -rf "$$out"' EXIT; \
 	cd Benchmarks && .build/release/resume-bench --quick --build ../.build/release --output "$$out" && \
@@ -236,8 +259,8 @@ man: deps
 # its header in Sources/MemPressureClientC/include, and .build/pkgconfig/mempressure-client.pc
 # (from mempressure-client.pc.in) pointing at both. Then, for a C app:
 #   PKG_CONFIG_PATH=.build/pkgconfig cc app.c $$(pkg-config --cflags --libs --static mempressure-client)
-c-client: deps
-	$(SWIFT) build $(RELEASE) --product mempressure-client
+c-client: static-libs
+	$(RELEASE_BUILD) --product mempressure-client
 	@mkdir -p .build/pkgconfig
 	sed -e 's|@includedir@|$(CURDIR)/Sources/MemPressureClientC/include|' -e 's|@libdir@|$(CURDIR)/.build/release|' \
 	  Sources/MemPressureClientC/mempressure-client.pc.in > .build/pkgconfig/mempressure-client.pc
@@ -273,7 +296,7 @@ INSTALLED = $(addprefix $(BINDIR)/,$(PROGRAMS)) $(MANDIR)/man1/mempressure.1 \
   $(DATADIR)/mempressure/operator/grafana-dashboard.json $(DOCDIR)/LICENSE
 
 install: build
-	$(SWIFT) build $(RELEASE) --product mempressure-client
+	$(RELEASE_BUILD) --product mempressure-client
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASH_COMPLETION_DIR) $(DESTDIR)$(ZSH_COMPLETION_DIR) \
 	  $(DESTDIR)$(FISH_COMPLETION_DIR) $(DESTDIR)$(SYSTEMD_UNIT_DIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) \
 	  $(DESTDIR)$(DATADIR)/mempressure/operator $(DESTDIR)$(DOCDIR)

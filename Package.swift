@@ -9,7 +9,28 @@ let strict: [SwiftSetting] = [
     .swiftLanguageMode(.v6),
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
+    // Release code asks for a generic type's metadata through its accessor, not through its
+    // mangled name: the runtime's demangler and its scans for the conformances a mangled name
+    // names were a third of the instructions of a one-shot command (`mempressure top`,
+    // Reports/vmtracker.md). The code grows a little.
+    .unsafeFlags(["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors"], .when(configuration: .release)),
 ]
+
+/// jemalloc and libstdc++ linked into the release `mempressure` instead of loaded as shared
+/// objects, when the Makefile names a directory holding them (`make static-libs`: jemalloc's PIC
+/// archive as one relocatable object, `jemalloc.o`; an empty `libjemalloc.a` that answers the
+/// module map's `-ljemalloc`; a link to the toolchain's `libstdc++.a`). Debian's libjemalloc.so
+/// needs libstdc++.so, whose ~1,700 symbol bindings were most of the dynamic loader's work at
+/// every start (about 0.4 ms of CPU and 2 MB of relocated pages, measured as whole processes).
+/// jemalloc stays the process's malloc: its entry points are exported from the executable, so
+/// that the C library's own allocations go to it as they did to the shared one (an object, not
+/// an archive, because the static runtime's `--exclude-libs ALL` would hide an archive's symbols).
+/// Without the variable (a plain `swift build`), both are shared objects as before.
+let staticLinking: [String] = {
+    guard let dir = Context.environment["MEMPRESSURE_STATIC_LIBS"], !dir.isEmpty else { return [] }
+    let allocator = ["malloc", "free", "calloc", "realloc", "posix_memalign", "aligned_alloc", "memalign", "valloc", "malloc_usable_size"]
+    return ["-L", dir, dir + "/jemalloc.o"] + allocator.flatMap { ["-Xlinker", "--export-dynamic-symbol=" + $0] }
+}()
 
 let package = Package(
     name: "MemoryPressure",
@@ -68,29 +89,22 @@ let package = Package(
         // a user's package that has its own `Backtrace`, `Scenarios` or `CZlib`, or depends on
         // one that does, could not link ours under short names (checked by PackageNamesTests).
 
-        // System libraries, found through pkg-config; the apt provider names the Debian package.
-        .systemLibrary(
-            name: "CMemPressureJemalloc",
-            pkgConfig: "jemalloc",
-            providers: [.apt(["libjemalloc-dev"])]
-        ),
-        .systemLibrary(
-            name: "CMemPressureUnwind",
-            pkgConfig: "libunwind",
-            providers: [.apt(["libunwind-dev"])]
-        ),
+        // System libraries, in the system's own directories (the Makefile installs them: Debian's
+        // libjemalloc-dev, libunwind-dev, zlib1g-dev). Not through pkg-config: SwiftPM reads the
+        // .pc files itself and would put their libdir, /usr/lib/x86_64-linux-gnu, ahead of every
+        // other search directory, where the shared libjemalloc would win over the static one that
+        // `staticLinking` (below) offers the release build of `mempressure`.
+        .systemLibrary(name: "CMemPressureJemalloc"),
+        .systemLibrary(name: "CMemPressureUnwind"),
         // zlib, for the exporter's gzip-encoded answers.
-        .systemLibrary(
-            name: "CMemPressureZlib",
-            pkgConfig: "zlib",
-            providers: [.apt(["zlib1g-dev"])]
-        ),
+        .systemLibrary(name: "CMemPressureZlib"),
         // What Swift cannot import: function-like macros, syscalls glibc does not wrap.
         .target(name: "CMemoryPressure"),
         // jemalloc arenas with extent hooks, flag macros, atomics on raw memory.
-        .target(name: "CMemPressurePurgeable", dependencies: ["CMemPressureJemalloc"]),
+        // (A C target's own link: the module maps' `link` reaches only what Swift imports them into.)
+        .target(name: "CMemPressurePurgeable", dependencies: ["CMemPressureJemalloc"], linkerSettings: [.linkedLibrary("jemalloc")]),
         // Stack walking with libunwind (its entry points are macros).
-        .target(name: "CMemPressureBacktrace", dependencies: ["CMemPressureUnwind"]),
+        .target(name: "CMemPressureBacktrace", dependencies: ["CMemPressureUnwind"], linkerSettings: [.linkedLibrary("unwind")]),
 
         .target(name: "MemPressureBacktrace", dependencies: ["CMemPressureBacktrace"], swiftSettings: strict),
         // The base module: typed system-call errors, /proc access and its parsers, the scanner
@@ -251,7 +265,7 @@ let package = Package(
             // lld (the toolchain's own) packs the ~57,000 relative relocations into a few KB of
             // DT_RELR (glibc 2.36+) instead of 1.4 MB of RELA that gold writes and the loader
             // reads at every start: 1 MB less at the peak of `mempressure --version`.
-            linkerSettings: [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"], .when(platforms: [.linux], configuration: .release))]
+            linkerSettings: [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"] + staticLinking, .when(platforms: [.linux], configuration: .release))]
         ),
         // `mempressure-server`: the same commands with the exporter's HTTP server, for `export`
         // and `supervise --export`.

@@ -40,7 +40,8 @@ struct VM: AsyncParsableCommand, InstantCommand {
     @Option(name: .customLong("registry"), help: .hidden)
     var registry = RegionRegistry.defaultDirectory
 
-    func validate() throws { try VMRequest.check(regions: regions, stacks: stacks) }
+    /// The request's checks, the ones `QuickCommandLine` makes too (its option groups' run twice).
+    func validate() throws { try request.validate() }
 
     func run() async throws { _ = try runInstantly() }
 
@@ -70,14 +71,10 @@ struct VMRequest: Equatable {
     var stacks = false
     var registry = RegionRegistry.defaultDirectory
 
-    /// Every check `VM` and its option groups make.
+    /// Every check of `vm`'s options, whichever way they were read: `VM.validate` is this.
     func validate() throws {
         try target.validate()
         try FormatOptions.check(json: json, csv: csv)
-        try Self.check(regions: regions, stacks: stacks)
-    }
-
-    static func check(regions: Bool, stacks: Bool) throws {
         if stacks && !regions { throw ValidationError("--stacks shows stacks in the regions map: add --regions") }
     }
 

@@ -77,7 +77,9 @@ struct Top: AsyncParsableCommand, InstantCommand {
     var outputFormat: TopFormat?
 
     func validate() throws {
-        try TopRequest.check(limit: limit, bytes: bytes, json: format.json, csv: format.csv)
+        // The table's checks, the ones `QuickCommandLine` makes too; then those of the options
+        // it never reads (--interval, --count, --format).
+        try request.validate()
         if let interval { try checkSeconds(interval, "--interval") }
         if let count {
             if count <= 0 { throw ValidationError("--count must be positive") }
@@ -193,13 +195,10 @@ struct TopRequest: Equatable {
     var bytes = false
     var full = false
 
-    /// Every check `Top` and its option groups make of these options.
+    /// Every check of these options, whichever way they were read: `Top.validate` starts with
+    /// this.
     func validate() throws {
         try FormatOptions.check(json: json, csv: csv)
-        try Self.check(limit: limit, bytes: bytes, json: json, csv: csv)
-    }
-
-    static func check(limit: Int?, bytes: Bool, json: Bool, csv: Bool) throws {
         if let limit, limit <= 0 { throw ValidationError("--limit must be positive") }
         if bytes && (json || csv) { throw ValidationError("--bytes is for the text table: --json and --csv always print bytes") }
     }

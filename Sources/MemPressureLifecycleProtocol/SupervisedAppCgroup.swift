@@ -30,7 +30,8 @@ public struct SupervisedAppCgroup: Sendable, Hashable, Codable, CustomStringConv
         "\(deviceGroupPrefix)\(supervisorPID)-\(random)"
     }
 
-    static let deviceGroupPrefix = "mempressure-"
+    /// What every device group's name starts with.
+    public static let deviceGroupPrefix = "mempressure-"
 
     /// Recognises a cgroup path as `/proc/PID/cgroup` gives it (relative to the hierarchy's
     /// root): the first component that names a device group (`mempressure-<PID>-<random>`, the

@@ -106,6 +106,26 @@ public enum ByteScanner {
         }
     }
 
+    /// Whether `bytes` holds the UTF-8 of `text` anywhere (an empty `text` is everywhere).
+    public static func contains(_ bytes: UnsafeRawBufferPointer, _ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { needle in
+            guard let first = needle.first else { return true }
+            guard needle.count <= bytes.count else { return false }
+            var i = 0
+            let last = bytes.count - needle.count
+            while i <= last {
+                if bytes[i] == first {
+                    var j = 1
+                    while j < needle.count && bytes[i + j] == needle[j] { j += 1 }
+                    if j == needle.count { return true }
+                }
+                i += 1
+            }
+            return false
+        }
+    }
+
     /// The number after `key` in "key value" lines, as cgroup files write them (`memory.stat`,
     /// `memory.events`, `memory.oom_control`: "oom_kill 3"); nil when no line has that key or its
     /// value is not a number.

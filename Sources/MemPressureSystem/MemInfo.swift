@@ -18,12 +18,15 @@ public struct MemInfo: Sendable, Hashable, Codable {
 
     public init() {}
 
-    /// The fields this type reads, by their key in the file.
-    private static let fields: [(key: StaticString, field: any WritableKeyPath<MemInfo, UInt64?> & Sendable)] = [
-        ("MemTotal", \.totalBytes), ("MemFree", \.freeBytes), ("MemAvailable", \.availableBytes),
-        ("Buffers", \.buffersBytes), ("Cached", \.cachedBytes), ("SwapCached", \.swapCachedBytes),
-        ("Active", \.activeBytes), ("Inactive", \.inactiveBytes), ("Shmem", \.shmemBytes),
-        ("SwapTotal", \.swapTotalBytes), ("SwapFree", \.swapFreeBytes), ("Dirty", \.dirtyBytes),
+    /// The fields this type reads, by their key in the file, each with how it is stored.
+    /// Closures, not key paths: the runtime builds a key path's object the first time it is used,
+    /// a twelfth of a one-shot command's instructions (`mempressure top`) for this table and
+    /// `ProcessStatus`'s.
+    private static let fields: [(key: StaticString, field: @Sendable (inout MemInfo, UInt64) -> Void)] = [
+        ("MemTotal", { $0.totalBytes = $1 }), ("MemFree", { $0.freeBytes = $1 }), ("MemAvailable", { $0.availableBytes = $1 }),
+        ("Buffers", { $0.buffersBytes = $1 }), ("Cached", { $0.cachedBytes = $1 }), ("SwapCached", { $0.swapCachedBytes = $1 }),
+        ("Active", { $0.activeBytes = $1 }), ("Inactive", { $0.inactiveBytes = $1 }), ("Shmem", { $0.shmemBytes = $1 }),
+        ("SwapTotal", { $0.swapTotalBytes = $1 }), ("SwapFree", { $0.swapFreeBytes = $1 }), ("Dirty", { $0.dirtyBytes = $1 }),
     ]
 
     /// Parses the text of `/proc/meminfo`.
@@ -32,7 +35,7 @@ public struct MemInfo: Sendable, Hashable, Codable {
         for line in ByteScanner.keyValueLines(bytes) {
             guard let field = line.lookup(fields) else { continue }
             do {
-                info[keyPath: field] = try line.byteCount()
+                field(&info, try line.byteCount())
             } catch {
                 continue  // not a number: left out, as a field the kernel did not print
             }

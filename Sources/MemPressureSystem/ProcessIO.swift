@@ -15,17 +15,19 @@ public struct ProcessIO: Sendable, Hashable, Codable {
 
     public init() {}
 
-    /// The fields, by their key in the file.
-    private static let fields: [(key: StaticString, field: any WritableKeyPath<ProcessIO, UInt64> & Sendable)] = [
-        ("rchar", \.readCharacters), ("wchar", \.writtenCharacters), ("syscr", \.readCalls), ("syscw", \.writeCalls),
-        ("read_bytes", \.readBytes), ("write_bytes", \.writeBytes), ("cancelled_write_bytes", \.cancelledWriteBytes),
+    /// The fields, by their key in the file, each with how it is stored (closures, not key
+    /// paths: `MemInfo.fields` says why).
+    private static let fields: [(key: StaticString, field: @Sendable (inout ProcessIO, UInt64) -> Void)] = [
+        ("rchar", { $0.readCharacters = $1 }), ("wchar", { $0.writtenCharacters = $1 }), ("syscr", { $0.readCalls = $1 }),
+        ("syscw", { $0.writeCalls = $1 }), ("read_bytes", { $0.readBytes = $1 }), ("write_bytes", { $0.writeBytes = $1 }),
+        ("cancelled_write_bytes", { $0.cancelledWriteBytes = $1 }),
     ]
 
     /// Parses the text of `/proc/PID/io`.
     public static func parse(_ bytes: UnsafeRawBufferPointer) -> ProcessIO {
         var io = ProcessIO()
         for line in ByteScanner.keyValueLines(bytes) {
-            if let field = line.lookup(fields) { io[keyPath: field] = line.leadingNumber ?? 0 }
+            if let field = line.lookup(fields) { field(&io, line.leadingNumber ?? 0) }
         }
         return io
     }

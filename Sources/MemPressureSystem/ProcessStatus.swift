@@ -13,11 +13,12 @@ public struct ProcessStatus: Sendable, Hashable, Codable {
 
     public init() {}
 
-    /// The sizes this type reads, by their key in the file.
-    private static let sizes: [(key: StaticString, field: any WritableKeyPath<ProcessStatus, UInt64?> & Sendable)] = [
-        ("VmPeak", \.peakVirtualBytes), ("VmHWM", \.peakResidentBytes), ("VmRSS", \.residentBytes),
-        ("RssAnon", \.residentAnonBytes), ("RssFile", \.residentFileBytes), ("RssShmem", \.residentShmemBytes),
-        ("VmSwap", \.swapBytes),
+    /// The sizes this type reads, by their key in the file, each with how it is stored (closures,
+    /// not key paths: `MemInfo.fields` says why).
+    private static let sizes: [(key: StaticString, field: @Sendable (inout ProcessStatus, UInt64) -> Void)] = [
+        ("VmPeak", { $0.peakVirtualBytes = $1 }), ("VmHWM", { $0.peakResidentBytes = $1 }), ("VmRSS", { $0.residentBytes = $1 }),
+        ("RssAnon", { $0.residentAnonBytes = $1 }), ("RssFile", { $0.residentFileBytes = $1 }), ("RssShmem", { $0.residentShmemBytes = $1 }),
+        ("VmSwap", { $0.swapBytes = $1 }),
     ]
 
     /// Parses `Key:\tvalue` lines; unknown keys are skipped, and a known key with a value that
@@ -44,7 +45,7 @@ public struct ProcessStatus: Sendable, Hashable, Codable {
                 }
                 status.uid = UInt32(uid)
             } else if let field = line.lookup(sizes) {
-                status[keyPath: field] = try number()
+                field(&status, try number())
             } else if line.keyIs("Threads") {
                 let n = try number()
                 status.threads = n <= UInt64(Int.max) ? Int(n) : nil

@@ -37,7 +37,10 @@ public struct MachineSnapshot: Sendable {
         if vanished > 0 { notes.append("\(vanished) process(es) exited while the snapshot was taken and are not shown") }
         if zombies > 0 { notes.append("\(zombies) zombie(s) hold no memory and are not shown") }
         if !denied.isEmpty {
-            let list = denied.prefix(10).map(String.init).joined(separator: ", ")
+            // A loop, not joined(separator:): joined's first use looks up a conformance of
+            // [String] at run time, 8% of a one-shot `mempressure top`.
+            var list = ""
+            for pid in denied.prefix(10) { list += list.isEmpty ? String(pid) : ", \(pid)" }
             notes.append("\(denied.count) process(es) not readable (permission denied): pids \(list)\(denied.count > 10 ? ", ..." : "")")
         }
         notes.append(contentsOf: other.map { "skipped: \($0)" })

@@ -10,6 +10,9 @@ extension Snapshotter {
     /// v1 memory hierarchy's path, else the freezer's (a supervisor without a memory budget
     /// suspends through the freezer alone), else v2's unified one. Nil when none is an app's.
     static func supervisedApp(fromProcCgroup bytes: UnsafeRawBufferPointer) -> SupervisedAppCgroup? {
+        // Most processes are in no app: a text without a device group's prefix is none at once,
+        // without splitting its paths into components.
+        guard ByteScanner.contains(bytes, SupervisedAppCgroup.deviceGroupPrefix) else { return nil }
         for controller in ["memory", "freezer"] {
             if let path = cgroupPath(fromProcCgroup: bytes, controller: controller), let app = SupervisedAppCgroup(path: path) { return app }
         }

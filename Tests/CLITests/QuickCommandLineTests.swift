@@ -46,7 +46,7 @@ struct QuickCommandLineTests {
             ["vm", "--help"], ["vm", "-h"], ["top", "--help"], ["help", "vm"], ["--help"], ["--version", "vm"], ["vm", "--version"],
             ["--experimental-dump-help"], ["top", "--generate-completion-script", "bash"],
             // Forms it does not read.
-            ["vm", "--sort=dirty", "1"], ["vm", "--", "1"], ["top", "--interval", "1"], ["top", "--format", "openmetrics"],
+            ["vm", "--sort=dirty", "1"], ["top", "--sort=footprint"], ["vm", "--", "1"], ["top", "--interval", "1"], ["top", "--format", "openmetrics"],
             ["top", "--count", "2"], ["vm", "1", "--sort", "dirty", "--sort", "address"], ["vm", "1", "--json", "--json"],
             // Errors, with ArgumentParser's messages (and the negative value read as a value).
             ["vm"], ["vm", "1", "2"], ["vm", "--json", "--csv", "1"], ["vm", "1", "--stacks"], ["vm", "--only", "--cgroup", "x"],

@@ -49,6 +49,26 @@ func smapsRecord(
 
 @Suite("smaps parser")
 struct ParserTests {
+    /// (bytes, text, whether the bytes hold the text): at the start, at the very end, after a
+    /// partial match, in bytes that are not UTF-8, and the near misses.
+    static let containsCases: [([UInt8], String, Bool)] = [
+        (Array("0::/mempressure-1-a/Photos\n".utf8), "mempressure-", true),
+        (Array("mempressure-".utf8), "mempressure-", true),
+        (Array("12:memory:/x/mempressure-".utf8), "mempressure-", true),
+        (Array("mempressuRe-mempressure".utf8), "mempressure-", false),
+        (Array("memmempressure-".utf8), "mempressure-", true),
+        (Array("mempressure".utf8), "mempressure-", false),
+        ([0xFF, 0xFE, 0x6D, 0x2D], "m-", true),
+        ([0xFF, 0xFE, 0x6D], "m-", false),
+        ([], "m", false),
+        ([], "", true),
+    ]
+
+    @Test("ByteScanner.contains: the text anywhere in the bytes, and nowhere else", arguments: containsCases)
+    func containsText(_ bytes: [UInt8], _ text: String, _ expected: Bool) {
+        #expect(bytes.withUnsafeBytes { ByteScanner.contains($0, text) } == expected)
+    }
+
     @Test("every field of a record, in bytes")
     func parsesFields() throws {
         let text = smapsRecord("7f0000000000-7f0000400000", rss: 4 << 20, privateDirty: 3 << 20, privateClean: 1 << 20, lazyFree: 1 << 20, swap: 8192)
