@@ -15,7 +15,8 @@
 #   make test-deb  builds it, installs it, runs it with the Swift toolchain hidden, and purges it
 
 SWIFT ?= swift
-# Debian packages the build and the tests need (pkg-config finds jemalloc, libunwind and zlib).
+# Debian packages the build and the tests need (jemalloc, libunwind and zlib in the system's own
+# directories; pkg-config names jemalloc's for static-libs).
 APT_PACKAGES := libjemalloc-dev libunwind-dev zlib1g-dev pkg-config util-linux
 # The benchmarks also compare against smem and pmap (procps), and jetsam against earlyoom and
 # nohang (which the benchmark starts itself, each inside a PID namespace of its own); redis-bench
@@ -58,11 +59,10 @@ RELEASE := -c release --static-swift-stdlib -Xlinker --no-export-dynamic
 # directory to the manifest when it is complete. Without jemalloc's PIC archive or the
 # toolchain's libstdc++.a, static-libs says so and the build links both as shared objects.
 STATIC_LIBS := $(CURDIR)/.build/static-libs
-TOOLCHAIN_BIN = $(dir $(realpath $(shell command -v $(SWIFT))))
-RELEASE_BUILD = MEMPRESSURE_STATIC_LIBS="$$(test -f $(STATIC_LIBS)/jemalloc.o && echo $(STATIC_LIBS))" $(SWIFT) build $(RELEASE)
+RELEASE_BUILD = MEMPRESSURE_STATIC_LIBS="$$(d='$(STATIC_LIBS)'; test -f "$$d/jemalloc.o" && test -f "$$d/libjemalloc.a" && test -L "$$d/libstdc++.a" && echo "$$d")" $(SWIFT) build $(RELEASE)
 VERSION := $(shell sed -n 's/^let mempressureVersion = "\(.*\)"$$/\1/p' Sources/MemPressureCommands/Mempressure.swift)
 
-.PHONY: deps test-deps test-packages bench-deps bench-packages build static-libs demo test test-stress fuzz bench bench-quick bench-micro bench-check bench-thresholds reports fixtures docs man c-client install uninstall deb test-deb clean
+.PHONY: deps test-deps test-packages bench-deps bench-packages build static-libs check-static demo test test-stress fuzz bench bench-quick bench-micro bench-check bench-thresholds reports fixtures docs man c-client install uninstall deb test-deb clean
 
 define install_missing
 	@if command -v dpkg >/dev/null 2>&1; then \
@@ -116,21 +116,41 @@ test-packages:
 
 build: static-libs
 	$(RELEASE_BUILD)
+	@$(MAKE) --no-print-directory check-static
 
+# The toolchain's directory is found here, in the recipe, where the PATH this Makefile exports
+# applies. The directory is made anew (and mempressure unlinked, since SwiftPM relinks only when
+# its flags change) whenever the archive or libstdc++.a differ from those it was made from: their
+# paths and checksums are its stamp.
 static-libs: deps
-	@set -e; d="$(STATIC_LIBS)"; \
-	je="$$(pkg-config --variable=libdir jemalloc 2>/dev/null || echo /usr/lib/x86_64-linux-gnu)/libjemalloc_pic.a"; \
-	cxx="$$("$(TOOLCHAIN_BIN)clang" -print-file-name=libstdc++.a 2>/dev/null || true)"; \
-	lld="$(TOOLCHAIN_BIN)ld.lld"; \
-	if [ ! -f "$$je" ] || [ ! -f "$$cxx" ] || [ ! -x "$$lld" ]; then \
-	  rm -rf "$$d"; \
-	  echo "static-libs: no $$je, libstdc++.a or ld.lld in the toolchain: mempressure loads jemalloc and libstdc++ as shared objects"; \
-	elif [ ! -f "$$d/jemalloc.o" ] || [ "$$je" -nt "$$d/jemalloc.o" ] || [ "$$(readlink "$$d/libstdc++.a")" != "$$cxx" ]; then \
-	  rm -rf "$$d"; mkdir -p "$$d"; \
-	  "$$lld" -r --whole-archive "$$je" -o "$$d/jemalloc.o.tmp"; \
-	  printf '!<arch>\n' > "$$d/libjemalloc.a"; \
-	  ln -s "$$cxx" "$$d/libstdc++.a"; \
-	  mv "$$d/jemalloc.o.tmp" "$$d/jemalloc.o"; \
+	@set -e; d='$(STATIC_LIBS)'; \
+	tb="$$(dirname "$$(readlink -f "$$(command -v $(SWIFT))")")"; \
+	je="$$(pkg-config --variable=libdir jemalloc 2>/dev/null || echo "/usr/lib/$$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)")/libjemalloc_pic.a"; \
+	cxx="$$("$$tb/clang" -print-file-name=libstdc++.a 2>/dev/null || true)"; \
+	if [ ! -f "$$je" ] || [ ! -f "$$cxx" ] || [ ! -x "$$tb/ld.lld" ]; then \
+	  if [ -e "$$d" ]; then rm -rf "$$d"; rm -f .build/release/mempressure; fi; \
+	  echo "static-libs: no $$je, libstdc++.a or ld.lld in $$tb: mempressure loads jemalloc and libstdc++ as shared objects"; \
+	else \
+	  stamp="$$(sha256sum "$$je" "$$cxx")"; \
+	  if [ "$$(cat "$$d/stamp" 2>/dev/null)" != "$$stamp" ]; then \
+	    rm -rf "$$d"; mkdir -p "$$d"; rm -f .build/release/mempressure; \
+	    "$$tb/ld.lld" -r --whole-archive "$$je" -o "$$d/jemalloc.o"; \
+	    printf '!<arch>\n' > "$$d/libjemalloc.a"; \
+	    ln -s "$$cxx" "$$d/libstdc++.a"; \
+	    printf '%s\n' "$$stamp" > "$$d/stamp"; \
+	  fi; \
+	fi
+
+# What static-libs promises, checked on the built binary: no libjemalloc or libstdc++ among the
+# objects it loads, and the C library's own malloc and free bound to the jemalloc inside it.
+check-static:
+	@set -e; b=.build/release/mempressure; \
+	if [ -f '$(STATIC_LIBS)/jemalloc.o' ]; then \
+	  if readelf -d "$$b" | grep -E 'NEEDED.*(libjemalloc|libstdc\+\+)'; then echo "check-static: $$b still loads the libraries above" >&2; exit 1; fi; \
+	  for sym in malloc free; do \
+	    LD_DEBUG=bindings "$$b" --version 2>&1 | grep -q "binding file [^ ]*libc\.so\.6 .* to $$b .*symbol \`$$sym'" \
+	      || { echo "check-static: the C library's $$sym does not reach the jemalloc in $$b" >&2; exit 1; }; \
+	  done; \
 	fi
 
 demo: build

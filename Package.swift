@@ -25,7 +25,10 @@ let strict: [SwiftSetting] = [
 /// jemalloc stays the process's malloc: its entry points are exported from the executable, so
 /// that the C library's own allocations go to it as they did to the shared one (an object, not
 /// an archive, because the static runtime's `--exclude-libs ALL` would hide an archive's symbols).
-/// Without the variable (a plain `swift build`), both are shared objects as before.
+/// Without the variable (a plain `swift build`), both are shared objects as before. With it,
+/// nothing loads libgcc_s: the static libstdc++'s `_Unwind_*` (reached only by a C++ exception,
+/// such as a `bad_alloc` that ends in `terminate` anyway) resolve to libunwind's, which the
+/// backtraces load. `make check-static` checks the result on the built binary.
 let staticLinking: [String] = {
     guard let dir = Context.environment["MEMPRESSURE_STATIC_LIBS"], !dir.isEmpty else { return [] }
     let allocator = ["malloc", "free", "calloc", "realloc", "posix_memalign", "aligned_alloc", "memalign", "valloc", "malloc_usable_size"]
