@@ -8,23 +8,23 @@ set key noautotitle
 set border lc rgb '#555555'
 $bars << EOD
 # row	label	value	highlight	text
-13	"NSCache (Foundation), 1 thread"	0.9202722995242903	1	"0.92"
-12	"NSCache (Foundation), 2 threads"	0.6713689959857485	1	"0.67"
-11	"Dictionary, one Mutex (get/set only), 1 thread"	23.099798986183384	0	"23.10"
-10	"Dictionary, one Mutex (get/set only), 2 threads"	11.477440797416435	0	"11.48"
-9	"Dictionary + LRU list, one lock, 1 thread"	4.242617798327225	0	"4.24"
-8	"Dictionary + LRU list, one lock, 2 threads"	3.1784887206615227	0	"3.18"
-7	"PurgeableCache (LRU), 1 thread"	7.321691979606051	0	"7.32"
-6	"PurgeableCache (LRU), 2 threads"	19.781263534496027	0	"19.78"
-5	"PurgeableCache (SIEVE), 1 thread"	13.023767070993586	0	"13.02"
-4	"PurgeableCache (SIEVE), 2 threads"	30.771517328069606	0	"30.77"
-3	"PurgeableCache (S3-FIFO), 1 thread"	11.002467853918786	0	"11.00"
-2	"PurgeableCache (S3-FIFO), 2 threads"	25.616069679884202	0	"25.62"
-1	"PurgeableCache (W-TinyLFU), 1 thread"	4.324292759236671	0	"4.32"
-0	"PurgeableCache (W-TinyLFU), 2 threads"	12.317920199041955	0	"12.32"
+13	"NSCache (Foundation), 1 thread"	1.6369399034908354	1	"1.64"
+12	"NSCache (Foundation), 2 threads"	0.9584801283932448	1	"0.96"
+11	"Dictionary, one Mutex (get/set only), 1 thread"	29.386291969547443	0	"29.39"
+10	"Dictionary, one Mutex (get/set only), 2 threads"	13.54795516131976	0	"13.55"
+9	"Dictionary + LRU list, one lock, 1 thread"	7.949318831824095	0	"7.95"
+8	"Dictionary + LRU list, one lock, 2 threads"	4.353963357997051	0	"4.35"
+7	"PurgeableCache (LRU), 1 thread"	14.012090583465849	0	"14.01"
+6	"PurgeableCache (LRU), 2 threads"	22.63670942510935	0	"22.64"
+5	"PurgeableCache (SIEVE), 1 thread"	22.8227840021323	0	"22.82"
+4	"PurgeableCache (SIEVE), 2 threads"	36.13947699279019	0	"36.14"
+3	"PurgeableCache (S3-FIFO), 1 thread"	19.282926577482076	0	"19.28"
+2	"PurgeableCache (S3-FIFO), 2 threads"	32.81372041466542	0	"32.81"
+1	"PurgeableCache (W-TinyLFU), 1 thread"	9.810489787729583	0	"9.81"
+0	"PurgeableCache (W-TinyLFU), 2 threads"	18.68584297558667	0	"18.69"
 EOD
 set style fill solid 0.9 noborder
-set xrange [0:36.31039044712213]
+set xrange [0:42.64458285149242]
 set yrange [-0.6:13.6]
 set ytics scale 0 nomirror
 set xtics nomirror
