@@ -457,16 +457,21 @@ struct SwitchingReport: RenderedReport {
         var cost = "kernel OOM kills \(fixed(kernelTheirs, 1)) a run against jetsam's \(fixed(kernelMine, 1))"
         if lostTheirs > 0 { cost += ", state lost in \(lostTheirs) of \(theirs.count) runs against jetsam's \(mine.filter { $0.bytesLost > 0 }.count)" }
         let target = JetsamVariant("default")?.configuration.targetAvailableShare ?? 0
-        // The pressure configuration the default policy's runs give their supervisors
-        // (`supervisorConfiguration`; the supervisor's default when it sets none): its
-        // working-set line is their critical.
-        let runs = (try? supervisorConfiguration(build: "", budgetBytes: 1 << 30, policy: "default"))?.0
-        let critical = (runs?.pressure ?? PressureConfiguration()).usageCriticalFraction
         if mine.allSatisfy({ $0.kills == 0 && $0.kernelOOMKills == 0 }) {
             return "Why: no app was killed under jetsam in these runs (nor by the kernel): the apps it did not keep are apps out of the background for longer (the app being switched to, the foreground app in an idle gap), not apps it took; " + parts.joined(separator: "; ") + "."
         }
         guard keptMine < keptTheirs else { return "Why: " + parts.joined(separator: "; ") + "." }
-        return "Why: " + parts.joined(separator: "; ") + ". Jetsam acts when the working set reaches its critical line (\(fixed(critical * 100, 0))% of the budget, the usage source's) and frees until \(fixed(target * 100, 0))% is free, a headroom the rival leaves to the kernel's reclaim and OOM killer; what that cost the rival: " + cost + "."
+        // The pressure configuration the default policy's runs give their supervisors
+        // (`supervisorConfiguration`; the supervisor's default when it sets none): its
+        // working-set line is their critical.
+        let line: String
+        do {
+            let runs = try supervisorConfiguration(build: "", budgetBytes: 1 << 30, policy: "default").0
+            line = "\(fixed((runs.pressure ?? PressureConfiguration()).usageCriticalFraction * 100, 0))% of the budget, the usage source's"
+        } catch {
+            line = "not known: \(error)"
+        }
+        return "Why: " + parts.joined(separator: "; ") + ". Jetsam acts when the working set reaches its critical line (\(line)) and frees until \(fixed(target * 100, 0))% is free, a headroom the rival leaves to the kernel's reclaim and OOM killer; what that cost the rival: " + cost + "."
     }
 
     /// The goal (issue 22), per configuration, for jetsam's defaults (`default`): no failed
