@@ -101,6 +101,8 @@ let package = Package(
         .systemLibrary(name: "CMemPressureUnwind"),
         // zlib, for the exporter's gzip-encoded answers.
         .systemLibrary(name: "CMemPressureZlib"),
+        // A prefetch hint (header only), for the W-TinyLFU sketch's read-ahead.
+        .systemLibrary(name: "CMemPressurePrefetch"),
         // What Swift cannot import: function-like macros, syscalls glibc does not wrap.
         .target(name: "CMemoryPressure"),
         // jemalloc arenas with extent hooks, flag macros, atomics on raw memory.
@@ -222,7 +224,7 @@ let package = Package(
         ),
 
         // Eviction and admission policies as pure value code, with a trace simulator.
-        .target(name: "MemPressureCachePolicies", swiftSettings: strict),
+        .target(name: "MemPressureCachePolicies", dependencies: ["CMemPressurePrefetch"], swiftSettings: strict),
         .target(
             name: "MemPressureVMTracker",
             dependencies: ["MemPressureSystem", "MemPressureRegionTags", "MemPressureLifecycleProtocol", "MemPressureValues"],

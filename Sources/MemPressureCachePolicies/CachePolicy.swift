@@ -190,12 +190,12 @@ public enum AnyCachePolicy<Key: Hashable & Sendable>: CachePolicy {
 
     /// Tells the policy of hits in the order given, each with its slot: one dispatch on the
     /// policy's kind for the whole batch, not one per hit (a cache replaying what it buffered).
-    @inlinable public mutating func recordHits<S: Sequence>(_ hits: S) where S.Element == (Key, CacheSlot) {
+    @inlinable public mutating func recordHits<C: Collection>(_ hits: C) where C.Element == (Key, CacheSlot) {
         switch consume self {
         case .lru(var p): for (k, s) in hits { p.recordHit(k, at: s) }; self = .lru(p)
         case .sieve(var p): for (k, s) in hits { p.recordHit(k, at: s) }; self = .sieve(p)
         case .s3fifo(var p): for (k, s) in hits { p.recordHit(k, at: s) }; self = .s3fifo(p)
-        case .tinylfu(var p): for (k, s) in hits { p.recordHit(k, at: s) }; self = .tinylfu(p)
+        case .tinylfu(var p): p.recordHits(hits); self = .tinylfu(p)
         }
     }
 

@@ -1,3 +1,5 @@
+import CMemPressurePrefetch
+
 /// W-TinyLFU (Einziger, Friedman and Manes, 2017) with Caffeine's adaptive window: a small LRU
 /// "window" admits every new entry; entries leaving the window must win a frequency contest to
 /// enter the main segmented LRU (probation and protected), judged by a count-min sketch of recent
@@ -45,9 +47,9 @@
 ///   128 (by a fixed-seed generator), so victims' frequencies inflated by hash collisions
 ///   cannot block admission forever; this matters more with a fixed-seed hash, whose collisions
 ///   can be found offline by whoever chooses the keys.
-/// - The sketch (4-bit counters, four per key, conservative update, four 64-bit words per entry)
-///   halves all counters after 10 increments per counter word (aging), so popularity is recent
-///   popularity.
+/// - The sketch (4-bit counters, four per key in one cache line, conservative update, four 64-bit
+///   words per entry) halves all counters after 10 increments per counter word (aging), so
+///   popularity is recent popularity.
 ///
 /// Deterministic: the sketch hashes keys with a fixed-seed hash (`StableKeyHash`) for integer,
 /// `String` and byte-array keys, so the same requests give the same evictions in every process.
@@ -118,10 +120,49 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
         hit(key, slot.rawValue)
     }
 
+    /// How many hits ahead of the one it records `recordHits` asks for a sketch block.
+    @inlinable static var readAhead: Int { 8 }
+
+    /// Records `hits` in order, exactly as `recordHit(_:at:)` would one by one. A hit's counters
+    /// are one cache line of a sketch that, for a large cache, is mostly not in the processor's
+    /// caches (4 MiB for 100,000 entries): while a hit is recorded, the line of the hit
+    /// `readAhead` places on is prefetched, so the waits for memory overlap instead of following
+    /// one another.
+    @inlinable public mutating func recordHits<C: Collection>(_ hits: C) where C.Element == (Key, CacheSlot) {
+        let mask = Self.readAhead - 1
+        withUnsafeTemporaryAllocation(of: UInt64.self, capacity: Self.readAhead) { hashes in
+            var ahead = hits.makeIterator()
+            for j in 0..<Self.readAhead {
+                guard let (key, _) = ahead.next() else { break }
+                hashes[j] = hasher.hash(key)
+                sketch.prefetch(hashes[j])
+            }
+            var i = 0
+            for (key, slot) in hits {
+                let hash = hashes[i & mask]
+                if let (next, _) = ahead.next() {
+                    hashes[i & mask] = hasher.hash(next)
+                    sketch.prefetch(hashes[i & mask])
+                }
+                if store.holds(slot.rawValue, key) {
+                    hit(slot.rawValue, hash: hash)
+                } else if let found = store.slot(of: key) {
+                    hit(found, hash: hash)
+                }
+                i &+= 1
+            }
+        }
+    }
+
     /// A hit on `key`, resident at `slot`: counted in the sketch; recency refreshed in the window
     /// and protected, a promotion from probation to protected.
     @inlinable mutating func hit(_ key: Key, _ slot: Int32) {
-        sketch.increment(hasher.hash(key))
+        hit(slot, hash: hasher.hash(key))
+    }
+
+    /// `hit(_:_:)` for a key whose sketch hash is `hash`.
+    @inlinable mutating func hit(_ slot: Int32, hash: UInt64) {
+        sketch.increment(hash)
         switch store.links[Int(slot)].list {
         case Self.inWindow:
             store.moveToHead(slot, &window)
@@ -373,67 +414,141 @@ struct HillClimber: Sendable {
     }
 }
 
-/// A count-min sketch of 4-bit counters, 16 to a 64-bit word, four counters per key (each
-/// picked by a different multiplier of the key's 64-bit hash, from its high bits), with
-/// conservative update and periodic halving.
+/// A count-min sketch of 4-bit counters, 16 to a 64-bit word, four counters per key, with
+/// conservative update and periodic halving. A key's four counters lie in one block of eight
+/// words (64 bytes, one cache line), as in Caffeine's sketch since 3.0: the block is chosen by
+/// the high bits of one product of the key's 64-bit hash, and each counter by one byte of
+/// another: counter i is in word 2i or 2i + 1 of the block (the byte's low bit) and is that
+/// word's nibble given by the byte's next four bits. So the four counters are always in four
+/// different words, and a hit or an estimate touches one cache line instead of four: on
+/// purgeable-bench's 100,000 resident keys, whose sketch is 4 MiB, that was most of the time a
+/// W-TinyLFU hit spent in the policy.
 ///
-/// It has four words (64 counters) per entry of the cache, four times Caffeine's: fewer keys
-/// share counters, which lowered miss ratios by 0.009 to 0.017 on purgeable-bench's Zipf traces
-/// at caches of 1% of the objects (against one word per entry); and it halves all its counters
-/// after 10 increments per word (40 per entry), so it also remembers four times longer. The
-/// cost: 32 bytes per entry.
+/// It is sized by four words (64 counters) per entry of the cache, four times Caffeine's: fewer
+/// keys share counters, which lowered miss ratios by 0.009 to 0.017 on purgeable-bench's Zipf
+/// traces at caches of 1% of the objects (against one word per entry); and it halves all its
+/// counters after 10 increments per word it is sized for (40 per entry), so it also remembers
+/// four times longer. The cost: 32 bytes per entry.
+///
+/// The table itself has at least 64 blocks (4 KiB). With one block per key only, a small cache's
+/// few blocks each hold the counters of many keys: at 8 blocks (a cache of about ten entries),
+/// keys requested once were estimated at 2 and displaced main's entries, which the policy must
+/// never let a key seen once do. The floor changes only where counters lie: the halving period
+/// and the hill climber's sample still follow the size the cache asks for (`sizedWords`).
 @usableFromInline
 struct FrequencySketch: Sendable {
-    @usableFromInline var table: [UInt64] = Array(repeating: 0, count: 64)
+    /// The counters: `blockCount` blocks of eight words from `base` on. The array has eight words
+    /// more than the blocks need, so that the blocks can start at a 64-byte boundary (an array's
+    /// elements follow a 32-byte header: unaligned, every block would straddle two cache lines).
+    @usableFromInline var table: [UInt64]
+    /// The first word of the first block.
+    @usableFromInline var base: Int
     @usableFromInline var additions = 0
-    /// 64 minus log2 of the number of counters: a product shifted right by it is a counter's index.
-    @usableFromInline var shift: UInt64 = 64 - 10
+    /// The words the entries ask for (four per entry, a power of two, at least 64): what the
+    /// halving period and the climber's sample are reckoned in, whatever the floor adds.
+    @usableFromInline var sizedWords = 64
+    /// 64 minus log2 of the number of blocks: a product shifted right by it is a block's index.
+    @usableFromInline var blockShift: UInt64
 
     @inlinable static var wordsPerEntry: Int { 4 }
-    @usableFromInline var sampleSize: Int { table.count * 10 }
+    /// The smallest table: 64 blocks of eight words.
+    @inlinable static var minimumWords: Int { 512 }
+    @usableFromInline var sampleSize: Int { sizedWords * 10 }
     /// The hill climber's sample period: Caffeine's, 10 requests per word of a sketch of one word
     /// per entry (a quarter of this sketch's aging period).
-    @usableFromInline var climberSample: Int { table.count / Self.wordsPerEntry * 10 }
+    @usableFromInline var climberSample: Int { sizedWords / Self.wordsPerEntry * 10 }
+
+    @usableFromInline init() {
+        (table, base, blockShift) = Self.makeTable(words: Self.minimumWords)
+    }
+
+    /// A zeroed table of `words` words (a power of two) in aligned blocks, its base and shift.
+    @usableFromInline static func makeTable(words: Int) -> ([UInt64], Int, UInt64) {
+        let table = [UInt64](repeating: 0, count: words + 8)
+        let address = table.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
+        let base = Int((64 - address % 64) % 64) / 8
+        return (table, base, UInt64(64 - (words / 8).trailingZeroBitCount))
+    }
 
     /// Grows (and clears) the table so it has `wordsPerEntry` words per entry.
     @inlinable mutating func ensureCapacity(forEntries entries: Int) {
         let wanted = entries.multipliedReportingOverflow(by: Self.wordsPerEntry)
-        guard !wanted.overflow, wanted.partialValue > table.count, table.count < 1 << 40 else { return }
-        var words = table.count
+        guard !wanted.overflow, wanted.partialValue > sizedWords, sizedWords < 1 << 40 else { return }
+        var words = sizedWords
         while words < wanted.partialValue && words < 1 << 40 { words *= 2 }
-        table = Array(repeating: 0, count: words)
+        sizedWords = words
         additions = 0
-        shift = UInt64(64 - (words * 16).trailingZeroBitCount)
+        let tableWords = max(words, Self.minimumWords)
+        if tableWords > table.count - 8 {
+            table = []
+            (table, base, blockShift) = Self.makeTable(words: tableWords)
+        } else {
+            // Still within the floor: the same table, cleared as a grown one would be.
+            for i in table.indices { table[i] = 0 }
+        }
     }
 
-    @inlinable func indices(_ hash: UInt64) -> (Int, Int, Int, Int) {
-        (Int(truncatingIfNeeded: (hash &* 0x9E37_79B9_7F4A_7C15) >> shift), Int(truncatingIfNeeded: (hash &* 0xC2B2_AE3D_27D4_EB4F) >> shift),
-         Int(truncatingIfNeeded: (hash &* 0x1656_67B1_9E37_79F9) >> shift), Int(truncatingIfNeeded: (hash &* 0xFF51_AFD7_ED55_8CCD) >> shift))
+    /// Where a key's counters are: the first word of its block, and four bytes (from the high
+    /// half of a second product of the hash) that pick one counter each (`counter`).
+    @inlinable func locations(_ hash: UInt64) -> (block: Int, counters: UInt64) {
+        let block = base &+ Int(truncatingIfNeeded: (hash &* 0x9E37_79B9_7F4A_7C15) >> blockShift) &<< 3
+        return (block, (hash &* 0xC2B2_AE3D_27D4_EB4F) >> 32)
     }
 
-    @inlinable func counter(_ i: Int) -> UInt64 { (table[i >> 4] >> UInt64((i & 15) * 4)) & 15 }
+    /// Asks the processor for the block of `hash`'s counters, without waiting for it.
+    @inlinable func prefetch(_ hash: UInt64) {
+        let block = locations(hash).block
+        table.withUnsafeBufferPointer { t in
+            if let words = t.baseAddress { mempressure_prefetch_for_write(words + block) }
+        }
+    }
+
+    /// Counter i's word index and nibble shift, from `locations`.
+    @inlinable static func counter(_ i: Int, block: Int, counters: UInt64) -> (word: Int, shift: UInt64) {
+        let byte = (counters >> UInt64(i &<< 3)) & 0xFF
+        return (block &+ (i &<< 1) &+ Int(truncatingIfNeeded: byte & 1), ((byte >> 1) & 15) &<< 2)
+    }
 
     @inlinable func estimate(_ hash: UInt64) -> Int {
-        let (a, b, c, d) = indices(hash)
-        return Int(min(counter(a), counter(b), counter(c), counter(d)))
+        let (block, counters) = locations(hash)
+        return table.withUnsafeBufferPointer { t in
+            var low: UInt64 = 15
+            for i in 0..<4 {
+                let (w, s) = Self.counter(i, block: block, counters: counters)
+                low = min(low, (t[w] >> s) & 15)
+            }
+            return Int(low)
+        }
     }
 
     @inlinable mutating func increment(_ hash: UInt64) {
-        let (a, b, c, d) = indices(hash)
-        let low = min(counter(a), counter(b), counter(c), counter(d))
-        guard low < 15 else { return }
-        // Conservative update: only the counters at the minimum grow.
-        for i in [a, b, c, d] where counter(i) == low {
-            table[i >> 4] += 1 << UInt64((i & 15) * 4)
+        let (block, counters) = locations(hash)
+        let added: Bool = table.withUnsafeMutableBufferPointer { t in
+            let (w0, s0) = Self.counter(0, block: block, counters: counters)
+            let (w1, s1) = Self.counter(1, block: block, counters: counters)
+            let (w2, s2) = Self.counter(2, block: block, counters: counters)
+            let (w3, s3) = Self.counter(3, block: block, counters: counters)
+            let values = ((t[w0] >> s0) & 15, (t[w1] >> s1) & 15, (t[w2] >> s2) & 15, (t[w3] >> s3) & 15)
+            let low = min(values.0, values.1, values.2, values.3)
+            guard low < 15 else { return false }
+            // Conservative update: only the counters at the minimum grow (four different words).
+            if values.0 == low { t[w0] &+= 1 &<< s0 }
+            if values.1 == low { t[w1] &+= 1 &<< s1 }
+            if values.2 == low { t[w2] &+= 1 &<< s2 }
+            if values.3 == low { t[w3] &+= 1 &<< s3 }
+            return true
         }
+        guard added else { return }
         additions += 1
         if additions >= sampleSize { halve() }
     }
 
     @inlinable mutating func halve() {
-        for i in table.indices {
-            // Shift every nibble right by one: clear each nibble's top bit after the shift.
-            table[i] = (table[i] >> 1) & 0x7777_7777_7777_7777
+        table.withUnsafeMutableBufferPointer { t in
+            for i in t.indices {
+                // Shift every nibble right by one: clear each nibble's top bit after the shift.
+                t[i] = (t[i] >> 1) & 0x7777_7777_7777_7777
+            }
         }
         additions /= 2
     }

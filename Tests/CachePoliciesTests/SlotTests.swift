@@ -47,6 +47,57 @@ struct SlotTests {
         #expect(stale > 100, "too few stale slots to test the fallback (\(stale))")
     }
 
+    /// PurgeableCache replays its read buffers' hits in batches (`recordHits`); W-TinyLFU's
+    /// batch prefetches sketch blocks several hits ahead, and must still record each hit as one
+    /// told alone would, in order, stale slots included.
+    @Test("hits told in batches of any length leave a policy as hits told one at a time", arguments: PolicyKind.allCases)
+    func batchesAsSingles(kind: PolicyKind) {
+        var singly = kind.make(capacity: 3_000, keyType: Int.self)
+        var batched = kind.make(capacity: 3_000, keyType: Int.self)
+        var slots: [Int: CacheSlot] = [:]
+        var pending: [(Int, CacheSlot)] = []
+        var batchLength = 1
+        var rng = SplitMix64(seed: 26)
+        // Batches longer than the read-ahead distance (8).
+        var longBatches = 0
+        func flush() {
+            if pending.count > 8 { longBatches += 1 }
+            batched.recordHits(pending)
+            pending.removeAll()
+        }
+        for step in 0..<60_000 {
+            let key = Int.random(in: 0..<800, using: &rng)
+            // One write in 25 steps: runs of hits between writes of 24 on average.
+            if Int.random(in: 0..<25, using: &rng) != 0 {
+                guard singly.contains(key) else { continue }
+                let slot = slots[key] ?? CacheSlot(rawValue: Int32(Int.random(in: -1..<900, using: &rng)))
+                singly.recordHit(key, at: slot)
+                pending.append((key, slot))
+                if pending.count >= batchLength {
+                    flush()
+                    // From one hit to several times the read-ahead distance.
+                    batchLength = Int.random(in: 1...40, using: &rng)
+                }
+                continue
+            }
+            // As the cache does: what is pending reaches the policy before a write.
+            flush()
+            var evictedA: [Int] = [], evictedB: [Int] = []
+            let cost = Int.random(in: 1...30, using: &rng)
+            singly.insert(key, cost: cost, evicted: &evictedA)
+            batched.insert(key, cost: cost, evicted: &evictedB)
+            if step % 5 != 0 { slots[key] = batched.slot(of: key) }
+            #expect(evictedA == evictedB, "step \(step)")
+            if evictedA != evictedB { return }
+        }
+        flush()
+        var drainA: [Int] = [], drainB: [Int] = []
+        while let k = singly.evictOne() { drainA.append(k) }
+        while let k = batched.evictOne() { drainB.append(k) }
+        #expect(drainA == drainB, "the orders of eviction differ")
+        #expect(longBatches > 500, "too few batches longer than the read-ahead (\(longBatches))")
+    }
+
     @Test("a resident key's slot stays the same while hits move it between lists", arguments: PolicyKind.allCases)
     func stable(kind: PolicyKind) {
         var policy = kind.make(capacity: 100, keyType: Int.self)

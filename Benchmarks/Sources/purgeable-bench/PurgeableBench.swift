@@ -27,7 +27,7 @@ struct PurgeableBench: AsyncParsableCommand {
     @Flag(help: .hidden) var probePolicies = false
     @Option(help: "Where to write purgeable-cache.md, .json, .gp and .svg.") var output = "../Reports"
     @Flag(help: "Re-render the Markdown and SVG from the JSON already in --output.") var renderOnly = false
-    @Flag(help: "Measure only the miss ratios against libCacheSim (a quick check of a policy change).") var missRatiosOnly = false
+    @Flag(help: "Measure only the miss ratios against libCacheSim and print their tables, writing nothing (a quick check of a policy change).") var missRatiosOnly = false
     @Flag(help: "Measure only the hits' throughput and print its table, writing nothing (a quick check of a hit-path change; try --rounds 5).") var hitsOnly = false
     @Option(help: "With --hits-only: only these caches, comma-separated (nscache, dictionary, dictionary-lru, lru, sieve, s3fifo, tinylfu, harness).") var caches: String?
     @Flag(help: "With --hits-only: one thread only (no scaling check then).") var oneThread = false
@@ -57,12 +57,16 @@ struct PurgeableBench: AsyncParsableCommand {
             return
         }
         var report = Report(kernel: kernelRelease(), cpus: onlineCPUs, keys: keys, operations: operations, rounds: rounds, requests: requests, objects: objects)
-        report.loadAverageAtStart = Machine.loadAverage()
-        if !missRatiosOnly {
-            report.throughput = try measureThroughput()
-            report.roundTrip = try measureRoundTrip()
-            report.simulatorStream = try measureSimulator()
+        if missRatiosOnly {
+            // Printed, not written: a partial run must not replace the whole report.
+            (report.missRatios, report.libCacheSimVersion, report.libCacheSimMissing) = try measureMissRatios()
+            print(report.missRatioMarkdown())
+            return
         }
+        report.loadAverageAtStart = Machine.loadAverage()
+        report.throughput = try measureThroughput()
+        report.roundTrip = try measureRoundTrip()
+        report.simulatorStream = try measureSimulator()
         (report.missRatios, report.libCacheSimVersion, report.libCacheSimMissing) = try measureMissRatios()
         report.loadAverageAtEnd = Machine.loadAverage()
         try write(report)
