@@ -56,8 +56,12 @@ struct StableKeyHash<Key: Hashable & Sendable>: Sendable {
     }
 
     /// The key's hash. The bit casts are sound: `kind` was chosen from `Key`'s own metatype.
-    @inlinable func hash(_ key: Key) -> UInt64 {
-        switch kind {
+    @inlinable @inline(__always) func hash(_ key: Key) -> UInt64 {
+        // The commonest key types first, by metatype: in code specialized for them the test is
+        // decided when compiling, and the hash is a few instructions with no call.
+        if Key.self == Int.self { return StableHash.mix(UInt64(bitPattern: Int64(unsafeBitCast(key, to: Int.self)))) }
+        if Key.self == String.self { return StableHash.string(unsafeBitCast(key, to: String.self)) }
+        return switch kind {
         case .int: StableHash.mix(UInt64(bitPattern: Int64(unsafeBitCast(key, to: Int.self))))
         case .uint: StableHash.mix(UInt64(unsafeBitCast(key, to: UInt.self)))
         case .int64: StableHash.mix(UInt64(bitPattern: unsafeBitCast(key, to: Int64.self)))

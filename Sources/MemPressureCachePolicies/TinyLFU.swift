@@ -130,26 +130,36 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
     /// one another.
     @inlinable public mutating func recordHits<C: Collection>(_ hits: C) where C.Element == (Key, CacheSlot) {
         let mask = Self.readAhead - 1
-        withUnsafeTemporaryAllocation(of: UInt64.self, capacity: Self.readAhead) { hashes in
-            var ahead = hits.makeIterator()
-            for j in 0..<Self.readAhead {
-                guard let (key, _) = ahead.next() else { break }
-                hashes[j] = hasher.hash(key)
-                sketch.prefetch(hashes[j])
-            }
-            var i = 0
-            for (key, slot) in hits {
-                let hash = hashes[i & mask]
-                if let (next, _) = ahead.next() {
-                    hashes[i & mask] = hasher.hash(next)
-                    sketch.prefetch(hashes[i & mask])
+        // The sketch's table is taken out for the batch and put back after it (so that it is
+        // made unique and borrowed once, not once per hit); what a hit does besides counting
+        // (`reorder`) never reads it.
+        var table = sketch.table
+        sketch.table = []
+        defer { sketch.table = table }
+        table.withUnsafeMutableBufferPointer { t in
+            withUnsafeTemporaryAllocation(of: UInt64.self, capacity: Self.readAhead) { hashes in
+                var ahead = hits.makeIterator()
+                for j in 0..<Self.readAhead {
+                    guard let (key, _) = ahead.next() else { break }
+                    hashes[j] = hasher.hash(key)
+                    sketch.prefetch(hashes[j], in: t)
                 }
-                if store.holds(slot.rawValue, key) {
-                    hit(slot.rawValue, hash: hash)
-                } else if let found = store.slot(of: key) {
-                    hit(found, hash: hash)
+                var i = 0
+                for (key, slot) in hits {
+                    let hash = hashes[i & mask]
+                    if let (next, _) = ahead.next() {
+                        hashes[i & mask] = hasher.hash(next)
+                        sketch.prefetch(hashes[i & mask], in: t)
+                    }
+                    if store.holds(slot.rawValue, key) {
+                        sketch.increment(hash, in: t)
+                        reorder(slot.rawValue)
+                    } else if let found = store.slot(of: key) {
+                        sketch.increment(hash, in: t)
+                        reorder(found)
+                    }
+                    i &+= 1
                 }
-                i &+= 1
             }
         }
     }
@@ -163,6 +173,12 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
     /// `hit(_:_:)` for a key whose sketch hash is `hash`.
     @inlinable mutating func hit(_ slot: Int32, hash: UInt64) {
         sketch.increment(hash)
+        reorder(slot)
+    }
+
+    /// What a hit does besides counting: recency refreshed in the window and protected, a
+    /// promotion from probation to protected; and the hill climber's count.
+    @inlinable @inline(__always) mutating func reorder(_ slot: Int32) {
         switch store.links[Int(slot)].list {
         case Self.inWindow:
             store.moveToHead(slot, &window)
@@ -495,12 +511,10 @@ struct FrequencySketch: Sendable {
         return (block, (hash &* 0xC2B2_AE3D_27D4_EB4F) >> 32)
     }
 
-    /// Asks the processor for the block of `hash`'s counters, without waiting for it.
-    @inlinable func prefetch(_ hash: UInt64) {
-        let block = locations(hash).block
-        table.withUnsafeBufferPointer { t in
-            if let words = t.baseAddress { mempressure_prefetch_for_write(words + block) }
-        }
+    /// Asks the processor for the block of `hash`'s counters, without waiting for it. `table` is
+    /// this sketch's table, borrowed.
+    @inlinable @inline(__always) func prefetch(_ hash: UInt64, in table: UnsafeMutableBufferPointer<UInt64>) {
+        if let words = table.baseAddress { mempressure_prefetch_for_write(words + locations(hash).block) }
     }
 
     /// Counter i's word index and nibble shift, from `locations`.
@@ -522,34 +536,38 @@ struct FrequencySketch: Sendable {
     }
 
     @inlinable mutating func increment(_ hash: UInt64) {
-        let (block, counters) = locations(hash)
-        let added: Bool = table.withUnsafeMutableBufferPointer { t in
-            let (w0, s0) = Self.counter(0, block: block, counters: counters)
-            let (w1, s1) = Self.counter(1, block: block, counters: counters)
-            let (w2, s2) = Self.counter(2, block: block, counters: counters)
-            let (w3, s3) = Self.counter(3, block: block, counters: counters)
-            let values = ((t[w0] >> s0) & 15, (t[w1] >> s1) & 15, (t[w2] >> s2) & 15, (t[w3] >> s3) & 15)
-            let low = min(values.0, values.1, values.2, values.3)
-            guard low < 15 else { return false }
-            // Conservative update: only the counters at the minimum grow (four different words).
-            if values.0 == low { t[w0] &+= 1 &<< s0 }
-            if values.1 == low { t[w1] &+= 1 &<< s1 }
-            if values.2 == low { t[w2] &+= 1 &<< s2 }
-            if values.3 == low { t[w3] &+= 1 &<< s3 }
-            return true
-        }
-        guard added else { return }
-        additions += 1
-        if additions >= sampleSize { halve() }
+        // (A copy of the table, were it shared, is made here, before the counters change.)
+        var table = self.table
+        self.table = []
+        table.withUnsafeMutableBufferPointer { increment(hash, in: $0) }
+        self.table = table
     }
 
-    @inlinable mutating func halve() {
-        table.withUnsafeMutableBufferPointer { t in
-            for i in t.indices {
-                // Shift every nibble right by one: clear each nibble's top bit after the shift.
-                t[i] = (t[i] >> 1) & 0x7777_7777_7777_7777
-            }
+    /// `increment(_:)`, with this sketch's table borrowed as `t` (the caller holds it across a
+    /// batch of hits).
+    @inlinable @inline(__always) mutating func increment(_ hash: UInt64, in t: UnsafeMutableBufferPointer<UInt64>) {
+        let (block, counters) = locations(hash)
+        let (w0, s0) = Self.counter(0, block: block, counters: counters)
+        let (w1, s1) = Self.counter(1, block: block, counters: counters)
+        let (w2, s2) = Self.counter(2, block: block, counters: counters)
+        let (w3, s3) = Self.counter(3, block: block, counters: counters)
+        let values = ((t[w0] >> s0) & 15, (t[w1] >> s1) & 15, (t[w2] >> s2) & 15, (t[w3] >> s3) & 15)
+        let low = min(values.0, values.1, values.2, values.3)
+        guard low < 15 else { return }
+        // Conservative update: only the counters at the minimum grow (four different words).
+        if values.0 == low { t[w0] &+= 1 &<< s0 }
+        if values.1 == low { t[w1] &+= 1 &<< s1 }
+        if values.2 == low { t[w2] &+= 1 &<< s2 }
+        if values.3 == low { t[w3] &+= 1 &<< s3 }
+        additions += 1
+        if additions >= sampleSize { Self.halve(t); additions /= 2 }
+    }
+
+    /// Halves every counter of `t`.
+    @inlinable static func halve(_ t: UnsafeMutableBufferPointer<UInt64>) {
+        for i in t.indices {
+            // Shift every nibble right by one: clear each nibble's top bit after the shift.
+            t[i] = (t[i] >> 1) & 0x7777_7777_7777_7777
         }
-        additions /= 2
     }
 }
