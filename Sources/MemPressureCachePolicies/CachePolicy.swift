@@ -199,6 +199,13 @@ public enum AnyCachePolicy<Key: Hashable & Sendable>: CachePolicy {
         }
     }
 
+    /// `recordHits(_:)` for hits in a sequence that is not a collection: gathered into an array
+    /// first (a batch is read twice: W-TinyLFU prefetches ahead of the hit it records).
+    @_disfavoredOverload
+    @inlinable public mutating func recordHits<S: Sequence>(_ hits: S) where S.Element == (Key, CacheSlot) {
+        recordHits(Array(hits))
+    }
+
     /// `recordHit(keys[i], at: CacheSlot(rawValue: slots[i]))` for every i, in order (hits kept as
     /// two arrays, which a caller appends to without building a tuple).
     @inlinable public mutating func recordHits(keys: [Key], slots: [Int32]) {

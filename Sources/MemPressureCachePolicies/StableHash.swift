@@ -12,7 +12,9 @@
 /// - `[UInt8]` and `ArraySlice<UInt8>`: their bytes.
 ///
 /// Which of these applies is decided once, when the hash is made for a key type, by comparing
-/// metatypes; hashing a key is then a switch on that choice and a bit cast, never a dynamic cast.
+/// metatypes; hashing a key is then a switch on that choice and a bit cast, never a dynamic cast
+/// (for `Int` and `String`, the commonest keys, a metatype test that code specialized for them
+/// decides when compiling, before the switch).
 /// Any other key type falls back to `hashValue`: for those (and only those) the sketch, and so
 /// W-TinyLFU's admissions, vary from process to process.
 @usableFromInline

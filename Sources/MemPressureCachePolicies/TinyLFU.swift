@@ -48,8 +48,8 @@ import CMemPressurePrefetch
 ///   cannot block admission forever; this matters more with a fixed-seed hash, whose collisions
 ///   can be found offline by whoever chooses the keys.
 /// - The sketch (4-bit counters, four per key in one cache line, conservative update, four 64-bit
-///   words per entry) halves all counters after 10 increments per counter word (aging), so
-///   popularity is recent popularity.
+///   words per entry) halves all counters after 10 increments per word it is sized for (aging),
+///   so popularity is recent popularity.
 ///
 /// Deterministic: the sketch hashes keys with a fixed-seed hash (`StableKeyHash`) for integer,
 /// `String` and byte-array keys, so the same requests give the same evictions in every process.
@@ -120,7 +120,8 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
         hit(key, slot.rawValue)
     }
 
-    /// How many hits ahead of the one it records `recordHits` asks for a sketch block.
+    /// How many hits ahead of the one it records `recordHits` asks for a sketch block (a power
+    /// of two: the ring of hashes is indexed by a mask).
     @inlinable static var readAhead: Int { 8 }
 
     /// Records `hits` in order, exactly as `recordHit(_:at:)` would one by one. A hit's counters
@@ -135,7 +136,10 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
         // (`reorder`) never reads it.
         var table = sketch.table
         sketch.table = []
-        defer { sketch.table = table }
+        defer {
+            assert(sketch.table.isEmpty, "the sketch's table was replaced during a batch of hits")
+            sketch.table = table
+        }
         table.withUnsafeMutableBufferPointer { t in
             withUnsafeTemporaryAllocation(of: UInt64.self, capacity: Self.readAhead) { hashes in
                 var ahead = hits.makeIterator()
@@ -432,13 +436,15 @@ struct HillClimber: Sendable {
 
 /// A count-min sketch of 4-bit counters, 16 to a 64-bit word, four counters per key, with
 /// conservative update and periodic halving. A key's four counters lie in one block of eight
-/// words (64 bytes, one cache line), as in Caffeine's sketch since 3.0: the block is chosen by
+/// words (64 bytes, one cache line), laid out as Caffeine's FrequencySketch lays them: the block is chosen by
 /// the high bits of one product of the key's 64-bit hash, and each counter by one byte of
 /// another: counter i is in word 2i or 2i + 1 of the block (the byte's low bit) and is that
 /// word's nibble given by the byte's next four bits. So the four counters are always in four
 /// different words, and a hit or an estimate touches one cache line instead of four: on
 /// purgeable-bench's 100,000 resident keys, whose sketch is 4 MiB, that was most of the time a
-/// W-TinyLFU hit spent in the policy.
+/// W-TinyLFU hit spent in the policy. (A copy of a policy whose table is then made unique by a
+/// change keeps the same layout, and so the same estimates, but its blocks may no longer start at
+/// a 64-byte boundary until the table next grows: slower, never different.)
 ///
 /// It is sized by four words (64 counters) per entry of the cache, four times Caffeine's: fewer
 /// keys share counters, which lowered miss ratios by 0.009 to 0.017 on purgeable-bench's Zipf
@@ -453,7 +459,7 @@ struct HillClimber: Sendable {
 /// and the hill climber's sample still follow the size the cache asks for (`sizedWords`).
 @usableFromInline
 struct FrequencySketch: Sendable {
-    /// The counters: `blockCount` blocks of eight words from `base` on. The array has eight words
+    /// The counters: blocks of eight words from `base` on. The array has eight words
     /// more than the blocks need, so that the blocks can start at a 64-byte boundary (an array's
     /// elements follow a 32-byte header: unaligned, every block would straddle two cache lines).
     @usableFromInline var table: [UInt64]
@@ -500,7 +506,7 @@ struct FrequencySketch: Sendable {
             (table, base, blockShift) = Self.makeTable(words: tableWords)
         } else {
             // Still within the floor: the same table, cleared as a grown one would be.
-            for i in table.indices { table[i] = 0 }
+            table.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
         }
     }
 
@@ -524,6 +530,7 @@ struct FrequencySketch: Sendable {
     }
 
     @inlinable func estimate(_ hash: UInt64) -> Int {
+        assert(!table.isEmpty, "the sketch's table is lent to a batch of hits (recordHits)")
         let (block, counters) = locations(hash)
         return table.withUnsafeBufferPointer { t in
             var low: UInt64 = 15
@@ -536,6 +543,7 @@ struct FrequencySketch: Sendable {
     }
 
     @inlinable mutating func increment(_ hash: UInt64) {
+        assert(!table.isEmpty, "the sketch's table is lent to a batch of hits (recordHits)")
         // (A copy of the table, were it shared, is made here, before the counters change.)
         var table = self.table
         self.table = []

@@ -11,6 +11,7 @@ extension Supervisor {
     func transition(_ a: AppRecord, to state: LifecycleState) {
         guard a.state != state else { return }
         account(a)
+        a.chargedState = nil
         let from = a.state
         let time = monotonicSeconds()
         if from == .active { a.lastActiveAt = time }
@@ -26,11 +27,12 @@ extension Supervisor {
         checkWaiters(a.name)
     }
 
-    /// Adds the usage since the last sample to the state the app is in.
+    /// Adds the usage since the last sample to the state the app is in (or to `chargedState`).
     func account(_ a: AppRecord) {
         guard a.state != .notRunning else { return }
         let nowTime = monotonicSeconds()
-        var acc = a.accounting[a.state] ?? StateAccounting()
+        let state = a.chargedState ?? a.state
+        var acc = a.accounting[state] ?? StateAccounting()
         if let process = a.process, let sample = UsageSample.read(pid: process.pid), let last = a.lastSample {
             Self.add(&acc, from: last, to: sample)
             a.lastSample = sample
@@ -38,7 +40,7 @@ extension Supervisor {
             acc.seconds += nowTime - (a.lastSample?.time ?? nowTime)
             a.lastSample = a.lastSample.map { var s = $0; s.time = nowTime; return s }
         }
-        a.accounting[a.state] = acc
+        a.accounting[state] = acc
     }
 
     static func add(_ acc: inout StateAccounting, from a: UsageSample, to b: UsageSample) {

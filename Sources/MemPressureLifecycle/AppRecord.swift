@@ -54,6 +54,10 @@ final class AppRecord {
     // Accounting.
     var accounting: [LifecycleState: StateAccounting] = [:]
     var lastSample: UsageSample?
+    /// The state usage is charged to until the next transition, when it is not the state the
+    /// app is in: from the moment a suspended app is continued until it enters
+    /// backgroundRunning, it runs, and what it uses is not the suspended state's.
+    var chargedState: LifecycleState?
     var stateSince = 0.0
     var timeline = BoundedLog<FootprintSample>(limit: 10_000)
     /// The latest footprint reading of the current run, and when it was taken (monotonic).

@@ -1,4 +1,5 @@
 import Glibc
+import MemPressureLifecycleProtocol
 import Synchronization
 import MemPressureSystem
 
@@ -24,9 +25,16 @@ extension Supervisor {
         await waitUntil(a, process, stopped: true)
     }
 
-    /// Continues the app and waits until it runs again.
+    /// Continues the app and waits until it runs again. What it used up to the continuation is
+    /// the suspended state's; from then on, it is charged to backgroundRunning, the state it
+    /// enters next (usage is read in clock ticks: a continued app running even briefly before
+    /// that transition could otherwise put a tick on the suspended state).
     func resume(_ a: AppRecord) async throws(SupervisorError) {
         guard let process = a.process else { return }
+        if a.state == .suspended {
+            account(a)
+            a.chargedState = .backgroundRunning
+        }
         switch configuration.suspendMethod {
         case .sigstop:
             if let failure = process.signalApp(SIGCONT).failure { record(.error(.resume(cause: "\(failure)")), a) }
