@@ -8,23 +8,23 @@ set key noautotitle
 set border lc rgb '#555555'
 $bars << EOD
 # row	label	value	highlight	text
-13	"NSCache (Foundation), 1 thread"	1.6369399034908354	1	"1.64"
-12	"NSCache (Foundation), 2 threads"	0.9584801283932448	1	"0.96"
-11	"Dictionary, one Mutex (get/set only), 1 thread"	29.386291969547443	0	"29.39"
-10	"Dictionary, one Mutex (get/set only), 2 threads"	13.54795516131976	0	"13.55"
-9	"Dictionary + LRU list, one lock, 1 thread"	7.949318831824095	0	"7.95"
-8	"Dictionary + LRU list, one lock, 2 threads"	4.353963357997051	0	"4.35"
-7	"PurgeableCache (LRU), 1 thread"	14.012090583465849	0	"14.01"
-6	"PurgeableCache (LRU), 2 threads"	22.63670942510935	0	"22.64"
-5	"PurgeableCache (SIEVE), 1 thread"	22.8227840021323	0	"22.82"
-4	"PurgeableCache (SIEVE), 2 threads"	36.13947699279019	0	"36.14"
-3	"PurgeableCache (S3-FIFO), 1 thread"	19.282926577482076	0	"19.28"
-2	"PurgeableCache (S3-FIFO), 2 threads"	32.81372041466542	0	"32.81"
-1	"PurgeableCache (W-TinyLFU), 1 thread"	9.810489787729583	0	"9.81"
-0	"PurgeableCache (W-TinyLFU), 2 threads"	18.68584297558667	0	"18.69"
+13	"NSCache (Foundation), 1 thread"	0.9692151111840802	1	"0.97"
+12	"NSCache (Foundation), 2 threads"	0.6968115082996965	1	"0.70"
+11	"Dictionary, one Mutex (get/set only), 1 thread"	25.346271894187485	0	"25.35"
+10	"Dictionary, one Mutex (get/set only), 2 threads"	11.797659800408484	0	"11.80"
+9	"Dictionary + LRU list, one lock, 1 thread"	5.4040886778403605	0	"5.40"
+8	"Dictionary + LRU list, one lock, 2 threads"	3.5483286603470963	0	"3.55"
+7	"PurgeableCache (LRU), 1 thread"	10.112025672187178	0	"10.11"
+6	"PurgeableCache (LRU), 2 threads"	20.920493341064336	0	"20.92"
+5	"PurgeableCache (SIEVE), 1 thread"	15.523529966777915	0	"15.52"
+4	"PurgeableCache (SIEVE), 2 threads"	31.317204765305	0	"31.32"
+3	"PurgeableCache (S3-FIFO), 1 thread"	14.467239699503425	0	"14.47"
+2	"PurgeableCache (S3-FIFO), 2 threads"	28.26360321160041	0	"28.26"
+1	"PurgeableCache (W-TinyLFU), 1 thread"	8.358467104378871	0	"8.36"
+0	"PurgeableCache (W-TinyLFU), 2 threads"	16.473339398568072	0	"16.47"
 EOD
 set style fill solid 0.9 noborder
-set xrange [0:42.64458285149242]
+set xrange [0:36.9543016230599]
 set yrange [-0.6:13.6]
 set ytics scale 0 nomirror
 set xtics nomirror
