@@ -155,12 +155,10 @@ public struct TinyLFUPolicy<Key: Hashable & Sendable>: CachePolicy {
                         hashes[i & mask] = hasher.hash(next)
                         sketch.prefetch(hashes[i & mask], in: t)
                     }
-                    if store.holds(slot.rawValue, key) {
+                    // The slot told, or the key's own when the told one is stale; none if it left.
+                    if let resident = store.holds(slot.rawValue, key) ? slot.rawValue : store.slot(of: key) {
                         sketch.increment(hash, in: t)
-                        reorder(slot.rawValue)
-                    } else if let found = store.slot(of: key) {
-                        sketch.increment(hash, in: t)
-                        reorder(found)
+                        reorder(resident)
                     }
                     i &+= 1
                 }

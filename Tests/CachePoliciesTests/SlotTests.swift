@@ -7,6 +7,14 @@ import Testing
 /// and the slot given to another.
 @Suite("Hits told with slots")
 struct SlotTests {
+    /// Evicts both policies down to empty and expects the same keys in the same order.
+    static func expectSameDrain(_ a: inout AnyCachePolicy<Int>, _ b: inout AnyCachePolicy<Int>, sourceLocation: SourceLocation = #_sourceLocation) {
+        var drainA: [Int] = [], drainB: [Int] = []
+        while let k = a.evictOne() { drainA.append(k) }
+        while let k = b.evictOne() { drainB.append(k) }
+        #expect(drainA == drainB, "the orders of eviction differ", sourceLocation: sourceLocation)
+    }
+
     @Test("the same evictions as hits told by key, with slots kept by the caller and often stale", arguments: PolicyKind.allCases)
     func sameAsByKey(kind: PolicyKind) {
         var byKey = kind.make(capacity: 2_000, keyType: Int.self)
@@ -40,10 +48,7 @@ struct SlotTests {
             if evictedA != evictedB { return }
         }
         #expect(byKey.count == bySlot.count && byKey.totalCost == bySlot.totalCost)
-        var drainA: [Int] = [], drainB: [Int] = []
-        while let k = byKey.evictOne() { drainA.append(k) }
-        while let k = bySlot.evictOne() { drainB.append(k) }
-        #expect(drainA == drainB, "the orders of eviction differ")
+        Self.expectSameDrain(&byKey, &bySlot)
         #expect(stale > 100, "too few stale slots to test the fallback (\(stale))")
     }
 
@@ -93,10 +98,7 @@ struct SlotTests {
             if evictedA != evictedB { return }
         }
         flush()
-        var drainA: [Int] = [], drainB: [Int] = []
-        while let k = singly.evictOne() { drainA.append(k) }
-        while let k = batched.evictOne() { drainB.append(k) }
-        #expect(drainA == drainB, "the orders of eviction differ")
+        Self.expectSameDrain(&singly, &batched)
         #expect(longBatches > 500, "too few batches longer than the read-ahead (\(longBatches))")
     }
 
@@ -136,10 +138,7 @@ struct SlotTests {
                 batched.recordHits(batch)
             }
         }
-        var drainA: [Int] = [], drainB: [Int] = []
-        while let k = singly.evictOne() { drainA.append(k) }
-        while let k = batched.evictOne() { drainB.append(k) }
-        #expect(drainA == drainB, "the orders of eviction differ")
+        Self.expectSameDrain(&singly, &batched)
     }
 
     /// Policies are values: a batch of hits told to a copy leaves the original as it was.
