@@ -38,6 +38,31 @@ func appProcesses(underCgroup prefix: String, exactly count: Int) async -> [Watc
     return found ?? appProcesses(underCgroup: prefix)
 }
 
+/// Waits until the processes under `prefix` are `count`, every one named `name` (comm). An app
+/// started as `sh -c "(sleep N &); exec sleep N"` has settled then: its shell became `sleep` only
+/// after the subshell forked the helper and exited. An app stopped or frozen before that keeps a
+/// shell, or never gets its helper. Returns whether it settled within 10 s.
+func settle(underCgroup prefix: String, count: Int, named name: String) async -> Bool {
+    @Sendable func named(_ pid: Int32) -> Bool {
+        do {
+            let bytes = try ProcFS.readBytes("/proc/\(pid)/stat")
+            let stat = try bytes.withUnsafeBytes { (b) throws(ProcError) in try ProcessStat.parse(b, pid: pid) }
+            return String(decoding: stat.name.bytes, as: UTF8.self) == name
+        } catch {
+            return false
+        }
+    }
+    let settled = await within(10) { () async -> Bool? in
+        while !Task.isCancelled {
+            let all = appProcesses(underCgroup: prefix)
+            if all.count == count, all.allSatisfy({ named($0.pid) }) { return true }
+            do { try await Task.sleep(for: .milliseconds(5)) } catch { return nil }
+        }
+        return nil
+    }
+    return settled == true
+}
+
 /// The child of `parent` named `name` (comm), watched through a pidfd opened while `parent`, its
 /// parent, is alive (it cannot be reaped and its PID reused meanwhile).
 func child(of parent: Int32, named name: String) -> WatchedProcess? {
@@ -114,6 +139,8 @@ struct SupervisorCrashTests {
         let runtime = "\(dir.path)/rt"
         let (dead, _, _) = try await supervise(["--dir", runtime, "--budget", "256m", "--suspend", "freezer", "--jetsam"]) { pid in
             try await app(runtime, ["launch", "Z", "--no-client", "--", "/bin/sh", "-c", "(sleep 31997 &); exec sleep 31997"])
+            // Frozen before its shell forked the helper, Z would stay one process.
+            #expect(await settle(underCgroup: "/mempressure-\(pid)-", count: 2, named: "sleep"), "Z has forked its helper")
             try await app(runtime, ["background", "Z"])
             try await app(runtime, ["launch", "R", "--no-client", "--", "/bin/sh", "-c", "(sleep 31996 &); exec sleep 31996"])
             let watched = await appProcesses(underCgroup: "/mempressure-\(pid)-", exactly: 4)
@@ -157,6 +184,8 @@ struct SupervisorCrashTests {
         let (dead, _, _) = try await supervise(["--dir", runtime, "--budget", "256m", "--jetsam"]) { pid in
             // Stopped, and deaf to the SIGHUP the kernel sends an orphaned stopped process group.
             try await app(runtime, ["launch", "S", "--no-client", "--", "/bin/sh", "-c", "trap '' HUP; (sleep 31995 &); exec sleep 31995"])
+            // Stopped before its shell forked the helper, S would not be two processes.
+            #expect(await settle(underCgroup: "/mempressure-\(pid)-", count: 2, named: "sleep"), "S has forked its helper")
             try await app(runtime, ["background", "S"])
             try await app(runtime, ["launch", "L", "--no-client", "--", "/usr/bin/env", "python3", "-c", hog])
             let watched = await appProcesses(underCgroup: "/mempressure-\(pid)-", exactly: 3)
