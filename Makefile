@@ -54,13 +54,13 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 # search them first, and dladdr scan them (0.3 ms and 1.1 MiB of every command's start-up,
 # Reports/vmtracker.md). Call stacks still name our functions: libunwind reads .symtab.
 RELEASE := -c release --static-swift-stdlib -Xlinker --no-export-dynamic
-# jemalloc and libstdc++ linked into the release mempressure (Package.swift's staticLinking says
+# jemalloc and libstdc++ linked into the release mempressure-commands (Package.swift's staticLinking says
 # why): static-libs puts what that link needs in STATIC_LIBS, and RELEASE_BUILD names the
 # directory to the manifest when it is complete. Without jemalloc's PIC archive or the
 # toolchain's libstdc++.a, static-libs says so and the build links both as shared objects.
 STATIC_LIBS := $(CURDIR)/.build/static-libs
 RELEASE_BUILD = MEMPRESSURE_STATIC_LIBS="$$(d='$(STATIC_LIBS)'; test -f "$$d/jemalloc.o" && test -f "$$d/libjemalloc.a" && test -L "$$d/libstdc++.a" && echo "$$d")" $(SWIFT) build $(RELEASE)
-VERSION := $(shell sed -n 's/^let mempressureVersion = "\(.*\)"$$/\1/p' Sources/MemPressureCommands/Mempressure.swift)
+VERSION := $(shell sed -n 's/^package let mempressureVersion = "\(.*\)"$$/\1/p' Sources/MemPressureOneShot/Output.swift)
 
 .PHONY: deps test-deps test-packages bench-deps bench-packages build static-libs check-static demo test test-stress fuzz bench bench-quick bench-micro bench-check bench-thresholds reports fixtures docs man c-client install uninstall deb test-deb clean
 
@@ -119,7 +119,7 @@ build: static-libs
 	@$(MAKE) --no-print-directory check-static
 
 # The toolchain's directory is found here, in the recipe, where the PATH this Makefile exports
-# applies. The directory is made anew (and mempressure unlinked, since SwiftPM relinks only when
+# applies. The directory is made anew (and mempressure-commands unlinked, since SwiftPM relinks only when
 # its flags change) whenever the archive or libstdc++.a differ from those it was made from: their
 # paths and checksums are its stamp.
 static-libs: deps
@@ -128,12 +128,12 @@ static-libs: deps
 	je="$$(pkg-config --variable=libdir jemalloc 2>/dev/null || echo "/usr/lib/$$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)")/libjemalloc_pic.a"; \
 	cxx="$$("$$tb/clang" -print-file-name=libstdc++.a 2>/dev/null || true)"; \
 	if [ ! -f "$$je" ] || [ ! -f "$$cxx" ] || [ ! -x "$$tb/ld.lld" ]; then \
-	  if [ -e "$$d" ]; then rm -rf "$$d"; rm -f .build/release/mempressure; fi; \
-	  echo "static-libs: no $$je, libstdc++.a or ld.lld in $$tb: mempressure loads jemalloc and libstdc++ as shared objects"; \
+	  if [ -e "$$d" ]; then rm -rf "$$d"; rm -f .build/release/mempressure-commands; fi; \
+	  echo "static-libs: no $$je, libstdc++.a or ld.lld in $$tb: mempressure-commands loads jemalloc and libstdc++ as shared objects"; \
 	else \
 	  stamp="$$(sha256sum "$$je" "$$cxx")"; \
 	  if [ "$$(cat "$$d/stamp" 2>/dev/null)" != "$$stamp" ]; then \
-	    rm -rf "$$d"; mkdir -p "$$d"; rm -f .build/release/mempressure; \
+	    rm -rf "$$d"; mkdir -p "$$d"; rm -f .build/release/mempressure-commands; \
 	    "$$tb/ld.lld" -r --whole-archive "$$je" -o "$$d/jemalloc.o"; \
 	    printf '!<arch>\n' > "$$d/libjemalloc.a"; \
 	    ln -s "$$cxx" "$$d/libstdc++.a"; \
@@ -142,9 +142,11 @@ static-libs: deps
 	fi
 
 # What static-libs promises, checked on the built binary: no libjemalloc or libstdc++ among the
-# objects it loads, and the C library's own malloc and free bound to the jemalloc inside it.
+# objects it loads, and the C library's own malloc and free bound to the jemalloc inside it. And
+# what Package.swift promises of mempressure: fully static, no dynamic section at all.
 check-static:
-	@set -e; b=.build/release/mempressure; \
+	@if readelf -d .build/release/mempressure | grep -q NEEDED; then echo "check-static: .build/release/mempressure loads shared objects: it should be linked fully static" >&2; exit 1; fi
+	@set -e; b=.build/release/mempressure-commands; \
 	if [ -f '$(STATIC_LIBS)/jemalloc.o' ]; then \
 	  if readelf -d "$$b" | grep -E 'NEEDED.*(libjemalloc|libstdc\+\+)'; then echo "check-static: $$b still loads the libraries above" >&2; exit 1; fi; \
 	  for sym in malloc free; do \
@@ -271,7 +273,7 @@ docs: deps
 man: deps
 	$(SWIFT) package plugin generate-manual --configuration debug
 	@mkdir -p .build/man
-	sed 's/^$$/.Pp/' .build/plugins/GenerateManual/outputs/mempressure/mempressure.1 > .build/man/mempressure.1
+	sed 's/^$$/.Pp/' .build/plugins/GenerateManual/outputs/mempressure-commands/mempressure.1 > .build/man/mempressure.1
 	cp .build/man/mempressure.1 $(PACKAGING)/mempressure.1
 	@echo "man page: .build/man/mempressure.1, and $(PACKAGING)/mempressure.1 (installed; commit it)"
 
@@ -289,6 +291,7 @@ c-client: static-libs
 # Where `make install` puts things: the usual places under PREFIX, each overridable, and DESTDIR
 # in front of all of them for staging (as `make deb` does). The helpers the supervisor starts
 # (mempressure-exec, mempressure-guard), the model app and hog the scenarios and the demo run,
+# mempressure-commands (every command: mempressure becomes it for all but the quickest lines)
 # and mempressure-server (the commands with the HTTP stack, which `export` and
 # `supervise --export` run in) are found next to `mempressure`, so they go to BINDIR with it. The man page installed is the
 # one in Sources/mempressure/Packaging (`make man` regenerates it; a test checks it covers every
@@ -304,7 +307,7 @@ BASH_COMPLETION_DIR ?= $(DATADIR)/bash-completion/completions
 ZSH_COMPLETION_DIR ?= $(DATADIR)/zsh/site-functions
 FISH_COMPLETION_DIR ?= $(DATADIR)/fish/vendor_completions.d
 SYSTEMD_UNIT_DIR ?= $(PREFIX)/lib/systemd/system
-PROGRAMS := mempressure mempressure-server mempressure-exec mempressure-guard mempressure-workload mempressure-hog
+PROGRAMS := mempressure mempressure-commands mempressure-server mempressure-exec mempressure-guard mempressure-workload mempressure-hog
 UNITS := mempressure-supervise.service mempressure-export.service
 PACKAGING := Sources/mempressure/Packaging
 # Every file `make install` writes, relative to DESTDIR (what `make uninstall` removes).

@@ -39,6 +39,9 @@ let package = Package(
     name: "MemoryPressure",
     products: [
         .executable(name: "mempressure", targets: ["mempressure"]),
+        // Every command: `mempressure` answers the quickest one-shot lines itself and becomes this
+        // program for the rest.
+        .executable(name: "mempressure-commands", targets: ["mempressure-commands"]),
         // The same commands with the HTTP stack: `mempressure export` and `supervise --export`
         // run in it (mempressure executes it for them), so that the one-shot commands load none of it.
         .executable(name: "mempressure-server", targets: ["mempressure-server"]),
@@ -96,7 +99,7 @@ let package = Package(
         // libjemalloc-dev, libunwind-dev, zlib1g-dev). Not through pkg-config: SwiftPM reads the
         // .pc files itself and would put their libdir, /usr/lib/x86_64-linux-gnu, ahead of every
         // other search directory, where the shared libjemalloc would win over the static one that
-        // `staticLinking` (below) offers the release build of `mempressure`.
+        // `staticLinking` (below) offers the release build of `mempressure-commands`.
         .systemLibrary(name: "CMemPressureJemalloc"),
         .systemLibrary(name: "CMemPressureUnwind"),
         // zlib, for the exporter's gzip-encoded answers.
@@ -230,10 +233,18 @@ let package = Package(
             dependencies: ["MemPressureSystem", "MemPressureRegionTags", "MemPressureLifecycleProtocol", "MemPressureValues"],
             swiftSettings: strict
         ),
-        // The command line: every command of `mempressure`, for its two executables.
+        // The one-shot commands' common lines (`--version`, `vm`, a single `top`), read and run
+        // without ArgumentParser: all of the `mempressure` program, and the same lines in the others.
+        .target(
+            name: "MemPressureOneShot",
+            dependencies: ["MemPressureVMTracker", "MemPressureSystem", "MemPressureMonitor", "MemPressureValues", "MemPressureRegionTags", "MemPressureLifecycleProtocol"],
+            swiftSettings: strict
+        ),
+        // The command line: every command, for `mempressure-commands` and `mempressure-server`.
         .target(
             name: "MemPressureCommands",
             dependencies: [
+                "MemPressureOneShot",
                 "MemPressureVMTracker",
                 "MemPressureSystem",
                 "MemPressureCachePolicies",
@@ -258,18 +269,29 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // `mempressure`: the commands without the HTTP stack (no SwiftNIO, no Foundation with ICU).
+        // `mempressure`: the program users run (`OneShot`). Release builds on Linux link it fully
+        // static: no dynamic loader, no shared library, nothing relocated at start, so `top`
+        // costs little more than its reads (Reports/vmtracker.md); lld, because the C library's
+        // static dlopen carries a link-time warning that gold prints and lld does not.
         // Packaging/: what `make install` and `make deb` put beside the binaries (systemd units,
         // the man page, the package's control file).
         .executableTarget(
             name: "mempressure",
-            dependencies: ["MemPressureCommands"],
+            dependencies: ["MemPressureOneShot"],
             exclude: ["Packaging"],
             swiftSettings: strict,
-            // Every one-shot command pays the dynamic loader's relocation of this binary at start.
+            linkerSettings: [.unsafeFlags(["-static-executable", "-use-ld=lld"], .when(platforms: [.linux], configuration: .release))]
+        ),
+        // `mempressure-commands`: every command, without the HTTP stack (no SwiftNIO, no
+        // Foundation with ICU); `mempressure` becomes it for all but the quickest lines.
+        .executableTarget(
+            name: "mempressure-commands",
+            dependencies: ["MemPressureCommands", "MemPressureSystem"],
+            path: "Sources/MempressureCommandsProgram",
+            swiftSettings: strict,
             // lld (the toolchain's own) packs the ~57,000 relative relocations into a few KB of
             // DT_RELR (glibc 2.36+) instead of 1.4 MB of RELA that gold writes and the loader
-            // reads at every start: 1 MB less at the peak of `mempressure --version`.
+            // reads at every start: 1 MB less at the peak of a command's start.
             linkerSettings: [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"] + staticLinking, .when(platforms: [.linux], configuration: .release))]
         ),
         // `mempressure-server`: the same commands with the exporter's HTTP server, for `export`
@@ -338,7 +360,7 @@ let package = Package(
         .testTarget(
             name: "CLITests",
             dependencies: [
-                "MemPressureTestSupport", "MemPressureVMTracker", "MemPressureValues", "MemPressureSystem", "MemPressureHogClient", "MemPressureLifecycle", "MemPressureLifecycleProtocol", "mempressure", "mempressure-server", "MemPressureCommands", "MemPressureCachePolicies", "MemPressureHog", "MemPressureWorkload",
+                "MemPressureTestSupport", "MemPressureVMTracker", "MemPressureValues", "MemPressureSystem", "MemPressureHogClient", "MemPressureLifecycle", "MemPressureLifecycleProtocol", "mempressure", "mempressure-commands", "mempressure-server", "MemPressureCommands", "MemPressureOneShot", "MemPressureCachePolicies", "MemPressureHog", "MemPressureWorkload",
                 "mempressure-exec", "mempressure-guard", .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),

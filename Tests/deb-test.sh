@@ -52,7 +52,7 @@ if [ -d "$toolchain" ]; then
   [ -z "$(ls -A "$toolchain")" ] || fail "$toolchain is still visible"
 fi
 ! command -v swift >/dev/null 2>&1 || fail "swift is still on PATH"
-for b in mempressure mempressure-exec mempressure-guard mempressure-workload mempressure-hog; do
+for b in mempressure mempressure-commands mempressure-server mempressure-exec mempressure-guard mempressure-workload mempressure-hog; do
   libs=$(ldd "/usr/bin/$b" 2>&1) || true
   ! grep -q "not found" <<<"$libs" || fail "$b: a library is missing: $(grep 'not found' <<<"$libs" | tr -s ' \t' ' ')"
   ! grep -q "$toolchain" <<<"$libs" || fail "$b loads a library from $toolchain"

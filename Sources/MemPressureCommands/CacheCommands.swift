@@ -1,3 +1,4 @@
+import MemPressureOneShot
 import ArgumentParser
 import MemPressureCachePolicies
 import FoundationEssentials

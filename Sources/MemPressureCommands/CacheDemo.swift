@@ -1,3 +1,4 @@
+import MemPressureOneShot
 import ArgumentParser
 import Glibc
 import MemPressureSystem

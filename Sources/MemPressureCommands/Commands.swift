@@ -1,3 +1,4 @@
+import MemPressureOneShot
 import ArgumentParser
 import FoundationEssentials
 import Glibc
@@ -41,12 +42,16 @@ struct VM: AsyncParsableCommand, InstantCommand {
     var registry = RegionRegistry.defaultDirectory
 
     /// The request's checks, the ones `QuickCommandLine` makes too (its option groups' run twice).
-    func validate() throws { try request.validate() }
+    func validate() throws { try asValidation { () throws(OptionError) in try request.validate() } }
 
     func run() async throws { _ = try runInstantly() }
 
     func runInstantly() throws -> Bool {
-        try request.run()
+        do {
+            try request.run()
+        } catch {
+            throw ExitCode(error.status)
+        }
         return true
     }
 
@@ -54,41 +59,6 @@ struct VM: AsyncParsableCommand, InstantCommand {
         VMRequest(
             target: target.spec, json: format.json, csv: format.csv, procRoot: source.procRoot, cgroupRoot: source.cgroupRoot,
             regions: regions, sort: sort, fullPaths: fullPaths, stacks: stacks, registry: registry)
-    }
-}
-
-/// What `vm` does, from its options however the command line was read (`VM`, or
-/// `QuickCommandLine`); the defaults are `VM`'s.
-struct VMRequest: Equatable {
-    var target = TargetSpec()
-    var json = false
-    var csv = false
-    var procRoot = "/proc"
-    var cgroupRoot = "/sys/fs/cgroup"
-    var regions = false
-    var sort: SortKey = .dirty
-    var fullPaths = false
-    var stacks = false
-    var registry = RegionRegistry.defaultDirectory
-
-    /// Every check of `vm`'s options, whichever way they were read: `VM.validate` is this.
-    func validate() throws {
-        try target.validate()
-        try FormatOptions.check(json: json, csv: csv)
-        if stacks && !regions { throw ValidationError("--stacks shows stacks in the regions map: add --regions") }
-    }
-
-    func run() throws {
-        do {
-            let snapshotter = Snapshotter(proc: ProcFS(root: procRoot), cgroupRoot: cgroupRoot)
-            var options = SnapshotOptions.detailed
-            options.tagSource = RegionRegistry(directory: registry)
-            let app = try snapshotter.app(try target.definition(snapshotter), options: options)
-            let report = VMReport(app, includeRegions: regions, sort: sort, includeStacks: stacks)
-            try printReport(report, json: json, csv: csv, renderCSV: report.renderCSV) { report.renderText(fullPaths: fullPaths) }
-        } catch {
-            throw fail(error)
-        }
     }
 }
 
@@ -269,9 +239,35 @@ struct Check: AsyncParsableCommand {
     }
 }
 
-struct CLIError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
+/// The user's name or UID given to `top --user`: a number as it is, or a name from the user
+/// database (getpwnam_r).
+func userID(_ text: String) throws -> UInt32 {
+    if let uid = UInt32(text) { return uid }
+    var size = 16 * 1024
+    while true {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: size)
+        let status = getpwnam_r(text, &entry, &buffer, buffer.count, &result)
+        if status == ERANGE && size < 1 << 20 {
+            size *= 4
+            continue
+        }
+        guard status == 0 else {
+            throw CLIError("--user \(text): the user database could not be read (\(String(cString: strerror(status))))")
+        }
+        guard result != nil else { throw CLIError("--user \(text): no such user (give a user name or a numeric UID)") }
+        return entry.pw_uid
+    }
+}
+
+/// A check shared with the quick reading (`OptionError`), as ArgumentParser's usage error.
+func asValidation(_ check: () throws(OptionError) -> Void) throws {
+    do {
+        try check()
+    } catch {
+        throw ValidationError(error.description)
+    }
 }
 
 /// A flag's number of seconds, checked in `validate()` (finite, above 0, at most a day).

@@ -1,3 +1,4 @@
+import MemPressureOneShot
 import MemPressureLifecycle
 import ArgumentParser
 import FoundationEssentials

@@ -1,3 +1,4 @@
+import MemPressureOneShot
 import Glibc
 import MemPressureExporter
 import MemPressureLifecycle
@@ -6,9 +7,9 @@ import Prometheus
 import ServiceLifecycle
 import Synchronization
 
-/// The command line's entry point, for the two executables: `mempressure`, without the HTTP
-/// stack, and `mempressure-server`, which has it and gives `export` and `supervise --export`
-/// their service.
+/// The command line's entry point, for the two executables: `mempressure-commands`, without
+/// the HTTP stack (which `mempressure` becomes for all but its quickest lines), and
+/// `mempressure-server`, which has it and gives `export` and `supervise --export` their service.
 package enum MempressureCommandLine {
     /// Parses the arguments and runs the command. `exporterService` makes the exporter's HTTP
     /// service (mempressure-server passes it); without it, `export` and `supervise --export`
@@ -20,8 +21,8 @@ package enum MempressureCommandLine {
 }
 
 /// Where the exporter's HTTP service comes from. SwiftNIO, Hummingbird and Foundation with ICU
-/// are linked into `mempressure-server` only: loading them made every command, also those that
-/// print one line, start about 2 ms slower and 6 MiB larger (Reports/vmtracker.md).
+/// are linked into `mempressure-server` only: loading them made every command start about 1.6 ms
+/// slower and 9 MiB larger (Reports/vmtracker.md).
 package enum ExporterServer {
     /// Makes the service that serves `configuration`'s /metrics from `registry`.
     package typealias Maker = @Sendable (ExporterConfiguration, PrometheusCollectorRegistry) -> any Service
@@ -31,14 +32,14 @@ package enum ExporterServer {
     /// The program that has the HTTP server, beside this one.
     static let program = "mempressure-server"
 
-    /// The service, or, in `mempressure`, the process replaced by mempressure-server running the
+    /// The service, or, in `mempressure-commands`, the process replaced by mempressure-server running the
     /// same command line (so this returns only with the service or an error).
     static func service(_ configuration: ExporterConfiguration, _ registry: PrometheusCollectorRegistry) throws -> any Service {
         if let make = maker.withLock({ $0 }) { return make(configuration, registry) }
         try executeServer()
     }
 
-    /// In `mempressure`: becomes mempressure-server with the same arguments, before the command
+    /// In `mempressure-commands`: becomes mempressure-server with the same arguments, before the command
     /// does anything (a no-op in mempressure-server itself).
     static func executeServerUnlessServing() throws {
         guard maker.withLock({ $0 }) == nil else { return }

@@ -1,3 +1,4 @@
+import MemPressureOneShot
 import CMemoryPressure
 import Glibc
 import MemPressureSystem

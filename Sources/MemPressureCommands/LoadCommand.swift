@@ -1,3 +1,4 @@
+import MemPressureOneShot
 import ArgumentParser
 import CMemoryPressure
 import Glibc

@@ -1,3 +1,4 @@
+import MemPressureOneShot
 import ArgumentParser
 import Dispatch
 import FoundationEssentials
@@ -35,7 +36,7 @@ struct Mempressure: AsyncParsableCommand {
                 try quick.run()
                 Glibc.exit(0)
             } catch {
-                exit(withError: error)
+                Glibc.exit(error.status)
             }
         }
         let command = parseOrExit(arguments)
@@ -171,9 +172,6 @@ enum CommandLineManners {
     }
 }
 
-/// What `mempressure --version` prints: the one place the version is written.
-let mempressureVersion = "0.12.0"
-
 /// Where to read /proc and cgroups from (hidden: for golden fixtures).
 struct SourceOptions: ParsableArguments {
     @Option(name: .customLong("proc-root"), help: .hidden)
@@ -205,44 +203,9 @@ struct TargetOptions: ParsableArguments {
 
     var spec: TargetSpec { TargetSpec(target: target, processOnly: processOnly, cgroup: cgroup, match: match) }
 
-    func validate() throws { try spec.validate() }
+    func validate() throws { try asValidation { () throws(OptionError) in try spec.validate() } }
 
     func definition(_ snapshotter: Snapshotter) throws -> AppDefinition { try spec.definition(snapshotter) }
-}
-
-/// Which process or app a command is about, however the command line was read
-/// (`TargetOptions`, or `QuickCommandLine`).
-struct TargetSpec: Equatable {
-    var target: String?
-    var processOnly = false
-    var cgroup: String?
-    var match: String?
-
-    func validate() throws {
-        let given = [target != nil, cgroup != nil, match != nil].filter { $0 }.count
-        guard given == 1 else {
-            throw ValidationError("name exactly one of: a PID or name, --cgroup PATH, --match PATTERN")
-        }
-        if processOnly && target == nil {
-            throw ValidationError("--only applies to a PID or name")
-        }
-    }
-
-    func definition(_ snapshotter: Snapshotter) throws -> AppDefinition {
-        if let cgroup { return .cgroup(cgroup) }
-        if let match { return .namePattern(match) }
-        let text = target ?? ""
-        let pid: Int32
-        if let number = Int32(text), number > 0 {
-            pid = number
-        } else if !processOnly, ControlProtocol.isAppName(Substring(text)), try snapshotter.supervisedApp(named: text) != nil {
-            // A supervised app's name: every process in its cgroup, before any process name.
-            return .supervisedApp(text)
-        } else {
-            pid = try snapshotter.processTable().lookup(name: text)
-        }
-        return processOnly ? .process(pid) : .tree(pid)
-    }
 }
 
 /// Output format flags shared by the reporting commands.
@@ -256,7 +219,7 @@ struct FormatOptions: ParsableArguments {
     func validate() throws { try Self.check(json: json, csv: csv) }
 
     static func check(json: Bool, csv: Bool) throws {
-        if json && csv { throw ValidationError("--json and --csv are exclusive") }
+        try asValidation { () throws(OptionError) in try checkFormat(json: json, csv: csv) }
     }
 }
 
@@ -269,57 +232,12 @@ func fail(_ error: any Error) -> ExitCode {
     // An exit status chosen already (its message printed): passed on, not printed as
     // "ExitCode(rawValue: 1)".
     if let code = error as? ExitCode { return code }
+    if let failure = error as? CommandFailed { return ExitCode(failure.status) }
     // An interrupted run: `interruptible` says so, once, in words (not "CancellationError()").
     if error is CancellationError { return ExitCode(130) }
     // The project's errors describe themselves; a decoder's error is put in JSON's words.
     writeStandardError("mempressure: \(plainDescription(of: error))\n")
     return ExitCode(1)
-}
-
-func writeStandardError(_ text: String) {
-    writeAll(2, text)
-}
-
-/// Writes to standard output directly, so that streamed rows appear at once even in a pipe.
-func output(_ text: String) {
-    writeAll(1, text)
-}
-
-/// Everything the CLI prints goes through here, and reaches the terminal without control
-/// characters whatever their source (a name in a report file, a trace key, a process's comm):
-/// see `printableText`. JSON output stays valid and means the same.
-func writeAll(_ fd: CInt, _ text: String) {
-    var text = printableText(text, keepingLineBreaks: true)
-    text.withUTF8 { buf in
-        do {
-            try MemPressureSystem.writeAll(fd, UnsafeRawBufferPointer(buf))
-        } catch {
-            // Standard output or error is gone (a closed pipe): there is no one left to tell.
-        }
-    }
-}
-
-/// A report on standard output, as --json, --csv or the text table.
-func printReport(_ report: some Encodable, json: Bool, csv: Bool, renderCSV: () -> String, renderText: () -> String) throws {
-    if json {
-        output(try encodeJSON(report))
-    } else if csv {
-        output(renderCSV())
-    } else {
-        output(renderText())
-    }
-}
-
-func encodeJSON(_ value: some Encodable) throws -> String {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-    return String(decoding: try encoder.encode(value), as: UTF8.self) + "\n"
-}
-
-func encodeJSONLine(_ value: some Encodable) throws -> String {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-    return String(decoding: try encoder.encode(value), as: UTF8.self) + "\n"
 }
 
 /// What the shell completes where a PID or process is expected: the PIDs of /proc, each once,

@@ -1,3 +1,4 @@
+import MemPressureOneShot
 import ArgumentParser
 import FoundationEssentials
 import Glibc
@@ -79,7 +80,7 @@ struct Top: AsyncParsableCommand, InstantCommand {
     func validate() throws {
         // The table's checks, the ones `QuickCommandLine` makes too; then those of the options
         // it never reads (--interval, --count, --format).
-        try request.validate()
+        try asValidation { () throws(OptionError) in try request.validate() }
         if let interval { try checkSeconds(interval, "--interval") }
         if let count {
             if count <= 0 { throw ValidationError("--count must be positive") }
@@ -113,7 +114,11 @@ struct Top: AsyncParsableCommand, InstantCommand {
             return true
         }
         guard interval == nil else { return false }
-        try request.run()
+        do {
+            try request.run(users: userID)
+        } catch {
+            throw ExitCode(error.status)
+        }
         return true
     }
 
@@ -124,7 +129,7 @@ struct Top: AsyncParsableCommand, InstantCommand {
             sort: sort, limit: limit, match: match, user: user, bytes: bytes, full: full)
     }
 
-    func snapshot() throws -> TopSnapshot { try request.snapshot() }
+    func snapshot() throws -> TopSnapshot { try request.snapshot(users: userID) }
 
     /// The --interval loop. SIGINT and SIGTERM (through `Interrupts`) cancel it between two
     /// refreshes; it then restores the terminal and ends with status 0, as `supervise` does.
@@ -177,47 +182,6 @@ struct Top: AsyncParsableCommand, InstantCommand {
             }
         }
         try await Interrupts.handling({ _ in work.cancel() }) { try await work.value }
-    }
-}
-
-/// One `top` table, from its options however the command line was read (`Top`, or
-/// `QuickCommandLine`); the defaults are `Top`'s.
-struct TopRequest: Equatable {
-    var json = false
-    var csv = false
-    var procRoot = "/proc"
-    var cgroupRoot = "/sys/fs/cgroup"
-    var grouping: AppGrouping = .app
-    var sort: TopSortKey = .footprint
-    var limit: Int?
-    var match: String?
-    var user: String?
-    var bytes = false
-    var full = false
-
-    /// Every check of these options, whichever way they were read: `Top.validate` starts with
-    /// this.
-    func validate() throws {
-        try FormatOptions.check(json: json, csv: csv)
-        if let limit, limit <= 0 { throw ValidationError("--limit must be positive") }
-        if bytes && (json || csv) { throw ValidationError("--bytes is for the text table: --json and --csv always print bytes") }
-    }
-
-    func snapshot() throws -> TopSnapshot {
-        let uid = try user.map(userID)
-        return TopSnapshot(
-            snapshotter: Snapshotter(proc: ProcFS(root: procRoot), cgroupRoot: cgroupRoot), procRoot: procRoot, cgroupRoot: cgroupRoot,
-            options: SnapshotOptions(detail: full ? .regions : .rollup, status: uid != nil, cgroup: grouping != .process),
-            grouping: grouping, limit: limit, sort: sort, filter: TopFilter(namePattern: match, uid: uid))
-    }
-
-    func run() throws {
-        do {
-            let report = try snapshot().take()
-            try printReport(report, json: json, csv: csv, renderCSV: report.renderCSV) { report.renderText(exactBytes: bytes) }
-        } catch {
-            throw fail(error)
-        }
     }
 }
 
@@ -293,53 +257,6 @@ final class LiveKeys: @unchecked Sendable {
     }
 }
 
-/// What one refresh of `top` reads and how it forms the report.
-struct TopSnapshot: Sendable {
-    var snapshotter: Snapshotter
-    var procRoot: String
-    var cgroupRoot: String
-    var options: SnapshotOptions
-    var grouping: AppGrouping
-    var limit: Int?
-    var sort: TopSortKey
-    var filter: TopFilter
-
-    func take() throws -> TopReport {
-        let machine = try snapshotter.machine(options: options)
-        var report = TopReport(
-            machine, grouping: grouping, limit: limit, sort: sort, filter: filter, memory: MachineMemory.read(procRoot: procRoot))
-        if grouping == .cgroup {
-            report.readCgroupMemory(cgroupRoot: cgroupRoot)
-        } else {
-            report.readUnreadable(machine.skipped, procRoot: procRoot, filter: filter, limit: limit ?? 20)
-        }
-        return report
-    }
-}
-
-extension TopReport {
-    /// For the processes whose memory maps were denied, what their /proc/PID/status shows every
-    /// user (those the filters pass, the `limit` largest by resident size; a note counts the rest).
-    mutating func readUnreadable(_ skipped: [ProcError], procRoot: String, filter: TopFilter, limit: Int) {
-        var found: [UnreadableProcess] = []
-        for case .permissionDenied(let pid, _) in skipped {
-            guard let bytes = try? ProcFS.readBytes("\(procRoot)/\(pid)/status"),
-                let status = try? bytes.withUnsafeBytes({ (b) throws(ProcError) in try ProcessStatus.parse(b, pid: pid) })
-            else { continue }  // exited meanwhile, or not even status: nothing to show
-            if let uid = filter.uid, status.uid != uid { continue }
-            if filter.namePattern != nil, !filter.matches(name: status.name) { continue }
-            found.append(UnreadableProcess(pid: pid, status: status))
-        }
-        guard !found.isEmpty else { return }
-        found.sort { ($0.residentBytes ?? 0, $1.pid) > ($1.residentBytes ?? 0, $0.pid) }
-        if found.count > limit {
-            notes.append("showing the \(limit) largest of \(found.count) processes not readable by this user")
-            found.removeLast(found.count - limit)
-        }
-        unreadable = found
-    }
-}
-
 /// The terminal while `top --interval` redraws it: the alternate screen with the cursor
 /// hidden, as top(1) and watch(1) use it; `restore` gives the user back their screen.
 final class LiveScreen: Sendable {
@@ -399,23 +316,3 @@ final class LiveScreen: Sendable {
     }
 }
 
-/// The UID `--user` names: a number as it is, or a name from the user database (getpwnam_r).
-func userID(_ text: String) throws -> UInt32 {
-    if let uid = UInt32(text) { return uid }
-    var size = 16 * 1024
-    while true {
-        var entry = passwd()
-        var result: UnsafeMutablePointer<passwd>?
-        var buffer = [CChar](repeating: 0, count: size)
-        let status = getpwnam_r(text, &entry, &buffer, buffer.count, &result)
-        if status == ERANGE && size < 1 << 20 {
-            size *= 4
-            continue
-        }
-        guard status == 0 else {
-            throw CLIError("--user \(text): the user database could not be read (\(String(cString: strerror(status))))")
-        }
-        guard result != nil else { throw CLIError("--user \(text): no such user (give a user name or a numeric UID)") }
-        return entry.pw_uid
-    }
-}

@@ -1,5 +1,4 @@
-import MemPressureCommands
+import MemPressureOneShot
 
-// The commands without the HTTP stack: `export` and `supervise --export` execute
-// mempressure-server (beside this program) with the same arguments.
-MempressureCommandLine.main()
+// The quickest one-shot lines here, everything else in mempressure-commands (`OneShot`).
+OneShot.main()

@@ -5,6 +5,7 @@ import MemPressureVMTracker
 import Testing
 
 @testable import MemPressureCommands
+import MemPressureOneShot
 
 /// `QuickCommandLine` reads `--version`, `vm` and a single `top` without ArgumentParser. It must
 /// read every line it takes exactly as ArgumentParser does, and leave every other line (help,
@@ -28,7 +29,7 @@ struct QuickCommandLineTests {
             ["vm", "--match", "python*", "--json"], ["vm", "Photos", "--full-paths"], ["vm", "1", "--proc-root", "/tmp/proc"],
             ["vm", "1", "--cgroup-root", "/tmp/cg", "--registry", "/tmp/reg"], ["vm", "help"],
             ["top"], ["top", "--json"], ["top", "--csv", "--group-by", "cgroup"], ["top", "--limit", "5", "--sort", "dirty"],
-            ["top", "--match", "redis*", "--user", "root", "--bytes"], ["top", "--full", "--group-by", "process"],
+            ["top", "--match", "redis*", "--user", "0", "--bytes"], ["top", "--full", "--group-by", "process"],
             ["top", "--proc-root", "/tmp/proc", "--cgroup-root", "/tmp/cg"],
         ]
         for line in lines {
@@ -54,6 +55,9 @@ struct QuickCommandLineTests {
             ["top", "extra"], ["top", "--limit", "0"], ["top", "--limit", "-1"], ["top", "--limit", "x"], ["top", "--bytes", "--json"],
             ["top", "--group-by", "nonsense"], ["top", "--sort", "address"], ["top", "--user", ""], ["vm", ""],
             ["vm", "-5"], ["tops"], ["watch", "1"], [],
+            // A user's name: the user database is ArgumentParser's reading's (the static program
+            // has no name services).
+            ["top", "--user", "root"], ["top", "--json", "--user", "nobody"],
         ]
         for line in lines {
             #expect(QuickCommandLine.parse(line) == nil, "\(line) was read quickly")

@@ -5,10 +5,12 @@ import MemPressureSystem
 import MemPressureTestSupport
 import Testing
 
-/// `mempressure` is the command line without the HTTP stack; `mempressure-server` is the same
-/// with it, and `export` and `supervise --export` run there (mempressure executes it). The
-/// one-shot commands' start-up is measured in Reports/vmtracker.md; these check the split holds.
-@Suite("mempressure and mempressure-server")
+/// `mempressure` answers the one-shot commands' common lines (`OneShot`) and becomes
+/// `mempressure-commands` for the rest: the command line without the HTTP stack;
+/// `mempressure-server` is the same with it, and `export` and `supervise --export` run there
+/// (mempressure-commands executes it). The one-shot commands' start-up is measured in
+/// Reports/vmtracker.md; these check the split holds.
+@Suite("mempressure, mempressure-commands and mempressure-server")
 struct ServerSplitTests {
     /// Whether the file holds `needle` (a mangled module name) anywhere.
     static func contains(_ path: String, _ needle: String) throws -> Bool {
@@ -28,20 +30,54 @@ struct ServerSplitTests {
         }
     }
 
-    @Test("mempressure links no HTTP stack; mempressure-server does")
+    @Test("mempressure-commands links no HTTP stack, mempressure-server does; mempressure links neither the command line's parser nor the supervisor")
     func noHTTPStack() throws {
         // Swift's mangled names carry the module's name with its length.
         for module in ["11Hummingbird", "7NIOCore", "25MemPressureExporterServer"] {
             #expect(try !Self.contains(buildDirectory + "/mempressure", "$s" + module), "mempressure holds \(module)")
+            #expect(try !Self.contains(buildDirectory + "/mempressure-commands", "$s" + module), "mempressure-commands holds \(module)")
             #expect(try Self.contains(buildDirectory + "/mempressure-server", "$s" + module), "mempressure-server lacks \(module)")
         }
+        for module in ["14ArgumentParser", "20MemPressureLifecycle", "17MemPressureJetsam", "19MemPressureCommands"] {
+            #expect(try !Self.contains(buildDirectory + "/mempressure", "$s" + module), "mempressure holds \(module)")
+            #expect(try Self.contains(buildDirectory + "/mempressure-commands", "$s" + module), "mempressure-commands lacks \(module)")
+        }
+    }
+
+    @Test("mempressure answers --version, vm and top itself, and becomes mempressure-commands for the rest; without it beside, it says what is missing")
+    func oneShotProgram() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        try CheckedDirectory.open(buildDirectory).copyFile("mempressure", maxBytes: 1 << 30, to: CheckedDirectory.open(dir.path), as: "mempressure", mode: 0o755)
+        for arguments in [["--version"], ["vm", "--only", "\(getpid())"], ["top", "--limit", "3"]] {
+            let result = try await runBuilt("mempressure", arguments, in: dir.path)
+            #expect(result.status == 0, "\(arguments): \(result.standardError)")
+            #expect(!result.standardOutput.isEmpty, "\(arguments) printed nothing")
+        }
+        // A quick line that fails prints the command's error and its status, as the others do.
+        let gone = try await runBuilt("mempressure", ["vm", "2147483646"], in: dir.path)
+        #expect(gone.status == 1)
+        #expect(gone.standardError.hasPrefix("mempressure: "), "\(gone.standardError)")
+        for arguments in [["apps", "--dir", dir.path + "/run"], ["--help"], ["top", "--user", "root"], ["vm", "--bogus"]] {
+            let result = try await runBuilt("mempressure", arguments, in: dir.path)
+            #expect(result.status == 127, "\(arguments): \(result.status)")
+            #expect(result.standardError.contains("mempressure: cannot run \(dir.path)/mempressure-commands"), "\(arguments): \(result.standardError)")
+        }
+        // Beside it, the same lines reach mempressure-commands and ArgumentParser's messages.
+        try CheckedDirectory.open(buildDirectory).copyFile("mempressure-commands", maxBytes: 1 << 30, to: CheckedDirectory.open(dir.path), as: "mempressure-commands", mode: 0o755)
+        let help = try await runBuilt("mempressure", ["--help"], in: dir.path)
+        #expect(help.status == 0 && help.standardOutput.contains("USAGE: mempressure <subcommand>"), "\(help.standardOutput)")
+        let bogus = try await runBuilt("mempressure", ["vm", "--bogus"], in: dir.path)
+        #expect(bogus.status == 64 && bogus.standardError.contains("Usage: mempressure vm"), "\(bogus.standardError)")
     }
 
     @Test("without mempressure-server beside it, export and supervise --export say what is missing; the rest works")
     func serverMissing() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        try CheckedDirectory.open(buildDirectory).copyFile("mempressure", maxBytes: 1 << 30, to: CheckedDirectory.open(dir.path), as: "mempressure", mode: 0o755)
+        for program in ["mempressure", "mempressure-commands"] {
+            try CheckedDirectory.open(buildDirectory).copyFile(program, maxBytes: 1 << 30, to: CheckedDirectory.open(dir.path), as: program, mode: 0o755)
+        }
         for arguments in [["export", "--listen", "127.0.0.1:0"], ["supervise", "--dir", dir.path + "/run", "--export", "127.0.0.1:0"]] {
             let result = try await runBuilt("mempressure", arguments, in: dir.path)
             #expect(result.status != 0)

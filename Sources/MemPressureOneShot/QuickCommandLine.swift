@@ -1,5 +1,6 @@
-import ArgumentParser
 import Glibc
+import MemPressureRegionTags
+import MemPressureSystem
 import MemPressureVMTracker
 
 /// The one-shot commands' common command lines, read without ArgumentParser.
@@ -14,21 +15,21 @@ import MemPressureVMTracker
 /// fails — it returns nil and ArgumentParser reads the line, with its messages. Both readings of
 /// a line give the same `VMRequest` or `TopRequest` (QuickCommandLineTests holds them to it, and
 /// holds every name here to ArgumentParser's definition of the command).
-enum QuickCommandLine: Equatable {
+package enum QuickCommandLine: Equatable {
     case version
     case vm(VMRequest)
     case top(TopRequest)
 
     /// `vm`'s flags and options (with a value) that `parse` knows: ArgumentParser's names.
     /// (Arrays, not sets: a `Set<String>` would cost this start-up its generic metadata.)
-    static let vmFlags = ["--only", "--json", "--csv", "--regions", "--full-paths", "--stacks"]
-    static let vmOptions = ["--sort", "--cgroup", "--match", "--proc-root", "--cgroup-root", "--registry"]
+    package static let vmFlags = ["--only", "--json", "--csv", "--regions", "--full-paths", "--stacks"]
+    package static let vmOptions = ["--sort", "--cgroup", "--match", "--proc-root", "--cgroup-root", "--registry"]
     /// A single `top`'s (no --interval, --count or --format: those are ArgumentParser's).
-    static let topFlags = ["--json", "--csv", "--bytes", "--full"]
-    static let topOptions = ["--group-by", "--sort", "--limit", "--match", "--user", "--proc-root", "--cgroup-root"]
+    package static let topFlags = ["--json", "--csv", "--bytes", "--full"]
+    package static let topOptions = ["--group-by", "--sort", "--limit", "--match", "--user", "--proc-root", "--cgroup-root"]
 
     /// The command this line asks for, or nil for ArgumentParser to read it.
-    static func parse(_ arguments: [String]) -> QuickCommandLine? {
+    package static func parse(_ arguments: [String]) -> QuickCommandLine? {
         guard let command = arguments.first else { return nil }
         if arguments == ["--version"] { return .version }
         let known: (flags: [String], options: [String])
@@ -52,13 +53,13 @@ enum QuickCommandLine: Equatable {
             request.target.cgroup = words[option: "--cgroup"]
             request.target.match = words[option: "--match"]
             if let value = words[option: "--sort"] {
-                guard let key = SortKey(argument: value) else { return nil }
+                guard let key = SortKey(rawValue: value) else { return nil }
                 request.sort = key
             }
             if let value = words[option: "--proc-root"] { request.procRoot = value }
             if let value = words[option: "--cgroup-root"] { request.cgroupRoot = value }
             if let value = words[option: "--registry"] { request.registry = value }
-            guard (try? request.validate()) != nil else { return nil }
+            do { try request.validate() } catch { return nil }
             return .vm(request)
         case "top":
             guard words.positionals.isEmpty else { return nil }
@@ -68,29 +69,32 @@ enum QuickCommandLine: Equatable {
             request.bytes = words.flags.contains("--bytes")
             request.full = words.flags.contains("--full")
             if let value = words[option: "--group-by"] {
-                guard let grouping = AppGrouping(argument: value) else { return nil }
+                guard let grouping = AppGrouping(rawValue: value) else { return nil }
                 request.grouping = grouping
             }
             if let value = words[option: "--sort"] {
-                guard let key = TopSortKey(argument: value) else { return nil }
+                guard let key = TopSortKey(rawValue: value) else { return nil }
                 request.sort = key
             }
             if let value = words[option: "--limit"] {
-                guard let limit = Int(argument: value) else { return nil }
+                guard let limit = Int(value) else { return nil }
                 request.limit = limit
             }
             request.match = words[option: "--match"]
             request.user = words[option: "--user"]
+            // A user's name is looked up by the C library's name services, which the static
+            // one-shot program does without: ArgumentParser's reading (`Top`) has them.
+            if let user = request.user, UInt32(user) == nil { return nil }
             if let value = words[option: "--proc-root"] { request.procRoot = value }
             if let value = words[option: "--cgroup-root"] { request.cgroupRoot = value }
-            guard (try? request.validate()) != nil else { return nil }
+            do { try request.validate() } catch { return nil }
             return .top(request)
         default:
             return nil
         }
     }
 
-    func run() throws {
+    package func run() throws(CommandFailed) {
         switch self {
         case .version: output(mempressureVersion + "\n")
         case .vm(let request): try request.run()
