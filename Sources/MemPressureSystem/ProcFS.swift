@@ -49,6 +49,33 @@ public struct ProcFS: Sendable, Hashable {
         return ProcessDirectory(fd: fd, pid: pid, path: dirPath)
     }
 
+    /// Reads `/proc/PID/stat` entirely into `buffer` by its path, without opening the process's
+    /// directory: what tells a kernel thread or a zombie, which a whole-machine snapshot then
+    /// leaves, at two system calls less each. What is read afterwards through the directory
+    /// (`open`) is of the same process if a second stat read there shows the same start time.
+    public func readStat(_ pid: Int32, into buffer: inout ReadBuffer) throws(ProcError) {
+        let file = "\(root)/\(pid)/stat"
+        let fd = Glibc.open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        if fd < 0 {
+            let err = Errno(rawValue: errno)
+            switch err {
+            case .noSuchFileOrDirectory, .noSuchProcess: throw .noSuchProcess(pid: pid)
+            case .permissionDenied, .notPermitted: throw .permissionDenied(pid: pid, file: file)
+            default: throw .systemCall(pid: pid, SystemCallError("open", errno: err, subject: file))
+            }
+        }
+        defer { close(fd) }
+        do {
+            try buffer.readAll(from: fd, subject: file, oneRecord: true)
+        } catch {
+            switch error.errno {
+            case .noSuchProcess, .noSuchFileOrDirectory: throw .processExited(pid: pid, file: file)
+            case .permissionDenied, .notPermitted: throw .permissionDenied(pid: pid, file: file)
+            default: throw .systemCall(pid: pid, SystemCallError("read", errno: error.errno, subject: file))
+            }
+        }
+    }
+
     /// Reads a whole file that does not belong to one process (`/proc/meminfo`, cgroup files).
     public static func readFile(_ path: String, into buffer: inout ReadBuffer) throws(SystemCallError) {
         // O_NOFOLLOW: a link planted as the file itself is refused (ELOOP), not followed.
@@ -179,8 +206,9 @@ public struct ProcessDirectory: ~Copyable {
 
     deinit { close(fd) }
 
-    /// Reads `/proc/PID/<name>` entirely into `buffer`.
-    public func read(_ name: String, into buffer: inout ReadBuffer) throws(ProcError) {
+    /// Reads `/proc/PID/<name>` entirely into `buffer`; `oneRecord` as `ReadBuffer.readAll`
+    /// says (for stat, status, cgroup and smaps_rollup, never smaps or maps).
+    public func read(_ name: String, into buffer: inout ReadBuffer, oneRecord: Bool = false) throws(ProcError) {
         let file = "\(path)/\(name)"
         let fileFD = openat(fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)  // the files read are never links
         if fileFD < 0 {
@@ -188,7 +216,7 @@ public struct ProcessDirectory: ~Copyable {
         }
         defer { close(fileFD) }
         do {
-            try buffer.readAll(from: fileFD, subject: file)
+            try buffer.readAll(from: fileFD, subject: file, oneRecord: oneRecord)
         } catch {
             throw classify(error.errno, call: "read", file: file)
         }

@@ -28,8 +28,12 @@ public struct ReadBuffer: ~Copyable {
         try body(UnsafeRawBufferPointer(rebasing: storage[0..<count]))
     }
 
-    /// Reads `fd` until end of file, replacing the contents. Retries EINTR.
-    public mutating func readAll(from fd: CInt, subject: String) throws(SystemCallError) {
+    /// Reads `fd` until end of file, replacing the contents. Retries EINTR. `oneRecord`: the
+    /// file is one record of a /proc seq_file opened with single_open (stat, status, cgroup,
+    /// smaps_rollup), which the kernel formats whole and copies out as far as the read asks: a
+    /// read that returns less than it asked for has reached the end, and the read that would
+    /// return 0 is spared.
+    public mutating func readAll(from fd: CInt, subject: String, oneRecord: Bool = false) throws(SystemCallError) {
         count = 0
         while true {
             if count == storage.count {
@@ -43,6 +47,7 @@ public struct ReadBuffer: ~Copyable {
             let n = retryOnInterrupt { Glibc.read(fd, start, free) }
             if n > 0 {
                 count += n
+                if oneRecord && n < free { return }
             } else if n == 0 {
                 return
             } else {

@@ -95,12 +95,15 @@ public struct Snapshotter: Sendable {
     /// `/proc/PID` directory: if the process exits in between, the second read fails or shows
     /// a zombie and the snapshot is refused rather than half-true.
     public func process(_ pid: Int32, options: SnapshotOptions, buffer: inout ReadBuffer) throws(ProcError) -> ProcessSnapshot {
-        let dir = try proc.open(pid)
-        let statFile = "\(dir.path)/stat"
-        try dir.read("stat", into: &buffer)
+        // Kernel threads (most of a machine's PIDs) and zombies end here, their directories
+        // never opened; the second read of stat below, through the directory, checks that what
+        // was read there is this process's.
+        try proc.readStat(pid, into: &buffer)
+        let statFile = "\(proc.root)/\(pid)/stat"
         let stat = try buffer.withBytes { (b) throws(ProcError) in try ProcessStat.parse(b, pid: pid, file: statFile) }
         if stat.isKernelThread { throw .kernelThread(pid: pid) }
         if stat.isZombie { throw .zombie(pid: pid) }
+        let dir = try proc.open(pid)
         let capturedAt = Timestamp.now()
 
         var regions: [Region] = []
@@ -112,7 +115,7 @@ public struct Snapshotter: Sendable {
             regions = try buffer.withBytes { (b) throws(ProcError) in try SmapsParser.parse(b, pid: pid, file: file) }
         case .rollup:
             let file = "\(dir.path)/smaps_rollup"
-            try dir.read("smaps_rollup", into: &buffer)
+            try dir.read("smaps_rollup", into: &buffer, oneRecord: true)
             if buffer.count == 0 { throw .processExited(pid: pid, file: file) }
             totals = try buffer.withBytes { (b) throws(ProcError) in try SmapsParser.parseRollup(b, pid: pid, file: file) }
         }
@@ -120,13 +123,13 @@ public struct Snapshotter: Sendable {
         var status: ProcessStatus?
         if options.status {
             let file = "\(dir.path)/status"
-            try dir.read("status", into: &buffer)
+            try dir.read("status", into: &buffer, oneRecord: true)
             status = try buffer.withBytes { (b) throws(ProcError) in try ProcessStatus.parse(b, pid: pid, file: file) }
         }
         var cgroup: String?
         var supervisedApp: SupervisedAppCgroup?
         if options.cgroup {
-            try dir.read("cgroup", into: &buffer)
+            try dir.read("cgroup", into: &buffer, oneRecord: true)
             cgroup = buffer.withBytes { Self.cgroupPath(fromProcCgroup: $0, controller: "memory") }
             supervisedApp = buffer.withBytes { Self.supervisedApp(fromProcCgroup: $0) }
         }
@@ -136,7 +139,7 @@ public struct Snapshotter: Sendable {
         }
 
         // Still the same live process?
-        try dir.read("stat", into: &buffer)
+        try dir.read("stat", into: &buffer, oneRecord: true)
         let after = try buffer.withBytes { (b) throws(ProcError) in try ProcessStat.parse(b, pid: pid, file: statFile) }
         if after.isZombie || after.startTicks != stat.startTicks {
             throw .processExited(pid: pid, file: "\(dir.path)/\(options.detail == .regions ? "smaps" : "smaps_rollup")")
