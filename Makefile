@@ -145,7 +145,9 @@ static-libs: deps
 # objects it loads, and the C library's own malloc and free bound to the jemalloc inside it. And
 # what Package.swift promises of mempressure: fully static, no dynamic section at all.
 check-static:
-	@if readelf -d .build/release/mempressure | grep -q NEEDED; then echo "check-static: .build/release/mempressure loads shared objects: it should be linked fully static" >&2; exit 1; fi
+	@set -e; b=.build/release/mempressure; test -f "$$b" || { echo "check-static: no $$b" >&2; exit 1; }; \
+	readelf -h "$$b" | grep -q 'Type: *EXEC' && readelf -d "$$b" | grep -q 'There is no dynamic section' \
+	  || { echo "check-static: $$b is not a fully static executable (readelf -h, -d)" >&2; exit 1; }
 	@set -e; b=.build/release/mempressure-commands; \
 	if [ -f '$(STATIC_LIBS)/jemalloc.o' ]; then \
 	  if readelf -d "$$b" | grep -E 'NEEDED.*(libjemalloc|libstdc\+\+)'; then echo "check-static: $$b still loads the libraries above" >&2; exit 1; fi; \

@@ -16,7 +16,7 @@ let strict: [SwiftSetting] = [
     .unsafeFlags(["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors"], .when(configuration: .release)),
 ]
 
-/// jemalloc and libstdc++ linked into the release `mempressure` instead of loaded as shared
+/// jemalloc and libstdc++ linked into the release `mempressure-commands` instead of loaded as shared
 /// objects, when the Makefile names a directory holding them (`make static-libs`: jemalloc's PIC
 /// archive as one relocatable object, `jemalloc.o`; an empty `libjemalloc.a` that answers the
 /// module map's `-ljemalloc`; a link to the toolchain's `libstdc++.a`). Debian's libjemalloc.so
@@ -43,7 +43,7 @@ let package = Package(
         // program for the rest.
         .executable(name: "mempressure-commands", targets: ["mempressure-commands"]),
         // The same commands with the HTTP stack: `mempressure export` and `supervise --export`
-        // run in it (mempressure executes it for them), so that the one-shot commands load none of it.
+        // run in it (mempressure-commands executes it for them), so that the other commands load none of it.
         .executable(name: "mempressure-server", targets: ["mempressure-server"]),
         .executable(name: "mempressure-hog", targets: ["MemPressureHog"]),
         .executable(name: "mempressure-exec", targets: ["mempressure-exec"]),

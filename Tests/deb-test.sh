@@ -57,7 +57,9 @@ for b in mempressure mempressure-commands mempressure-server mempressure-exec me
   ! grep -q "not found" <<<"$libs" || fail "$b: a library is missing: $(grep 'not found' <<<"$libs" | tr -s ' \t' ' ')"
   ! grep -q "$toolchain" <<<"$libs" || fail "$b loads a library from $toolchain"
 done
-echo "deb-test: no binary loads anything from $toolchain; none misses a library"
+libs=$(ldd /usr/bin/mempressure 2>&1) || true
+grep -q "not a dynamic executable" <<<"$libs" || fail "mempressure is not fully static: $(head -3 <<<"$libs")"
+echo "deb-test: no binary loads anything from $toolchain; none misses a library; mempressure loads none"
 
 [ "$(mempressure --version)" = "$version" ] || fail "mempressure --version printed $(mempressure --version), not $version"
 mempressure top --limit 5 > "$scratch/top.txt" || fail "mempressure top exited $?"

@@ -31,9 +31,9 @@ struct Mempressure: AsyncParsableCommand {
         // The one-shot commands' common command lines skip ArgumentParser's reflection, which
         // costs them two thirds of their start-up (`QuickCommandLine`); anything else, help and
         // every error included, is ArgumentParser's.
-        if let quick = QuickCommandLine.parse(arguments) {
+        if let quick = QuickCommandLine.parse(arguments, userNames: true) {
             do {
-                try quick.run()
+                try quick.run(users: userID)
                 Glibc.exit(0)
             } catch {
                 Glibc.exit(error.status)

@@ -14,6 +14,49 @@ import MemPressureSystem
 /// ends; what runs long or serves (`supervise`, `export`) runs in `mempressure-commands` and
 /// `mempressure-server`, which are.
 package enum OneShot {
+    /// Becomes the program at `path` with this process's arguments as the kernel gave them (a
+    /// path that is not UTF-8 keeps its bytes, which `CommandLine.arguments` would have
+    /// repaired; argv[0] as the user typed it). The program is opened first and run through that
+    /// descriptor (fexecve), and only if it is a regular file owned by root or by this user, and
+    /// neither it nor its directory can be written by anyone else: run as root, a file another
+    /// user planted beside a copy of mempressure (in /tmp, say) is refused, not run. Returns only
+    /// by throwing.
+    static func replaceProcess(with path: String) throws(CLIError) {
+        let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
+            let e = errno
+            throw CLIError("cannot run \(path) (\(String(cString: strerror(e)))): it has every command but the quickest forms of --version, vm and top; install it with the rest (make install, or the .deb)")
+        }
+        defer { close(fd) }
+        var file = stat()
+        var folder = stat()
+        guard fstat(fd, &file) == 0, stat(directory.isEmpty ? "/" : directory, &folder) == 0 else {
+            let e = errno
+            throw CLIError("cannot run \(path): \(String(cString: strerror(e)))")
+        }
+        let user = geteuid()
+        guard (file.st_mode & S_IFMT) == S_IFREG else { throw CLIError("not running \(path): it is not a regular file") }
+        for (what, st) in [(path, file), (directory, folder)] {
+            guard st.st_uid == 0 || st.st_uid == user else {
+                throw CLIError("not running \(path): \(what) belongs to uid \(st.st_uid), neither root nor this user (uid \(user))")
+            }
+            guard st.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
+                throw CLIError("not running \(path): others may write \(what) (mode \(String(st.st_mode & 0o7777, radix: 8)))")
+            }
+        }
+        var argv: [UnsafeMutablePointer<CChar>?] = []
+        for i in 0..<Int(max(CommandLine.argc, 0)) { argv.append(CommandLine.unsafeArgv[i]) }
+        // No argv at all (execve allows it): the program's name in its place.
+        let name = strdup("mempressure")
+        if argv.isEmpty { argv.append(name) }
+        argv.append(nil)
+        fexecve(fd, argv, environ)
+        let e = errno
+        free(name)
+        throw CLIError("cannot run \(path): \(String(cString: strerror(e)))")
+    }
+
     /// The program with every command, beside this one.
     package static let commands = "mempressure-commands"
 
@@ -27,18 +70,16 @@ package enum OneShot {
                 exit(error.status)
             }
         }
-        let directory = ProcFS.ownExecutableDirectory() ?? "."
-        let path = "\(directory)/\(commands)"
-        // The arguments as the kernel gave them (a path that is not UTF-8 keeps its bytes, which
-        // `CommandLine.arguments` would have repaired), after the program's own path.
-        let error: Int32 = path.withCString { program in
-            var argv: [UnsafeMutablePointer<CChar>?] = [UnsafeMutablePointer(mutating: program)]
-            for i in 1..<Int(CommandLine.argc) { argv.append(CommandLine.unsafeArgv[i]) }
-            argv.append(nil)
-            execv(program, argv)
-            return errno
+        guard let directory = ProcFS.ownExecutableDirectory() else {
+            writeStandardError("mempressure: cannot tell where this program is (no /proc/self/exe), so not where \(commands) is: it has every command but the quickest forms of --version, vm and top\n")
+            exit(127)
         }
-        writeStandardError("mempressure: cannot run \(path) (\(String(cString: strerror(error)))): it has every command but the quickest forms of --version, vm and top; install it with the rest (make install, or the .deb)\n")
+        let path = "\(directory)/\(commands)"
+        do throws(CLIError) {
+            try replaceProcess(with: path)
+        } catch {
+            writeStandardError("mempressure: \(error.description)\n")
+        }
         exit(127)
     }
 }

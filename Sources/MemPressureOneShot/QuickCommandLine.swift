@@ -29,7 +29,10 @@ package enum QuickCommandLine: Equatable {
     package static let topOptions = ["--group-by", "--sort", "--limit", "--match", "--user", "--proc-root", "--cgroup-root"]
 
     /// The command this line asks for, or nil for ArgumentParser to read it.
-    package static func parse(_ arguments: [String]) -> QuickCommandLine? {
+    /// `userNames`: a `top --user` that names a user (not a UID) is read too, for a program that
+    /// can look it up (mempressure-commands); `mempressure`, static and without the C library's
+    /// name services, leaves such a line to mempressure-commands.
+    package static func parse(_ arguments: [String], userNames: Bool = false) -> QuickCommandLine? {
         guard let command = arguments.first else { return nil }
         if arguments == ["--version"] { return .version }
         let known: (flags: [String], options: [String])
@@ -82,9 +85,7 @@ package enum QuickCommandLine: Equatable {
             }
             request.match = words[option: "--match"]
             request.user = words[option: "--user"]
-            // A user's name is looked up by the C library's name services, which the static
-            // one-shot program does without: ArgumentParser's reading (`Top`) has them.
-            if let user = request.user, UInt32(user) == nil { return nil }
+            if !userNames, let user = request.user, UInt32(user) == nil { return nil }
             if let value = words[option: "--proc-root"] { request.procRoot = value }
             if let value = words[option: "--cgroup-root"] { request.cgroupRoot = value }
             do { try request.validate() } catch { return nil }
@@ -94,11 +95,12 @@ package enum QuickCommandLine: Equatable {
         }
     }
 
-    package func run() throws(CommandFailed) {
+    /// `users` gives `top --user`'s UID (`numericUserID` unless the caller can look names up).
+    package func run(users: (String) throws -> UInt32 = numericUserID) throws(CommandFailed) {
         switch self {
         case .version: output(mempressureVersion + "\n")
         case .vm(let request): try request.run()
-        case .top(let request): try request.run()
+        case .top(let request): try request.run(users: users)
         }
     }
 

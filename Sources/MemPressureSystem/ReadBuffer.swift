@@ -16,7 +16,12 @@ public struct ReadBuffer: ~Copyable {
     public static let maximumSize = 1 << 30
 
     public init(capacity: Int = 256 * 1024) {
-        storage = .allocate(byteCount: max(capacity, 4096), alignment: 16)
+        self.init(exactCapacity: max(capacity, 4096))
+    }
+
+    /// A buffer of exactly `exactCapacity` bytes to start with (tests: reads that fill it and grow it).
+    package init(exactCapacity: Int) {
+        storage = .allocate(byteCount: max(exactCapacity, 1), alignment: 16)
     }
 
     deinit { storage.deallocate() }

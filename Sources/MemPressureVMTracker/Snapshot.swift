@@ -103,7 +103,13 @@ public struct Snapshotter: Sendable {
         let stat = try buffer.withBytes { (b) throws(ProcError) in try ProcessStat.parse(b, pid: pid, file: statFile) }
         if stat.isKernelThread { throw .kernelThread(pid: pid) }
         if stat.isZombie { throw .zombie(pid: pid) }
-        let dir = try proc.open(pid)
+        let dir: ProcessDirectory
+        do {
+            dir = try proc.open(pid)
+        } catch .noSuchProcess {
+            // Gone since its stat was read, as a file read through the directory would say.
+            throw .processExited(pid: pid, file: statFile)
+        }
         let capturedAt = Timestamp.now()
 
         var regions: [Region] = []

@@ -63,12 +63,28 @@ struct ServerSplitTests {
             #expect(result.status == 127, "\(arguments): \(result.status)")
             #expect(result.standardError.contains("mempressure: cannot run \(dir.path)/mempressure-commands"), "\(arguments): \(result.standardError)")
         }
-        // Beside it, the same lines reach mempressure-commands and ArgumentParser's messages.
+        // One that others may write is not run (as root, a file planted beside a copy of
+        // mempressure would run as root); one that is a link is not followed.
         try CheckedDirectory.open(buildDirectory).copyFile("mempressure-commands", maxBytes: 1 << 30, to: CheckedDirectory.open(dir.path), as: "mempressure-commands", mode: 0o755)
+        #expect(chmod(dir.path + "/mempressure-commands", 0o777) == 0)
+        let planted = try await runBuilt("mempressure", ["--help"], in: dir.path)
+        #expect(planted.status == 127 && planted.standardError.contains("not running \(dir.path)/mempressure-commands: others may write"), "\(planted.standardError)")
+        #expect(rename(dir.path + "/mempressure-commands", dir.path + "/real") == 0 && symlink("real", dir.path + "/mempressure-commands") == 0)
+        let linked = try await runBuilt("mempressure", ["--help"], in: dir.path)
+        #expect(linked.status == 127 && linked.standardError.contains("cannot run \(dir.path)/mempressure-commands"), "\(linked.standardError)")
+        #expect(unlink(dir.path + "/mempressure-commands") == 0 && rename(dir.path + "/real", dir.path + "/mempressure-commands") == 0)
+        #expect(chmod(dir.path + "/mempressure-commands", 0o755) == 0)
+        // Beside it, the same lines reach mempressure-commands and ArgumentParser's messages.
         let help = try await runBuilt("mempressure", ["--help"], in: dir.path)
         #expect(help.status == 0 && help.standardOutput.contains("USAGE: mempressure <subcommand>"), "\(help.standardOutput)")
         let bogus = try await runBuilt("mempressure", ["vm", "--bogus"], in: dir.path)
         #expect(bogus.status == 64 && bogus.standardError.contains("Usage: mempressure vm"), "\(bogus.standardError)")
+        // The process it became is still named mempressure (not mempressure-com, its file's name
+        // cut to 15 bytes): `top` run that way lists itself under that name.
+        let named = try await runBuilt("mempressure", ["top", "--group-by=process", "--match", "mempressure*"], in: dir.path)
+        #expect(named.status == 0, "\(named.standardError)")
+        #expect(named.standardOutput.contains(" mempressure "), "\(named.standardOutput)")
+        #expect(!named.standardOutput.contains("mempressure-com"), "\(named.standardOutput)")
     }
 
     @Test("without mempressure-server beside it, export and supervise --export say what is missing; the rest works")

@@ -227,7 +227,7 @@ func runSelfCheck(allocator: String, shim: String, preloadAfter: String?, scratc
     return check
 }
 
-/// Debian's jemalloc (libjemalloc2), which mempressure links, if installed.
+/// Debian's jemalloc (libjemalloc2), which mempressure-server links, if installed.
 func jemallocLibrary() -> String? {
     ["/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "/lib/x86_64-linux-gnu/libjemalloc.so.2",
      "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2", "/lib/aarch64-linux-gnu/libjemalloc.so.2"].first { ProcFS.isFile($0) }

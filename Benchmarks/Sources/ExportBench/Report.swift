@@ -309,7 +309,7 @@ struct ExporterReport: RenderedReport, Sendable {
         for c in selfChecks {
             md += "| \(c.allocator) | \(c.bytes) / \(c.rawAllocated.requestedBytes) / \(c.rawAllocated.allocatedBytes) / \(c.rawFreed.freedBytes) | \(c.bytes / 10) / \(c.arrayAllocated.requestedBytes) / \(c.arrayAllocated.allocatedBytes) / \(c.arrayFreed.freedBytes) | \(c.failure.map { "FAILED: \($0)" } ?? "exact") |\n"
         }
-        md += "\n`mempressure` links jemalloc, so in it the counter wraps jemalloc's malloc (the second row's case). Usable sizes are the allocator's (malloc_usable_size): what a block really holds, so allocated minus freed is the live heap's change exactly.\n\n"
+        md += "\n`mempressure-server` (where `export` runs) links jemalloc, so in it the counter wraps jemalloc's malloc (the second row's case). Usable sizes are the allocator's (malloc_usable_size): what a block really holds, so allocated minus freed is the live heap's change exactly.\n\n"
         return md
     }
 

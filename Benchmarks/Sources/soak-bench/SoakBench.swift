@@ -87,7 +87,7 @@ struct SoakBench: AsyncParsableCommand {
         }
         guard ProcFS.isDirectory(output) else { throw BenchError("--output \(output) is not a directory") }
         let build = URL(fileURLWithPath: self.build).standardizedFileURL.path
-        for program in ["mempressure", "mempressure-exec", "mempressure-guard", "mempressure-workload"] where access("\(build)/\(program)", X_OK) != 0 {
+        for program in ["mempressure", "mempressure-commands", "mempressure-exec", "mempressure-guard", "mempressure-workload"] where access("\(build)/\(program)", X_OK) != 0 {
             throw BenchError("no \(build)/\(program): build the main package first (swift build -c release at the top level), or give --build")
         }
         let schedule = Schedule(
