@@ -17,10 +17,10 @@ package enum OneShot {
     /// Becomes the program at `path` with this process's arguments as the kernel gave them (a
     /// path that is not UTF-8 keeps its bytes, which `CommandLine.arguments` would have
     /// repaired; argv[0] as the user typed it). The program is opened first and run through that
-    /// descriptor (fexecve), and only if it is a regular file owned by root or by this user, and
-    /// neither it nor its directory can be written by anyone else: run as root, a file another
-    /// user planted beside a copy of mempressure (in /tmp, say) is refused, not run. Returns only
-    /// by throwing.
+    /// descriptor (fexecve), and only if it is a regular file, not a link, owned by root or by
+    /// this user and writable by its owner alone, in a directory of root or this user that not
+    /// everyone may write: run as root, a file another user planted beside a copy of mempressure
+    /// (in /tmp, say) is refused, not run. Returns only by throwing.
     static func replaceProcess(with path: String) throws(CLIError) {
         let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
@@ -37,11 +37,14 @@ package enum OneShot {
         }
         let user = geteuid()
         guard (file.st_mode & S_IFMT) == S_IFREG else { throw CLIError("not running \(path): it is not a regular file") }
-        for (what, st) in [(path, file), (directory, folder)] {
+        // The file: writable by its owner alone. Its directory: not by everyone (as /tmp is); a
+        // group that may write it (Debian's staff in /usr/local, on some systems) is trusted as
+        // its owner is.
+        for (what, st, forbidden) in [(path, file, S_IWGRP | S_IWOTH), (directory, folder, S_IWOTH)] {
             guard st.st_uid == 0 || st.st_uid == user else {
                 throw CLIError("not running \(path): \(what) belongs to uid \(st.st_uid), neither root nor this user (uid \(user))")
             }
-            guard st.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
+            guard st.st_mode & forbidden == 0 else {
                 throw CLIError("not running \(path): others may write \(what) (mode \(String(st.st_mode & 0o7777, radix: 8)))")
             }
         }

@@ -36,8 +36,10 @@ struct StartupReport: Codable {
     static let topName = "mempressure top"
     static let smemName = "smem -t"
     static let sameReadsName = "cat of every /proc/PID/stat and smaps_rollup (top's reads)"
+    static let commandsName = "mempressure-commands --version (every command; mempressure becomes it for the rest)"
     static let serverName = "mempressure-server --version (the same commands with the HTTP stack)"
-    static let swiftName = "a static Swift program that prints one line"
+    static let swiftName = "a fully static Swift program (-static-executable) that prints one line"
+    static let swiftReadsName = "the same program doing top's reads (open, read, close of every /proc/PID/stat and smaps_rollup)"
     /// The same commands written in a form the quick reading leaves to ArgumentParser (an
     /// option as `--name=value`, its default value): what they cost when ArgumentParser reads them.
     static let vmParsedName = "mempressure vm PID --sort=dirty (the same, read by ArgumentParser)"
@@ -86,30 +88,52 @@ struct StartupReport: Codable {
             out += "| smem -t / mempressure top, CPU, at least \(ByteFormat.fixed(Self.smemRatioTarget, 0))x | \(ByteFormat.fixed(ratio, 2))x | \(ratio >= Self.smemRatioTarget ? "yes" : "**no**") |\n"
         }
         out += "\n"
-        if let smem = row(Self.smemName), let reads = row(Self.sameReadsName), let swift = row(Self.swiftName) {
-            // What no Swift program can go below: printing one line, plus the kernel's share of
-            // top's reads (cat's run less cat's own start, the floor).
-            let kernel = max(0, reads.cpu.p50 - floor)
-            let least = swift.cpu.p50 + kernel
-            out += "- How far `top` can go: cat reading the same files as `top` costs \(ms(reads.cpu.p50)) ms, \(ms(kernel)) ms of it "
-            out += "the kernel producing them (above cat's own start, the floor); a static Swift program that only prints a line costs "
-            out += "\(ms(swift.cpu.p50)) ms and peaks at \(mib(swift.peakKiB.p50)) MiB. No Swift `top` can cost less than their sum, "
-            out += "\(ms(least)) ms, which is \(ByteFormat.fixed(smem.cpu.p50 / least, 1))x below smem -t's \(ms(smem.cpu.p50)) ms: "
-            out += "on a machine this quiet, smem is mostly the start of a Python interpreter, and 10x is "
-            out += least * Self.smemRatioTarget <= smem.cpu.p50 ? "within reach only with nothing but the reads and a line of output.\n" : "beyond what any Swift program could do.\n"
+        if let smem = row(Self.smemName), let swift = row(Self.swiftName), let least = row(Self.swiftReadsName) {
+            // The least a Swift `top` could cost: a program that loads nothing (fully static: no
+            // dynamic loader, no shared library), does top's reads and parses none of it.
+            let budget = smem.cpu.p50 / Self.smemRatioTarget
+            out += "- How far `top` can go: a fully static Swift program that only prints a line costs \(ms(swift.cpu.p50)) ms and peaks "
+            out += "at \(mib(swift.peakKiB.p50)) MiB; doing top's reads as well (without parsing them) it costs \(ms(least.cpu.p50)) ms, the least "
+            out += "a Swift `top` could cost, \(ByteFormat.fixed(smem.cpu.p50 / least.cpu.p50, 1))x below smem -t's \(ms(smem.cpu.p50)) ms. "
+            if let reads = row(Self.sameReadsName) {
+                out += "(cat reading the same files costs \(ms(reads.cpu.p50)) ms: it makes twice the system calls per file.) "
+            }
+            out += "10x asks for at most \(ms(budget)) ms. "
+            if least.cpu.p50 <= budget {
+                out += "So 10x is within a Swift program's reach on this machine"
+                if let top = row(Self.topName), let version = row(Self.versionName), top.cpu.p50 > budget {
+                    out += ", and `mempressure top` misses it by \(ms(top.cpu.p50 - budget)) ms; its start-up (`mempressure --version`) "
+                    out += "costs \(ms(version.cpu.p50 - swift.cpu.p50)) ms more than the static program's.\n"
+                } else if let top = row(Self.topName) {
+                    out += ", and `mempressure top` (\(ms(top.cpu.p50)) ms, linked fully static like that program) is within it: \(ms(top.cpu.p50 - least.cpu.p50)) ms "
+                    out += "above the least, for parsing, grouping and printing, and reading each process's cgroup and its stat a second time "
+                    out += "(to tell that it is still the process whose totals were read).\n"
+                } else {
+                    out += ".\n"
+                }
+            } else {
+                out += "On a machine this quiet smem is mostly the start of a Python interpreter, and 10x is beyond what a Swift program could do.\n"
+            }
         }
         for (quick, parsed) in [(Self.vmName, Self.vmParsedName), (Self.topName, Self.topParsedName)] {
             guard let q = row(quick), let p = row(parsed) else { continue }
-            out += "- `\(quick)` is read without ArgumentParser (`QuickCommandLine`: the common forms of `--version`, `vm` and a single `top`; "
-            out += "anything else, help and errors included, is ArgumentParser's); written as `\(parsed.split(separator: " (").first ?? "")`, "
-            out += "ArgumentParser reads it, building its argument definitions by reflection, and it costs \(ms(p.cpu.p50 - q.cpu.p50)) ms "
+            out += "- `\(quick)` is read without ArgumentParser, in `mempressure` itself (`QuickCommandLine`: the common forms of `--version`, "
+            out += "`vm` and a single `top`; anything else, help and errors included, is ArgumentParser's, in mempressure-commands); written as "
+            out += "`\(parsed.split(separator: " (").first ?? "")`, mempressure becomes mempressure-commands and ArgumentParser reads it, building "
+            out += "its argument definitions by reflection: it costs \(ms(p.cpu.p50 - q.cpu.p50)) ms "
             out += "more CPU (\(ByteFormat.fixed(p.cpu.p50 / q.cpu.p50, 2))x) and \(mib(p.peakKiB.p50 - q.peakKiB.p50)) MiB more at its peak.\n"
         }
-        if let server = row(Self.serverName), let version = row(Self.versionName) {
-            out += "- `mempressure-server` is the same command line with the exporter's HTTP stack (SwiftNIO, Hummingbird, "
-            out += "Foundation with ICU); `mempressure` executes it for `export` and `supervise --export` only. Its `--version` "
-            out += "costs \(ms(server.cpu.p50 - version.cpu.p50)) ms more CPU and \(mib(server.peakKiB.p50 - version.peakKiB.p50)) MiB "
-            out += "more at its peak than mempressure's: what every command paid while they were one program.\n"
+        if let commands = row(Self.commandsName), let version = row(Self.versionName) {
+            out += "- `mempressure` is linked fully static and holds only these lines' code; `mempressure-commands` has every command "
+            out += "(ArgumentParser, the supervisor, jemalloc, libunwind), and its `--version` costs \(ms(commands.cpu.p50 - version.cpu.p50)) ms "
+            out += "more CPU and \(mib(commands.peakKiB.p50 - version.peakKiB.p50)) MiB more at its peak than mempressure's: what the quick lines "
+            out += "paid while they ran in it.\n"
+            if let server = row(Self.serverName) {
+                out += "- `mempressure-server` is mempressure-commands with the exporter's HTTP stack (SwiftNIO, Hummingbird, "
+                out += "Foundation with ICU); mempressure-commands executes it for `export` and `supervise --export` only. Its `--version` "
+                out += "costs \(ms(server.cpu.p50 - commands.cpu.p50)) ms more CPU and \(mib(server.peakKiB.p50 - commands.peakKiB.p50)) MiB "
+                out += "more at its peak than mempressure-commands'.\n"
+            }
         }
         out += notes.map { "- \($0)\n" }.joined()
         return out
@@ -161,17 +185,58 @@ enum Startup {
         try ProcFS().pids().flatMap { ["/proc/\($0)/stat", "/proc/\($0)/smaps_rollup"] }
     }
 
-    /// Compiles a one-line static Swift program into `directory`; nil (with the reason) when
-    /// swiftc is not at hand.
-    static func swiftFloor(in directory: CheckedDirectory) -> (path: String?, note: String?) {
+    /// What the reads-only program does: `top`'s reads, each file opened (its path built in place,
+    /// no String), read once into one buffer and closed, nothing parsed; it prints the bytes read.
+    static let readsProgram = """
+        import Glibc
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: 65536, alignment: 16)
+        let path = UnsafeMutablePointer<CChar>.allocate(capacity: 64)
+        var total = 0
+        let proc = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if proc >= 0, let directory = fdopendir(dup(proc)) {
+            while let entry = readdir(directory) {
+                withUnsafeBytes(of: entry.pointee.d_name) { name in
+                    guard let first = name.first, first >= 48, first <= 57 else { return }
+                    var length = 0
+                    while length < 32, name[length] != 0 { path[length] = CChar(bitPattern: name[length]); length += 1 }
+                    for file in [StaticString("/stat"), StaticString("/smaps_rollup")] {
+                        file.withUTF8Buffer { suffix in
+                            for (i, b) in suffix.enumerated() { path[length + i] = CChar(bitPattern: b) }
+                            path[length + suffix.count] = 0
+                        }
+                        let fd = openat(proc, path, O_RDONLY | O_CLOEXEC)
+                        guard fd >= 0 else { continue }
+                        let n = read(fd, buffer, 65536)
+                        if n > 0 { total += n }
+                        close(fd)
+                    }
+                }
+            }
+            closedir(directory)
+        }
+        print(total)
+
+        """
+
+    /// Compiles two fully static Swift programs into `directory` (`-static-executable`: no
+    /// dynamic loader, no shared library; `-static-stdlib` alone still loads the C and C++
+    /// libraries, which cost 0.5 to 0.7 ms more at every start here): one that prints a line, and
+    /// one that does `top`'s reads (`readsProgram`). Nil paths (with the reason) when swiftc is
+    /// not at hand or cannot link them.
+    static func swiftFloor(in directory: CheckedDirectory) -> (hello: String?, reads: String?, note: String?) {
+        func build(_ name: String, _ source: String) throws -> String? {
+            try directory.replaceFile("\(name).swift", with: Array(source.utf8))
+            let binary = "\(directory.path)/\(name)"
+            let (_, status) = try spawnAndWait(["swiftc", "-O", "-static-executable", "\(directory.path)/\(name).swift", "-o", binary], searchPath: true)
+            return status == 0 ? binary : nil
+        }
         do {
-            try directory.replaceFile("hello.swift", with: Array("print(\"0.0.0\")\n".utf8))
-            let binary = "\(directory.path)/hello"
-            let (_, status) = try spawnAndWait(["swiftc", "-O", "-static-stdlib", "\(directory.path)/hello.swift", "-o", binary], searchPath: true)
-            guard status == 0 else { return (nil, "swiftc could not build the one-line Swift program (\(describe(status))): no Swift floor in this run") }
-            return (binary, nil)
+            guard let hello = try build("hello", "print(\"0.0.0\")\n"), let reads = try build("reads", readsProgram) else {
+                return (nil, nil, "swiftc could not build the fully static Swift programs: no Swift floor in this run")
+            }
+            return (hello, reads, nil)
         } catch {
-            return (nil, "no Swift floor in this run: \(error)")
+            return (nil, nil, "no Swift floor in this run: \(error)")
         }
     }
 
@@ -188,7 +253,7 @@ enum Startup {
             var status: Int32 = 0
             _ = retryOnInterrupt { waitpid(sleep.pid, &status, 0) }
         }
-        let (swift, swiftNote) = swiftFloor(in: scratch)
+        let (swift, swiftReads, swiftNote) = swiftFloor(in: scratch)
         if let swiftNote { notes.append(swiftNote) }
         let smem = "/usr/bin/smem"
         let haveSmem = access(smem, X_OK) == 0
@@ -196,6 +261,7 @@ enum Startup {
         let haveTime = access(gnuTime, X_OK) == 0
         if !haveTime { notes.append("GNU time is not installed (apt-get install time): no peak figures") }
         let server = cli + "-server"
+        let commandsProgram = cli + "-commands"
         var conditions: [(name: String, argv: () throws -> [String], anyStatus: Bool)] = [
             (StartupReport.floorName, { ["/bin/cat", "/proc/self/status"] }, false),
             (StartupReport.versionName, { [cli, "--version"] }, false),
@@ -205,9 +271,11 @@ enum Startup {
             (StartupReport.topParsedName, { [cli, "top", "--sort=footprint"] }, false),
             (StartupReport.sameReadsName, { ["/bin/cat"] + (try topReads()) }, true),
         ]
+        if access(commandsProgram, X_OK) == 0 { conditions.append((StartupReport.commandsName, { [commandsProgram, "--version"] }, false)) }
         if access(server, X_OK) == 0 { conditions.append((StartupReport.serverName, { [server, "--version"] }, false)) }
         if haveSmem { conditions.append((StartupReport.smemName, { [smem, "-t"] }, false)) }
         if let swift { conditions.append((StartupReport.swiftName, { [swift] }, false)) }
+        if let swiftReads { conditions.append((StartupReport.swiftReadsName, { [swiftReads] }, false)) }
         var cpu: [String: [Double]] = [:], peak: [String: [Double]] = [:]
         var commands: [String: String] = [:]
         for round in 0..<rounds {
