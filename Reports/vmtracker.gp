@@ -1,28 +1,28 @@
-# median wall time, ms (406 processes, 64808 regions)
+# median wall time, ms (406 processes, 64801 regions)
 # Drawn by the benchmark harness; redraw with: gnuplot vmtracker.gp
 set terminal svg size 900,368 dynamic noenhanced font 'sans,11' background rgb 'white'
 set output 'vmtracker.svg'
-set title "median wall time, ms (406 processes, 64808 regions)"
+set title "median wall time, ms (406 processes, 64801 regions)"
 set grid back lc rgb '#dddddd'
 set key noautotitle
 set border lc rgb '#555555'
 $bars << EOD
 # row	label	value	highlight	text
-11	"floor: read all smaps in-process (1 thread)"	243.2968220091425	1	"243.3"
-10	"floor: cat /proc/[0-9]*/smaps"	254.42520900105592	1	"254.4"
-9	"snapshot: full smaps, parsed + classified (1 thread)"	303.2747249962995	0	"303.3"
-8	"snapshot: full smaps, parsed + classified (2 threads)"	187.2235860064393	0	"187.2"
-7	"snapshot: smaps_rollup only (1 thread)"	84.86957800050732	0	"84.9"
-6	"command: mempressure top --full --json"	211.96790400426835	0	"212.0"
-5	"command: mempressure top"	54.86476000805851	0	"54.9"
-4	"per-process: pmap -XX (20000+ regions)"	292.53584500111174	0	"292.5"
-3	"per-process: mempressure vm --only --regions (20000+ regions)"	160.14287500001956	0	"160.1"
-2	"per-process: Snapshotter.process (20000+ regions)"	63.460959994699806	0	"63.5"
-1	"per-process: read smaps only (20000+ regions)"	52.798448989051394	0	"52.8"
-0	"command: smem (all processes, from smaps)"	972.4283620016649	0	"972.4"
+11	"floor: read all smaps in-process (1 thread)"	250.2932729985332	1	"250.3"
+10	"floor: cat /proc/[0-9]*/smaps"	258.6705430003349	1	"258.7"
+9	"snapshot: full smaps, parsed + classified (1 thread)"	297.7709419938037	0	"297.8"
+8	"snapshot: full smaps, parsed + classified (2 threads)"	187.32933400315233	0	"187.3"
+7	"snapshot: smaps_rollup only (1 thread)"	86.1160979984561	0	"86.1"
+6	"command: mempressure top --full --json"	213.28933350741863	0	"213.3"
+5	"command: mempressure top"	55.78950999915833	0	"55.8"
+4	"per-process: pmap -XX (20000+ regions)"	296.8139739969047	0	"296.8"
+3	"per-process: mempressure vm --only --regions (20000+ regions)"	162.89883699209895	0	"162.9"
+2	"per-process: Snapshotter.process (20000+ regions)"	64.21532601234503	0	"64.2"
+1	"per-process: read smaps only (20000+ regions)"	54.16881400742568	0	"54.2"
+0	"command: smem (all processes, from smaps)"	897.1929760009516	0	"897.2"
 EOD
 set style fill solid 0.9 noborder
-set xrange [0:1147.4654671619646]
+set xrange [0:1058.687711681123]
 set yrange [-0.6:11.6]
 set ytics scale 0 nomirror
 set xtics nomirror
