@@ -38,14 +38,7 @@ public struct ProcFS: Sendable, Hashable {
     public func open(_ pid: Int32) throws(ProcError) -> ProcessDirectory {
         let dirPath = "\(root)/\(pid)"
         let fd = Glibc.open(dirPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if fd < 0 {
-            let err = Errno(rawValue: errno)
-            switch err {
-            case .noSuchFileOrDirectory, .noSuchProcess: throw .noSuchProcess(pid: pid)
-            case .permissionDenied, .notPermitted: throw .permissionDenied(pid: pid, file: dirPath)
-            default: throw .systemCall(pid: pid, SystemCallError("open", errno: err, subject: dirPath))
-            }
-        }
+        if fd < 0 { throw ProcError.classify(Errno(rawValue: errno), pid: pid, call: "open", file: dirPath, missing: .noSuchProcess(pid: pid)) }
         return ProcessDirectory(fd: fd, pid: pid, path: dirPath)
     }
 
@@ -53,27 +46,19 @@ public struct ProcFS: Sendable, Hashable {
     /// directory: what tells a kernel thread or a zombie, which a whole-machine snapshot then
     /// leaves, at two system calls less each. What is read afterwards through the directory
     /// (`open`) is of the same process if a second stat read there shows the same start time.
-    public func readStat(_ pid: Int32, into buffer: inout ReadBuffer) throws(ProcError) {
+    /// Returns the path read (for the parser's errors).
+    @discardableResult
+    public func readStat(_ pid: Int32, into buffer: inout ReadBuffer) throws(ProcError) -> String {
         let file = "\(root)/\(pid)/stat"
         let fd = Glibc.open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        if fd < 0 {
-            let err = Errno(rawValue: errno)
-            switch err {
-            case .noSuchFileOrDirectory, .noSuchProcess: throw .noSuchProcess(pid: pid)
-            case .permissionDenied, .notPermitted: throw .permissionDenied(pid: pid, file: file)
-            default: throw .systemCall(pid: pid, SystemCallError("open", errno: err, subject: file))
-            }
-        }
+        if fd < 0 { throw ProcError.classify(Errno(rawValue: errno), pid: pid, call: "open", file: file, missing: .noSuchProcess(pid: pid)) }
         defer { close(fd) }
         do {
             try buffer.readAll(from: fd, subject: file, oneRecord: true)
         } catch {
-            switch error.errno {
-            case .noSuchProcess, .noSuchFileOrDirectory: throw .processExited(pid: pid, file: file)
-            case .permissionDenied, .notPermitted: throw .permissionDenied(pid: pid, file: file)
-            default: throw .systemCall(pid: pid, SystemCallError("read", errno: error.errno, subject: file))
-            }
+            throw ProcError.classify(error.errno, pid: pid, call: "read", file: file, missing: .processExited(pid: pid, file: file))
         }
+        return file
     }
 
     /// Reads a whole file that does not belong to one process (`/proc/meminfo`, cgroup files).
@@ -251,14 +236,19 @@ public struct ProcessDirectory: ~Copyable {
     }
 
     private func classify(_ err: Errno, call: String, file: String) -> ProcError {
+        // The directory handle is still valid, so a missing entry means the process is gone.
+        ProcError.classify(err, pid: pid, call: call, file: file, missing: .processExited(pid: pid, file: file))
+    }
+}
+
+extension ProcError {
+    /// What a failed open or read of a process's file under /proc means: `missing` when the
+    /// process (or its file) is not there, permission denied, or the system call's own error.
+    static func classify(_ err: Errno, pid: Int32, call: String, file: String, missing: ProcError) -> ProcError {
         switch err {
-        case .noSuchProcess, .noSuchFileOrDirectory:
-            // The directory handle is still valid, so a missing entry means the process is gone.
-            .processExited(pid: pid, file: file)
-        case .permissionDenied, .notPermitted:
-            .permissionDenied(pid: pid, file: file)
-        default:
-            .systemCall(pid: pid, SystemCallError(call, errno: err, subject: file))
+        case .noSuchProcess, .noSuchFileOrDirectory: missing
+        case .permissionDenied, .notPermitted: .permissionDenied(pid: pid, file: file)
+        default: .systemCall(pid: pid, SystemCallError(call, errno: err, subject: file))
         }
     }
 }

@@ -98,8 +98,7 @@ public struct Snapshotter: Sendable {
         // Kernel threads (most of a machine's PIDs) and zombies end here, their directories
         // never opened; the second read of stat below, through the directory, checks that what
         // was read there is this process's.
-        try proc.readStat(pid, into: &buffer)
-        let statFile = "\(proc.root)/\(pid)/stat"
+        let statFile = try proc.readStat(pid, into: &buffer)
         let stat = try buffer.withBytes { (b) throws(ProcError) in try ProcessStat.parse(b, pid: pid, file: statFile) }
         if stat.isKernelThread { throw .kernelThread(pid: pid) }
         if stat.isZombie { throw .zombie(pid: pid) }

@@ -24,26 +24,14 @@ func appProcesses(underCgroup prefix: String) -> [WatchedProcess] {
     return pids.filter(inside).compactMap { WatchedProcess($0, check: inside) }
 }
 
-/// `appProcesses(underCgroup:)` once there are exactly `count` (the apps fork their helpers as
-/// they start, through shells that come and go: no event says when they have settled).
-func appProcesses(underCgroup prefix: String, exactly count: Int) async -> [WatchedProcess] {
-    let found = await within(10) { () async -> [WatchedProcess]? in
-        while !Task.isCancelled {
-            let all = appProcesses(underCgroup: prefix)
-            if all.count == count { return all }
-            do { try await Task.sleep(for: .milliseconds(5)) } catch { return nil }
-        }
-        return nil
-    }
-    return found ?? appProcesses(underCgroup: prefix)
-}
-
-/// Waits until the processes under `prefix` are `count`, every one named `name` (comm). An app
-/// started as `sh -c "(sleep N &); exec sleep N"` has settled then: its shell became `sleep` only
-/// after the subshell forked the helper and exited. An app stopped or frozen before that keeps a
-/// shell, or never gets its helper. Returns whether it settled within 10 s.
-func settle(underCgroup prefix: String, count: Int, named name: String) async -> Bool {
+/// `appProcesses(underCgroup:)` once there are exactly `count`, each named `name` (comm) when it
+/// is given (the apps fork their helpers as they start, through shells that come and go: no
+/// event says when they have settled). An app started as `sh -c "(sleep N &); exec sleep N"`
+/// has settled when both are `sleep`: its shell becomes `sleep` only after the subshell forked
+/// the helper and exited; stopped or frozen before that, it keeps a shell or never gets its helper.
+func appProcesses(underCgroup prefix: String, exactly count: Int, named name: String? = nil) async -> [WatchedProcess] {
     @Sendable func named(_ pid: Int32) -> Bool {
+        guard let name else { return true }
         do {
             let bytes = try ProcFS.readBytes("/proc/\(pid)/stat")
             let stat = try bytes.withUnsafeBytes { (b) throws(ProcError) in try ProcessStat.parse(b, pid: pid) }
@@ -52,15 +40,15 @@ func settle(underCgroup prefix: String, count: Int, named name: String) async ->
             return false
         }
     }
-    let settled = await within(10) { () async -> Bool? in
+    let found = await within(10) { () async -> [WatchedProcess]? in
         while !Task.isCancelled {
             let all = appProcesses(underCgroup: prefix)
-            if all.count == count, all.allSatisfy({ named($0.pid) }) { return true }
+            if all.count == count, all.allSatisfy({ named($0.pid) }) { return all }
             do { try await Task.sleep(for: .milliseconds(5)) } catch { return nil }
         }
         return nil
     }
-    return settled == true
+    return found ?? appProcesses(underCgroup: prefix)
 }
 
 /// The child of `parent` named `name` (comm), watched through a pidfd opened while `parent`, its
@@ -140,7 +128,7 @@ struct SupervisorCrashTests {
         let (dead, _, _) = try await supervise(["--dir", runtime, "--budget", "256m", "--suspend", "freezer", "--jetsam"]) { pid in
             try await app(runtime, ["launch", "Z", "--no-client", "--", "/bin/sh", "-c", "(sleep 31997 &); exec sleep 31997"])
             // Frozen before its shell forked the helper, Z would stay one process.
-            #expect(await settle(underCgroup: "/mempressure-\(pid)-", count: 2, named: "sleep"), "Z has forked its helper")
+            #expect(await appProcesses(underCgroup: "/mempressure-\(pid)-", exactly: 2, named: "sleep").count == 2, "Z has forked its helper")
             try await app(runtime, ["background", "Z"])
             try await app(runtime, ["launch", "R", "--no-client", "--", "/bin/sh", "-c", "(sleep 31996 &); exec sleep 31996"])
             let watched = await appProcesses(underCgroup: "/mempressure-\(pid)-", exactly: 4)
@@ -185,7 +173,7 @@ struct SupervisorCrashTests {
             // Stopped, and deaf to the SIGHUP the kernel sends an orphaned stopped process group.
             try await app(runtime, ["launch", "S", "--no-client", "--", "/bin/sh", "-c", "trap '' HUP; (sleep 31995 &); exec sleep 31995"])
             // Stopped before its shell forked the helper, S would not be two processes.
-            #expect(await settle(underCgroup: "/mempressure-\(pid)-", count: 2, named: "sleep"), "S has forked its helper")
+            #expect(await appProcesses(underCgroup: "/mempressure-\(pid)-", exactly: 2, named: "sleep").count == 2, "S has forked its helper")
             try await app(runtime, ["background", "S"])
             try await app(runtime, ["launch", "L", "--no-client", "--", "/usr/bin/env", "python3", "-c", hog])
             let watched = await appProcesses(underCgroup: "/mempressure-\(pid)-", exactly: 3)

@@ -55,6 +55,10 @@ struct StartupReport: Codable {
     func markdown() -> String {
         func ms(_ v: Double) -> String { ByteFormat.fixed(v, 2) }
         func mib(_ kib: Double) -> String { ByteFormat.fixed(kib / 1024, 1) }
+        /// "N ms more CPU and M MiB more at its peak" of `a` over `b`.
+        func more(_ a: Row, than b: Row) -> String {
+            "\(ms(a.cpu.p50 - b.cpu.p50)) ms more CPU and \(mib(a.peakKiB.p50 - b.peakKiB.p50)) MiB more at its peak"
+        }
         let floor = row(Self.floorName)?.cpu.p50 ?? 0
         var out = """
 
@@ -127,19 +131,16 @@ struct StartupReport: Codable {
             out += "- `\(quick)` is read without ArgumentParser, in `mempressure` itself (`QuickCommandLine`: the common forms of `--version`, "
             out += "`vm` and a single `top`; anything else, help and errors included, is ArgumentParser's, in mempressure-commands); written as "
             out += "`\(parsed.split(separator: " (").first ?? "")`, mempressure becomes mempressure-commands and ArgumentParser reads it, building "
-            out += "its argument definitions by reflection: it costs \(ms(p.cpu.p50 - q.cpu.p50)) ms "
-            out += "more CPU (\(ByteFormat.fixed(p.cpu.p50 / q.cpu.p50, 2))x) and \(mib(p.peakKiB.p50 - q.peakKiB.p50)) MiB more at its peak.\n"
+            out += "its argument definitions by reflection: it costs \(more(p, than: q)) (\(ByteFormat.fixed(p.cpu.p50 / q.cpu.p50, 2))x CPU).\n"
         }
         if let commands = row(Self.commandsName), let version = row(Self.versionName) {
             out += "- `mempressure` is linked fully static and holds only these lines' code; `mempressure-commands` has every command "
-            out += "(ArgumentParser, the supervisor, jemalloc, libunwind), and its `--version` costs \(ms(commands.cpu.p50 - version.cpu.p50)) ms "
-            out += "more CPU and \(mib(commands.peakKiB.p50 - version.peakKiB.p50)) MiB more at its peak than mempressure's: what the quick lines "
-            out += "paid while they ran in it.\n"
+            out += "(ArgumentParser, the supervisor, jemalloc, libunwind), and its `--version` costs \(more(commands, than: version)) "
+            out += "than mempressure's: what the quick lines paid while they ran in it.\n"
             if let server = row(Self.serverName) {
                 out += "- `mempressure-server` is mempressure-commands with the exporter's HTTP stack (SwiftNIO, Hummingbird, "
                 out += "Foundation with ICU); mempressure-commands executes it for `export` and `supervise --export` only. Its `--version` "
-                out += "costs \(ms(server.cpu.p50 - commands.cpu.p50)) ms more CPU and \(mib(server.peakKiB.p50 - commands.peakKiB.p50)) MiB "
-                out += "more at its peak than mempressure-commands'.\n"
+                out += "costs \(more(server, than: commands)) than mempressure-commands'.\n"
             }
         }
         out += notes.map { "- \($0)\n" }.joined()
